@@ -1,0 +1,69 @@
+"""Shared helpers: fast timing settings and a scriptable fake backend for failure cases."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+
+from xferbench.backends import BACKENDS
+from xferbench.backends.base import HOST_TO_HOST, Backend, SeriesInfo, Transfer
+from xferbench.spec import Spec
+from xferbench.timing import TimingConfig
+
+FAST = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=3, min_time_s=0.0, max_samples=5, max_time_s=5.0)
+FAST_ARGS = ["--warmup-calls", "1", "--warmup-time", "0", "--min-samples", "3", "--min-time", "0", "--max-samples", "5"]
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed (pip install 'xferbench[torch]')")
+
+
+class FakeTransfer(Transfer):
+    def __init__(self, spec: Spec, backend: FakeBackend) -> None:
+        self.spec, self.backend = spec, backend
+
+    def __call__(self) -> None:
+        error = self.backend.raise_at.get(self.spec.batch_size)
+        if error is not None:
+            raise error
+
+    def verify(self) -> None:
+        if not self.backend.delivers:
+            from xferbench.errors import VerificationError
+
+            raise VerificationError("fake: nothing arrived")
+
+
+class FakeBackend(Backend):
+    """A host-side backend whose calls raise chosen errors at chosen batch sizes."""
+
+    name = "fake"
+    modes = default_modes = ("a", "b")
+    fixed_device = "cpu"
+    in_default_sweep = False
+
+    def __init__(self, raise_at: dict[int, BaseException] | None = None, delivers: bool = True) -> None:
+        self.raise_at = raise_at or {}
+        self.delivers = delivers
+
+    def describe(self, key: Any, params: dict[str, Any]) -> SeriesInfo:
+        return SeriesInfo("fake device", HOST_TO_HOST, "time.perf_counter", "none")
+
+    def host_bytes(self, spec: Spec) -> int:
+        return 0
+
+    def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        return FakeTransfer(spec, self)
+
+
+@pytest.fixture
+def fake_backend(monkeypatch: pytest.MonkeyPatch):
+    """Register a FakeBackend as framework 'fake'; the test sets its failures."""
+
+    def register(**kwargs: Any) -> FakeBackend:
+        backend = FakeBackend(**kwargs)
+        monkeypatch.setitem(BACKENDS, "fake", backend)
+        return backend
+
+    return register

@@ -1,0 +1,163 @@
+"""The CLI through Typer's runner: real sweeps, and one-line errors for every bad input."""
+
+import json
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FAST_ARGS, needs_torch
+from xferbench import load
+from xferbench.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_sim_sweep_end_to_end(tmp_path) -> None:
+    out = tmp_path / "sim.json"
+    r = invoke("sweep", "-f", "sim", "--batch-sizes", "1,2,4,8", "--sim-latency-us", "20", "--sim-bandwidth-gbps", "10",
+               "-o", str(out), "--csv", *FAST_ARGS)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    for heading in ("batch", "batch time", "batches/s", "images/s", "MB/s", "peak", "latency 20 µs", "10,000 MB/s"):
+        assert heading in r.stdout
+    result = load(out)
+    assert result.status == "complete" and [p.batch_size for p in result.series[0].points] == [1, 2, 4, 8]
+    assert out.with_suffix(".csv").exists()
+    assert "sim/link/copy@sim batch 8" in r.stderr  # progress lines when stderr is not a terminal
+
+
+def test_duplicate_batch_sizes_are_merged(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    assert invoke("sweep", "-f", "sim", "--batch-sizes", "4, 2,4", "-o", str(out), *FAST_ARGS).exit_code == 0
+    assert load(out).config["batch_sizes"] == [2, 4]
+
+
+def test_host_sweep_default_out_path(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = invoke("sweep", "-f", "host", "--batch-sizes", "1,2", "--shape", "16x16x3", *FAST_ARGS)
+    assert r.exit_code == 0, r.output
+    (path,) = (tmp_path / "results").glob("*-cpu-*.json")
+    assert load(path).series[0].framework == "host"
+
+
+@needs_torch
+def test_default_sweep_runs_torch_and_host_on_cpu(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "--device", "cpu", "--batch-sizes", "1,2", "--shape", "16x16x3", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 0, r.output
+    labels = {s.label(): s.status for s in load(out).series}
+    assert labels["torch/pageable/copy@cpu"] == "ok" and labels["host/numpy/copy@cpu"] == "ok"
+    assert labels["torch/pinned/copy@cpu"] == "skipped" and "sim/link/copy@sim" not in labels
+    assert "skipping torch/pinned/copy@cpu" in r.stdout
+
+
+def test_default_sweep_without_torch_runs_host(tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # find_spec now reports torch as not installed
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 0, r.output
+    assert [s.framework for s in load(out).series] == ["host"]
+    r = invoke("sweep", "-f", "torch")
+    assert r.exit_code == 2 and "pip install 'xferbench[torch]'" in r.stderr
+
+
+def test_failed_verification_exits_non_zero_but_keeps_the_file(tmp_path, monkeypatch) -> None:
+    from xferbench.backends.host import HostCopy
+
+    monkeypatch.setattr(HostCopy, "__call__", lambda self: None)
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "host", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 1 and "FAILED host/numpy/copy@cpu" in r.stdout and "Traceback" not in r.output
+    assert load(out).series[0].status == "failed"
+
+
+def test_ctrl_c_saves_and_says_where(tmp_path, fake_backend) -> None:
+    fake_backend(raise_at={4: KeyboardInterrupt()})
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "fake", "-m", "a", "--batch-sizes", "1,2,4,8", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 130
+    assert "interrupted: 2 measured point(s) saved to" in r.stderr and str(out) in r.stderr.replace("\n", "")
+    assert load(out).status == "interrupted"
+
+
+def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> None:
+    fake_backend(raise_at={4: MemoryError()})
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "fake", "-m", "a", "--batch-sizes", "2,4,8", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 0, r.output
+    assert "out of memory" in r.stdout and "skipped" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--batch-sizes", "0"], "'0' is not a positive integer"),
+        (["--batch-sizes", "-4"], "'-4' is not a positive integer"),
+        (["--batch-sizes", "2.5"], "'2.5' is not a positive integer"),
+        (["--batch-sizes", ""], "give comma-separated positive integers"),
+        (["--batch-sizes", "1,,2"], "give comma-separated positive integers"),
+        (["--shape", "256x"], "give positive integers joined by 'x'"),
+        (["--shape", "256x0x3"], "give positive integers joined by 'x'"),
+        (["--shape", "big"], "give positive integers joined by 'x'"),
+        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: torch, host, sim"),
+        (["-f", "host", "-m", "warp"], "unknown mode 'warp'; valid modes are host: numpy"),
+        (["--op", "cast"], "unknown op 'cast'; choose from: copy, seed"),
+        (["-f", "host", "--op", "seed"], "the seed op is not defined for host"),
+        (["--device", "tpu"], "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"),
+        (["-f", "host", "--device", "cuda:7"], "device 'cuda:7' is not present; devices present: cpu"),
+        (["-f", "host", "--batch-sizes", "1,100000000"], "GB of host memory but"),
+        (["-f", "sim", "--sim-bandwidth-gbps", "0"], "--sim-bandwidth-gbps > 0"),
+        (["-f", "sim", "--min-samples", "0"], "must be at least 1"),
+        (["-f", "sim", "--max-samples", "2", "--min-samples", "5"], "--max-samples must be at least --min-samples"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message) -> None:
+    r = invoke("sweep", *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr.replace("\n", " ")
+    assert r.stderr.startswith("error:") and "Traceback" not in r.output
+    assert r.stdout == ""  # nothing was measured
+
+
+@needs_torch
+def test_absent_cuda_lists_devices_present() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    r = invoke("sweep", "-f", "torch", "--device", "cuda")
+    assert r.exit_code == 2 and "device 'cuda' is not present; devices present: cpu" in r.stderr
+
+
+def test_unwritable_output_is_refused_before_measuring(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = invoke("sweep", "-f", "sim", "-o", str(blocker / "r.json"))
+    assert r.exit_code == 2 and "is a file, not a folder" in r.stderr.replace("\n", "") and r.stdout == ""
+
+
+def test_env_prints_json() -> None:
+    r = invoke("env")
+    assert r.exit_code == 0
+    env = json.loads(r.stdout)
+    assert env["devices"][0]["kind"] == "cpu" and env["python"] and "numpy" in env["versions"]
+    assert "available" in env["nvml"]  # with the reason where NVML cannot be used
+
+
+def test_paths_lists_availability_and_reasons() -> None:
+    r = runner.invoke(app, ["paths"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    assert "host" in r.stdout and "sim" in r.stdout and "available" in r.stdout
+    if "torch" in r.stdout and "pinned_into" in r.stdout:
+        assert "unavailable" in r.stdout  # no CUDA on CI: pinned modes say why
+
+
+def test_module_entry_point() -> None:
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "xferbench", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "sweep" in r.stdout

@@ -1,0 +1,151 @@
+"""Real small sweeps on the CPU, and the failure handling of the sweep loop."""
+
+import numpy as np
+import pytest
+
+from conftest import FAST, needs_torch
+from xferbench.backends import BACKENDS
+from xferbench.backends.host import HostCopy
+from xferbench.errors import VerificationError
+from xferbench.results import Result
+from xferbench.spec import SeriesKey
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+
+SMALL = (32, 32, 3)
+
+
+def sweep(**kwargs) -> Result:
+    config = SweepConfig(shape=SMALL, timing=FAST, **kwargs)
+    plan = make_plan(config)
+    return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+
+
+def by_label(result: Result) -> dict:
+    return {s.label(): s for s in result.series}
+
+
+def test_host_path_copies_real_bytes() -> None:
+    series = sweep(frameworks=("host",), batch_sizes=(1, 8, 64)).series[0]
+    assert series.transfer == "host-to-host" and series.status == "ok"
+    assert [p.status for p in series.points] == ["ok"] * 3
+    assert all(p.mbps > 0 and len(p.times_s) == p.n >= 3 for p in series.points)
+    assert series.summary.peak_mbps == max(p.mbps for p in series.points)
+
+
+def test_host_verification_catches_a_copy_that_does_nothing(monkeypatch) -> None:
+    monkeypatch.setattr(HostCopy, "__call__", lambda self: None)
+    series = sweep(frameworks=("host",), batch_sizes=(1, 2)).series[0]
+    assert series.status == "failed" and "did not deliver" in series.reason
+    assert [p.status for p in series.points] == ["error", "skipped"]
+
+
+@needs_torch
+def test_torch_cpu_pageable_copy_and_seed_are_real_copies() -> None:
+    series = by_label(sweep(frameworks=("torch",), ops=("copy", "seed"), batch_sizes=(1, 4), device="cpu"))
+    for op in ("copy", "seed"):
+        s = series[f"torch/pageable/{op}@cpu"]
+        assert s.status == "ok" and s.transfer == "host-to-host"
+        assert [p.status for p in s.points] == ["ok", "ok"], [p.error for p in s.points]
+    assert "fetched to the host" in series["torch/pageable/seed@cpu"].sync
+
+
+@needs_torch
+def test_torch_pinned_modes_skip_on_cpu_with_reason() -> None:
+    series = by_label(sweep(frameworks=("torch",), batch_sizes=(1,), device="cpu"))
+    for mode in ("pinned", "pinned_into"):
+        s = series[f"torch/{mode}/copy@cpu"]
+        assert s.status == "skipped" and "CUDA" in s.reason and not s.points
+
+
+@needs_torch
+def test_torch_to_cpu_without_copy_fails_verification(monkeypatch) -> None:
+    from xferbench.backends.pytorch import TorchTransfer
+
+    import torch
+
+    # The trap the issue names: .to("cpu") returns the same tensor, so nothing is copied.
+    monkeypatch.setattr(TorchTransfer, "_move", lambda self: torch.from_numpy(self.host).to("cpu"))
+    s = sweep(frameworks=("torch",), modes=("pageable",), batch_sizes=(1,), device="cpu").series[0]
+    assert s.status == "failed" and "nothing was copied" in s.reason
+
+
+@needs_torch
+def test_torch_verification_compares_bytes(monkeypatch) -> None:
+    from xferbench.backends.pytorch import TorchTransfer
+
+    original = TorchTransfer._move
+
+    def corrupt(self):  # a copy that delivers the wrong bytes
+        moved = original(self)
+        moved.reshape(-1)[::7] += 1
+        return moved
+
+    monkeypatch.setattr(TorchTransfer, "_move", corrupt)
+    s = sweep(frameworks=("torch",), modes=("pageable",), batch_sizes=(2,), device="cpu").series[0]
+    assert s.status == "failed" and "differ from the source" in s.reason
+
+
+@needs_torch
+def test_torch_recognises_out_of_memory_errors() -> None:
+    import torch
+
+    backend = BACKENDS["torch"]
+    assert backend.is_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
+    assert backend.is_out_of_memory(RuntimeError("MPS backend out of memory (MPS allocated: 1 GB)"))
+    assert backend.is_out_of_memory(MemoryError())
+    assert not backend.is_out_of_memory(RuntimeError("device-side assert triggered"))
+
+
+def test_out_of_memory_skips_larger_batches_and_the_sweep_goes_on(fake_backend) -> None:
+    fake_backend(raise_at={8: MemoryError("cannot allocate")})
+    result = sweep(frameworks=("fake", "host"), batch_sizes=(2, 4, 8, 16, 32))
+    fake_a = result.series[0]
+    assert [p.status for p in fake_a.points] == ["ok", "ok", "error", "skipped", "skipped"]
+    assert fake_a.points[2].error.startswith("out of memory")
+    assert "batch 8 ran out of memory" in fake_a.points[3].error
+    assert fake_a.status == "ok" and fake_a.summary.peak_batch_size in (2, 4)
+    assert all(p.status == "ok" for p in result.series[-1].points)  # host, after the fake series
+
+
+def test_unexpected_error_is_recorded_and_later_points_run(fake_backend) -> None:
+    fake_backend(raise_at={4: RuntimeError("driver hiccup\nsecond line")})
+    s = sweep(frameworks=("fake",), modes=("a",), batch_sizes=(2, 4, 8)).series[0]
+    assert [p.status for p in s.points] == ["ok", "error", "ok"]
+    assert s.points[1].error == "RuntimeError: driver hiccup"
+
+
+def test_interrupt_keeps_measured_points(fake_backend, tmp_path) -> None:
+    fake_backend(raise_at={8: KeyboardInterrupt()})
+    path = tmp_path / "r.json"
+    plan = make_plan(SweepConfig(frameworks=("fake",), modes=("a",), batch_sizes=(2, 4, 8, 16), timing=FAST))
+    result = new_result(plan, {})
+    with pytest.raises(KeyboardInterrupt):
+        run_plan(plan, result, save=lambda r: r.save(path))
+    from xferbench import load
+
+    saved = load(path)
+    assert saved.status == "interrupted"
+    assert [p.batch_size for p in saved.series[0].points] == [2, 4]
+
+
+def test_sample_indices_cover_both_ends() -> None:
+    from xferbench.buffers import sample_indices
+
+    idx = sample_indices(10_000_000)
+    assert idx[0] == 0 and idx[-1] == 9_999_999 and len(np.unique(idx)) == len(idx) > 4000
+    assert list(sample_indices(10)) == list(range(10))
+
+
+def test_pattern_has_no_zeros_and_does_not_repeat_per_image() -> None:
+    from xferbench.buffers import make_source
+
+    x = make_source((3, 256, 256, 3))
+    assert x.min() >= 1
+    assert not np.array_equal(x[0], x[1])
+
+
+def test_verification_error_is_a_user_facing_error() -> None:
+    from xferbench.errors import XferbenchError
+
+    assert issubclass(VerificationError, XferbenchError)
+    assert SeriesKey("torch", "pinned", "copy", "cuda:0", (2, 2)).label() == "torch/pinned/copy@cuda:0"

@@ -1,0 +1,95 @@
+import json
+
+import pytest
+
+import xferbench
+from xferbench.backends import SimLink
+from xferbench.errors import XferbenchError
+from xferbench.results import SCHEMA, Result, check_writable, load
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.timing import TimingConfig
+
+
+@pytest.fixture
+def result(tmp_path) -> Result:
+    config = SweepConfig(frameworks=("sim",), ops=("copy",), batch_sizes=(1, 4, 16), sim=SimLink(jitter=0.05),
+                         timing=TimingConfig(max_samples=20))  # fmt: skip
+    plan = make_plan(config)
+    return run_plan(plan, new_result(plan, {"host": "testhost", "versions": {"numpy": "1"}}), save=lambda r: None)
+
+
+def test_round_trip_is_lossless(tmp_path, result: Result) -> None:
+    path = tmp_path / "r.json"
+    result.save(path)
+    loaded = xferbench.load(path)
+    assert loaded == result
+    assert loaded.to_dict() == json.loads(path.read_text())
+    assert loaded.schema == SCHEMA and loaded.status == "complete"
+    assert not list(tmp_path.glob("*.tmp"))  # the temp file was renamed into place
+
+
+def test_file_has_the_documented_fields(tmp_path, result: Result) -> None:
+    path = tmp_path / "r.json"
+    result.save(path)
+    data = json.loads(path.read_text())
+    assert {"schema", "created", "environment", "config", "series", "status", "xferbench_version"} <= set(data)
+    series = data["series"][0]
+    assert {"framework", "mode", "op", "device", "device_name", "shape", "clock", "sync", "points", "summary"} <= set(series)
+    point = series["points"][0]
+    assert {"batch_size", "bytes", "times_s", "median_s", "p10_s", "p90_s", "mbps", "status", "error"} <= set(point)
+    assert len(point["times_s"]) == point["n"] == 20
+    assert {"peak_mbps", "peak_batch_size", "saturation_batch_size", "latency_s", "bandwidth_mbps",
+            "half_bandwidth_bytes", "cliff"} <= set(series["summary"])  # fmt: skip
+    assert data["config"]["batch_sizes"] == [1, 4, 16] and data["config"]["sim"]["jitter"] == 0.05
+
+
+def test_tidy_frame_has_one_row_per_point(result: Result) -> None:
+    frame = result.to_frame()
+    assert len(frame) == 3
+    assert list(frame["batch_size"]) == [1, 4, 16]
+    assert {"host", "framework", "mode", "op", "device", "shape", "mbps", "median_s", "numpy_version"} <= set(frame.columns)
+    assert (frame["host"] == "testhost").all() and (frame["shape"] == "256x256x3").all()
+    assert "times_s" not in frame.columns
+
+
+def test_csv_written_beside_json(tmp_path, result: Result) -> None:
+    result.save(tmp_path / "r.json", csv=True)
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert len(lines) == 4 and "mbps" in lines[0]
+
+
+def test_saved_after_every_point(tmp_path) -> None:
+    path = tmp_path / "partial.json"
+    plan = make_plan(SweepConfig(frameworks=("sim",), batch_sizes=(1, 2, 4), timing=TimingConfig(min_samples=3, max_samples=5)))
+    seen = []
+    run_plan(plan, new_result(plan, {}), save=lambda r: r.save(path),
+             on_point=lambda s, p: seen.append(len(load(path).series[0].points)))  # fmt: skip
+    assert seen == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("{not json", "not JSON"),
+        ('{"hello": 1}', "not an xferbench result"),
+        ('[1, 2]', "not an xferbench result"),
+        ('{"schema": "xferbench/2"}', "newer than this xferbench reads"),
+        ('{"schema": "xferbench/1", "bogus": 1}', "malformed"),
+    ],
+)
+def test_load_rejects_bad_files(tmp_path, content, message) -> None:
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(XferbenchError, match=message):
+        load(path)
+
+
+def test_check_writable(tmp_path) -> None:
+    assert check_writable(tmp_path / "new" / "dir" / "r.json").parent.is_dir()
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(XferbenchError, match="is a file, not a folder"):
+        check_writable(tmp_path / "afile" / "r.json")
+    with pytest.raises(XferbenchError, match="is a directory"):
+        check_writable(tmp_path)

@@ -1,0 +1,42 @@
+"""The simulated link is ground truth: the analysis must recover what it was given."""
+
+import pytest
+
+from xferbench.backends import SimLink
+from xferbench.results import Result
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.timing import TimingConfig
+
+
+def sim_sweep(link: SimLink, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)) -> Result:
+    config = SweepConfig(frameworks=("sim",), batch_sizes=tuple(batches), sim=link, timing=TimingConfig(max_samples=200))
+    plan = make_plan(config)
+    return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+
+
+def test_sim_recovers_latency_and_bandwidth_without_jitter() -> None:
+    series = sim_sweep(SimLink(latency_us=12.0, bandwidth_gbps=24.0)).series[0]
+    assert series.device == "sim" and series.transfer == "simulated" and series.clock.startswith("virtual")
+    s = series.summary
+    assert s.latency_s == pytest.approx(12e-6, rel=0.01)
+    assert s.bandwidth_mbps == pytest.approx(24_000, rel=0.01)
+    assert s.half_bandwidth_bytes == pytest.approx(12e-6 * 24e9, rel=0.01)
+    for p in series.points:  # every point is exactly the model
+        assert p.median_s == pytest.approx(12e-6 + p.bytes / 24e9, rel=1e-9)
+    assert not s.cliff and s.peak_batch_size == 512
+
+
+def test_sim_jitter_is_seeded() -> None:
+    a = sim_sweep(SimLink(jitter=0.1, seed=1), batches=(8, 64)).series[0]
+    b = sim_sweep(SimLink(jitter=0.1, seed=1), batches=(8, 64)).series[0]
+    c = sim_sweep(SimLink(jitter=0.1, seed=2), batches=(8, 64)).series[0]
+    assert [p.times_s for p in a.points] == [p.times_s for p in b.points]
+    assert [p.times_s for p in a.points] != [p.times_s for p in c.points]
+    assert a.points[0].p10_s < a.points[0].median_s < a.points[0].p90_s
+    truth = SimLink().cost_s(a.points[1].bytes)
+    assert a.points[1].median_s == pytest.approx(truth, rel=0.03)
+
+
+def test_sim_records_its_parameters() -> None:
+    series = sim_sweep(SimLink(latency_us=3, bandwidth_gbps=50, jitter=0.01, seed=7), batches=(1, 2)).series[0]
+    assert series.params == {"latency_us": 3, "bandwidth_gbps": 50, "jitter": 0.01, "seed": 7}

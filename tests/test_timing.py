@@ -1,0 +1,47 @@
+from xferbench.timing import TimingConfig, sample, warm_up
+
+
+class StepClock:
+    """A fake clock that each call of the transfer advances by a fixed step."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.calls = 0.0, step, 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def transfer(self) -> float:
+        self.calls += 1
+        self.now += self.step
+        return self.step / 2  # a device clock reading, kept beside the host clock
+
+
+def test_sampling_needs_both_min_time_and_min_samples() -> None:
+    clock = StepClock(0.01)
+    samples = sample(clock.transfer, TimingConfig(min_samples=5, min_time_s=0.2, max_samples=1000), clock)
+    assert len(samples.times_s) == 20  # time was the binding constraint
+    assert samples.device_times_s == [0.005] * 20
+    clock = StepClock(0.1)
+    samples = sample(clock.transfer, TimingConfig(min_samples=5, min_time_s=0.2, max_samples=1000), clock)
+    assert len(samples.times_s) == 5  # count was the binding constraint
+
+
+def test_sampling_caps() -> None:
+    clock = StepClock(1e-6)
+    assert len(sample(clock.transfer, TimingConfig(min_time_s=10, max_samples=50), clock).times_s) == 50
+    clock = StepClock(3.0)
+    capped = sample(clock.transfer, TimingConfig(min_samples=10, max_time_s=5.0), clock)
+    assert len(capped.times_s) == 2  # the time cap stops a very slow point early
+
+
+def test_every_sample_is_kept_raw() -> None:
+    clock = StepClock(0.25)
+    samples = sample(clock.transfer, TimingConfig(min_samples=3, min_time_s=0), clock)
+    assert samples.times_s == [0.25, 0.25, 0.25]
+
+
+def test_warm_up_needs_calls_and_time() -> None:
+    clock = StepClock(0.001)
+    assert warm_up(clock.transfer, TimingConfig(warmup_calls=3, warmup_s=0.05), clock) == 50
+    clock = StepClock(1.0)
+    assert warm_up(clock.transfer, TimingConfig(warmup_calls=3, warmup_s=0.05), clock) == 3

@@ -1,0 +1,3 @@
+from xferbench.cli import main
+
+main()

@@ -1,0 +1,86 @@
+"""The small protocol every framework backend implements.
+
+A backend prepares a Transfer once per batch size. Calling the Transfer does one transfer and
+returns only when the data is on the device; verify() proves the bytes arrived.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from xferbench.spec import SeriesKey, Spec
+from xferbench.timing import Clock
+
+OPS = ("copy", "seed")
+HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED = "host-to-device", "host-to-host", "simulated"
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """What a series really measured: kept in the result so readers know what they compare."""
+
+    device_name: str
+    transfer: str  # HOST_TO_DEVICE, HOST_TO_HOST or SIMULATED
+    clock: str  # the clock around each call
+    sync: str  # how each call waits until the data has arrived
+    device_clock: str | None = None  # a device-side clock recorded beside the host clock
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class Transfer(ABC):
+    """One path prepared at one batch size."""
+
+    clock: Clock = staticmethod(time.perf_counter)
+
+    @abstractmethod
+    def __call__(self) -> float | None:
+        """Do one synchronized transfer; return its device-clock seconds where a device clock exists."""
+
+    @abstractmethod
+    def verify(self) -> None:
+        """Do one transfer into a poisoned destination and raise VerificationError unless the bytes match."""
+
+    def close(self) -> None:
+        """Drop the buffers, so the next batch size has the memory."""
+
+
+class Backend(ABC):
+    name: str
+    extra: str | None = None  # the pip extra that installs the framework
+    modes: tuple[str, ...] = ()
+    default_modes: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ("copy",)
+    fixed_device: str | None = None  # where the path always runs, whatever --device says
+    in_default_sweep: bool = True
+
+    def missing(self) -> str | None:
+        """Why the framework cannot be used here (not installed), or None."""
+        return None
+
+    def devices(self) -> list[str]:
+        """The devices this backend can reach on this machine."""
+        return [self.fixed_device] if self.fixed_device else ["cpu"]
+
+    def skip_reason(self, key: SeriesKey) -> str | None:
+        """Why this mode/op cannot run on this device, or None."""
+        return None
+
+    @abstractmethod
+    def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo: ...
+
+    @abstractmethod
+    def host_bytes(self, spec: Spec) -> int:
+        """Host memory one prepared transfer needs, checked before anything is allocated."""
+
+    @abstractmethod
+    def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer: ...
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        return isinstance(error, MemoryError)
+
+    def environment(self) -> dict[str, Any]:
+        """Framework version and the devices it sees, for the result's environment."""
+        return {}

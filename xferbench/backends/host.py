@@ -1,0 +1,50 @@
+"""`host`: a NumPy copy into a preallocated host buffer, the ceiling for every CPU-side path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xferbench.backends.base import HOST_TO_HOST, Backend, SeriesInfo, Transfer
+from xferbench.buffers import check_arrived, make_source
+from xferbench.environment import cpu_name
+from xferbench.spec import SeriesKey, Spec
+
+
+class HostCopy(Transfer):
+    def __init__(self, spec: Spec) -> None:
+        self.label = spec.series.label()
+        self.source = make_source(spec.batch_shape)
+        self.dest = np.empty_like(self.source)
+
+    def __call__(self) -> None:
+        np.copyto(self.dest, self.source)
+
+    def verify(self) -> None:
+        self.dest.fill(0)
+        self()
+        check_arrived(self.source, self.dest, self.label)  # every byte: it is cheap on the host
+
+    def close(self) -> None:
+        del self.source, self.dest
+
+
+class HostBackend(Backend):
+    name = "host"
+    modes = default_modes = ("numpy",)
+    fixed_device = "cpu"
+
+    def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        return SeriesInfo(
+            device_name=cpu_name(),
+            transfer=HOST_TO_HOST,
+            clock="time.perf_counter",
+            sync="none needed: np.copyto returns after the copy",
+        )
+
+    def host_bytes(self, spec: Spec) -> int:
+        return 2 * spec.nbytes
+
+    def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        return HostCopy(spec)

@@ -1,0 +1,200 @@
+"""`torch`: PyTorch's `.to(device)` from pageable and pinned memory, and the preallocated peak pattern.
+
+Modes:
+- pageable: torch.from_numpy(x).to(device), the original report's transfer;
+- pinned: a pinned source, .to(device, non_blocking=True), then the device is synchronized;
+- pinned_into: a pinned source copied into a preallocated device tensor (dst.copy_), the peak.
+Ops: copy times the transfer alone; seed times the report's `.to(device).type(float32)[0, 0].cpu()`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
+from xferbench.buffers import check_arrived, make_source, sample_indices
+from xferbench.environment import cpu_name
+from xferbench.errors import VerificationError
+from xferbench.spec import SeriesKey, Spec
+
+PINNED_MODES = ("pinned", "pinned_into")
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+class TorchTransfer(Transfer):
+    def __init__(self, spec: Spec) -> None:
+        torch = self.torch = _torch()
+        key = spec.series
+        self.label, self.mode, self.seed = key.label(), key.mode, key.op == "seed"
+        self.device = torch.device(key.device)
+        self.kind = self.device.type
+        if self.kind == "cuda":
+            torch.cuda.set_device(self.device)  # events and the caching allocator follow the current device
+        self.host = make_source(spec.batch_shape)
+        self.source = torch.from_numpy(self.host)
+        if self.mode in PINNED_MODES:
+            self.source = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True)
+            self.source.copy_(torch.from_numpy(self.host))
+        self.dest = (
+            torch.empty(spec.batch_shape, dtype=torch.uint8, device=self.device)
+            if self.mode == "pinned_into"
+            else None
+        )
+        self.events = self._events()
+        self.moved: Any = None  # the device tensor of the last call, kept for verify()
+        self.result: Any = None  # the seed op's host result of the last call
+
+    def _events(self) -> tuple[Any, Any] | None:
+        torch = self.torch
+        if self.kind == "cuda":
+            return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if self.kind == "mps":
+            try:
+                return tuple(torch.mps.event.Event(enable_timing=True) for _ in range(2))  # type: ignore[return-value]
+            except (AttributeError, RuntimeError, TypeError):  # older PyTorch: no timed MPS events
+                return None
+        return None
+
+    def _move(self) -> Any:
+        if self.dest is not None:
+            return self.dest.copy_(self.source, non_blocking=True)
+        if self.mode == "pinned":
+            return self.source.to(self.device, non_blocking=True)
+        # On the CPU .to("cpu") returns the same tensor; copy=True forces the host-to-host copy.
+        return self.torch.from_numpy(self.host).to(self.device, copy=self.kind == "cpu")
+
+    def _synchronize(self) -> None:
+        if self.kind == "cuda":
+            self.torch.cuda.synchronize(self.device)
+        elif self.kind == "mps":
+            self.torch.mps.synchronize()
+
+    def __call__(self) -> float | None:
+        events = self.events
+        if events:
+            events[0].record()
+        moved = self._move()
+        if self.seed:
+            self.result = moved.type(self.torch.float32)[0, 0].cpu()
+        if events:
+            events[1].record()
+        self._synchronize()
+        self.moved = moved
+        return events[0].elapsed_time(events[1]) / 1e3 if events else None
+
+    def verify(self) -> None:
+        if self.dest is not None:
+            self.dest.zero_()
+        self()
+        moved = self.moved
+        if moved.device.type != self.kind or (
+            self.device.index is not None and moved.device.index != self.device.index
+        ):
+            raise VerificationError(f"{self.label}: data landed on {moved.device}, not {self.device}")
+        if moved.data_ptr() == self.source.data_ptr():
+            raise VerificationError(f"{self.label}: the result is the source tensor itself; nothing was copied")
+        flat_index = sample_indices(self.host.size)
+        got = moved.reshape(-1)[self.torch.from_numpy(flat_index).to(moved.device)].cpu().numpy()
+        check_arrived(self.host.reshape(-1)[flat_index], got, self.label)
+        if self.seed:
+            check_arrived(self.host[0, 0].astype(np.float32), self.result.numpy(), f"{self.label} result")
+
+    def close(self) -> None:
+        self.moved = self.result = self.dest = self.source = self.host = None
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    extra = "torch"
+    modes = default_modes = ("pageable", "pinned", "pinned_into")
+    ops = ("copy", "seed")
+
+    def missing(self) -> str | None:
+        if importlib.util.find_spec("torch") is None:
+            return "PyTorch is not installed: pip install 'xferbench[torch]'"
+        return None
+
+    def devices(self) -> list[str]:
+        torch = _torch()
+        found = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+        if torch.backends.mps.is_available():
+            found.append("mps")
+        return found
+
+    def skip_reason(self, key: SeriesKey) -> str | None:
+        if key.mode in PINNED_MODES and not key.device.startswith("cuda"):
+            if key.device == "mps":
+                return (
+                    "pinned modes are CUDA-only here: MPS shares memory with the CPU and"
+                    " PyTorch's pin_memory semantics on MPS changed across releases"
+                )
+            return "pinned host memory needs a CUDA device; on the CPU there is no device copy to pin for"
+        return None
+
+    def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        kind = key.device.split(":")[0]
+        if kind == "cuda":
+            name = _torch().cuda.get_device_name(_torch().device(key.device))
+            sync, device_clock = "torch.cuda.synchronize", "torch.cuda.Event"
+        elif kind == "mps":
+            name, sync, device_clock = f"Apple GPU (MPS) on {cpu_name()}", "torch.mps.synchronize", "torch.mps.event.Event"
+        else:
+            name, sync, device_clock = cpu_name(), "none needed: the CPU copy is synchronous", None
+        if key.op == "seed":
+            sync = f"result fetched to the host with .cpu(), then {sync}"
+        return SeriesInfo(
+            device_name=name,
+            transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
+            clock="time.perf_counter",
+            sync=sync,
+            device_clock=device_clock,
+        )
+
+    def host_bytes(self, spec: Spec) -> int:
+        pinned_copy = spec.series.mode in PINNED_MODES
+        on_cpu = spec.series.device == "cpu"
+        seed_float = spec.series.op == "seed" and on_cpu
+        return spec.nbytes * (1 + pinned_copy + on_cpu + 4 * seed_float)
+
+    def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        return TorchTransfer(spec)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        oom = getattr(_torch(), "OutOfMemoryError", None) or _torch().cuda.OutOfMemoryError
+        return (
+            isinstance(error, (MemoryError, oom))
+            or isinstance(error, RuntimeError)
+            and "out of memory" in str(error).lower()
+        )
+
+    def environment(self) -> dict[str, Any]:
+        torch = _torch()
+        devices = []
+        for index in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(index)
+            devices.append(
+                {
+                    "id": f"cuda:{index}",
+                    "kind": "cuda",
+                    "name": props.name,
+                    "memory_bytes": props.total_memory,
+                    "capability": f"{props.major}.{props.minor}",
+                    "uuid": str(getattr(props, "uuid", "")) or None,
+                }
+            )
+        if torch.backends.mps.is_available():
+            devices.append({"id": "mps", "kind": "mps", "name": f"Apple GPU (MPS) on {cpu_name()}"})
+        return {
+            "version": torch.__version__,
+            "cuda": torch.version.cuda,
+            "threads": torch.get_num_threads(),
+            "devices": devices,
+        }

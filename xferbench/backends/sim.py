@@ -1,0 +1,85 @@
+"""`sim`: a simulated link with known latency and bandwidth on a virtual clock.
+
+It moves no data and runs instantly and deterministically, so tests can check the analysis
+against ground truth, and users can see what a given link would look like.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from xferbench.backends.base import SIMULATED, Backend, SeriesInfo, Transfer
+from xferbench.errors import VerificationError, XferbenchError
+from xferbench.spec import SeriesKey, Spec
+
+
+@dataclass(frozen=True)
+class SimLink:
+    latency_us: float = 10.0
+    bandwidth_gbps: float = 12.0  # GB/s, GB = 10**9 bytes
+    jitter: float = 0.0  # relative standard deviation of each call's cost
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.latency_us < 0 or self.bandwidth_gbps <= 0 or not 0 <= self.jitter < 1:
+            raise XferbenchError(
+                "--sim-latency-us must be >= 0, --sim-bandwidth-gbps > 0 and --sim-jitter in [0, 1)"
+            )
+
+    def cost_s(self, nbytes: int) -> float:
+        return self.latency_us * 1e-6 + nbytes / (self.bandwidth_gbps * 1e9)
+
+
+class VirtualClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SimTransfer(Transfer):
+    def __init__(self, spec: Spec, link: SimLink) -> None:
+        self.clock = VirtualClock()
+        self.cost_s = link.cost_s(spec.nbytes)
+        self.jitter = link.jitter
+        self.rng = np.random.default_rng([link.seed, spec.batch_size])
+
+    def __call__(self) -> None:
+        cost = self.cost_s
+        if self.jitter:
+            cost *= max(0.05, 1.0 + self.jitter * self.rng.standard_normal())
+        self.clock.now += cost
+
+    def verify(self) -> None:
+        # No bytes move on a simulated link: check instead that every call is charged its cost.
+        before = self.clock.now
+        self()
+        if not self.clock.now > before:
+            raise VerificationError("sim: a call was not charged on the virtual clock")
+
+
+class SimBackend(Backend):
+    name = "sim"
+    modes = default_modes = ("link",)
+    fixed_device = "sim"
+    in_default_sweep = False
+
+    def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        link = SimLink(**params)
+        return SeriesInfo(
+            device_name=f"simulated link ({link.latency_us:g} µs, {link.bandwidth_gbps:g} GB/s)",
+            transfer=SIMULATED,
+            clock="virtual (simulated seconds)",
+            sync="none: simulated, no data moves",
+            params=asdict(link),
+        )
+
+    def host_bytes(self, spec: Spec) -> int:
+        return 0
+
+    def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        return SimTransfer(spec, SimLink(**params))

@@ -1,0 +1,195 @@
+"""The command line: a thin Typer layer over plain functions that tests call too."""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from xferbench import display
+from xferbench.backends import BACKENDS, OPS, SimLink
+from xferbench.errors import XferbenchError
+from xferbench.results import Result, check_writable
+from xferbench.sweep import (
+    DEFAULT_BATCH_SIZES,
+    Plan,
+    SweepConfig,
+    make_plan,
+    new_result,
+    parse_batch_sizes,
+    parse_shape,
+    run_plan,
+)
+from xferbench.timing import TimingConfig
+
+app = typer.Typer(
+    help="Host-to-device transfer throughput, swept over batch sizes, through each framework's real path.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def default_out_path(device: str) -> Path:
+    host = re.sub(r"[^A-Za-z0-9_.-]", "-", platform.node() or "host")
+    return Path("results") / f"{host}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+_DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
+
+
+@app.command()
+def sweep(
+    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps. auto picks CUDA, then MPS, then the CPU.")] = "auto",
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable. torch: pageable, pinned, pinned_into. Default: all of a framework's modes.")] = None,
+    op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy: the transfer alone; seed: the original report's cast+slice+fetch.")] = None,
+    batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = _DEFAULT_BATCHES,
+    shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Result file. Default: results/HOST-DEVICE-TIME.json")] = None,
+    csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
+    warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
+    warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
+    min_samples: Annotated[int, typer.Option(help="Sample at least this many calls...", rich_help_panel="Timing")] = TimingConfig.min_samples,
+    min_time: Annotated[float, typer.Option(help="...and for at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.min_time_s,
+    max_samples: Annotated[int, typer.Option(help="Cap on samples per point.", rich_help_panel="Timing")] = TimingConfig.max_samples,
+    max_time: Annotated[float, typer.Option(help="Cap on sampling seconds per point.", rich_help_panel="Timing")] = TimingConfig.max_time_s,
+    sim_latency_us: Annotated[float, typer.Option(help="Simulated link latency per call (µs).", rich_help_panel="sim")] = SimLink.latency_us,
+    sim_bandwidth_gbps: Annotated[float, typer.Option(help="Simulated link bandwidth (GB/s, 10^9 B).", rich_help_panel="sim")] = SimLink.bandwidth_gbps,
+    sim_jitter: Annotated[float, typer.Option(help="Relative std-dev of each simulated call.", rich_help_panel="sim")] = SimLink.jitter,
+    sim_seed: Annotated[int, typer.Option(help="Seed of the simulated jitter.", rich_help_panel="sim")] = SimLink.seed,
+) -> None:
+    """Measure transfer throughput across batch sizes and save every raw sample."""
+    try:
+        config = SweepConfig(
+            frameworks=tuple(f.strip().lower() for f in framework or ()),
+            modes=tuple(m.strip().lower() for m in mode or ()),
+            ops=tuple(dict.fromkeys(o.strip().lower() for o in op or ("copy",))),
+            device=device,
+            batch_sizes=parse_batch_sizes(batch_sizes),
+            shape=parse_shape(shape),
+            timing=TimingConfig(warmup_calls, warmup_time, min_samples, min_time, max_samples, max_time),
+            sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed),
+        )
+        plan = make_plan(config)
+        path = check_writable(out_path or default_out_path(plan.device))
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    result = run_sweep(plan, path, csv)
+    failed = [
+        f"{s.label()} batch {p.batch_size}"
+        for s in result.series
+        for p in s.points
+        if p.status == "error" and not (p.error or "").startswith("out of memory")
+    ]
+    if failed:
+        raise fail(f"{len(failed)} point(s) failed ({', '.join(failed[:3])}...); see the table above and {path}", 1)
+
+
+def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
+    """Measure with progress on stderr, print the tables on stdout; Ctrl-C keeps what was measured."""
+    from xferbench import environment
+
+    result = new_result(plan, environment.capture(plan.backends), sys.argv)
+    total = len(plan.runnable) * len(plan.config.batch_sizes)
+    out.print(
+        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {plan.device}"
+        f" ({result.environment['cpu'] if plan.device == 'cpu' else _device_name(result, plan.device)}),"
+        f" saving to {path}",
+        highlight=False,
+    )
+    for planned in plan.series:
+        if planned.skip:
+            out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
+
+    def save(r: Result) -> None:
+        r.save(path, csv=csv)
+
+    try:
+        if err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[last]}"))  # fmt: skip
+            with Progress(*columns, console=err, transient=True) as progress:
+                task = progress.add_task("measuring", total=total, last="")
+
+                def on_point(series, point) -> None:  # type: ignore[no-untyped-def]
+                    progress.update(task, advance=1, description=series.label(), last=escape(display.point_line(series, point)))
+
+                run_plan(plan, result, save, on_point)
+        else:
+            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False))
+    except KeyboardInterrupt:
+        measured = sum(p.status == "ok" for s in result.series for p in s.points)
+        raise fail(f"interrupted: {measured} measured point(s) saved to {path}", 130) from None
+    out.print()
+    for series in result.series:
+        display.print_series(out, series)
+    out.print(f"saved {path}", highlight=False)
+    return result
+
+
+def _device_name(result: Result, device: str) -> str:
+    return next((d["name"] for d in result.environment["devices"] if d["id"] == device), device)
+
+
+@app.command()
+def env() -> None:
+    """Print the environment a sweep would record (JSON)."""
+    from xferbench import environment
+
+    backends = [b for b in BACKENDS.values() if not b.missing()]
+    print(json.dumps(environment.capture(backends), indent=2))
+
+
+@app.command()
+def paths() -> None:
+    """List every path, where it can run here, and why not where it cannot."""
+    from rich.table import Table
+
+    table = Table("framework", "mode", "ops", "device", "status")
+    for backend in BACKENDS.values():
+        reason = backend.missing()
+        devices = [backend.fixed_device] if backend.fixed_device else (["cpu", "cuda", "mps"] if reason else _all_devices(backend))
+        for mode in backend.modes:
+            for device in devices:
+                key_reason = reason or _device_reason(backend, mode, device)
+                status = f"[red]unavailable[/]: {escape(key_reason)}" if key_reason else "[green]available[/]"
+                table.add_row(backend.name, mode, ", ".join(o for o in OPS if o in backend.ops), device, status)
+    out.print(table)
+
+
+def _all_devices(backend) -> list[str]:  # type: ignore[no-untyped-def]
+    present = backend.devices()
+    return present + [kind for kind in ("cuda", "mps") if not any(d.startswith(kind) for d in present)]
+
+
+def _device_reason(backend, mode: str, device: str) -> str | None:  # type: ignore[no-untyped-def]
+    from xferbench.spec import SeriesKey
+
+    if device not in backend.devices():
+        return f"no {device} device present"
+    return backend.skip_reason(SeriesKey(backend.name, mode, "copy", device, (1,)))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

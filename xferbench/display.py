@@ -1,0 +1,119 @@
+"""Terminal output: per-series tables in the original report's columns, summaries and progress."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from xferbench.results import Point, Series
+from xferbench.stats import Summary
+
+NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def rate(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def size(nbytes: float | None) -> str:
+    if nbytes is None:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.3g} B"
+
+
+def series_title(series: Series) -> str:
+    title = f"{series.label()} · {series.device_name or series.device}"
+    if series.transfer and series.transfer != "host-to-device":
+        title += f" · {series.transfer}"
+    return title
+
+
+def series_table(series: Series) -> Table:
+    has_device_clock = any(p.device_median_s for p in series.points)
+    table = Table(title=escape(series_title(series)), title_justify="left", caption=summary_line(series.summary),
+                  caption_justify="left")  # fmt: skip
+    for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "MB/s p10–p90", "n"):
+        table.add_column(name, justify="right")
+    if has_device_clock:
+        table.add_column("device MB/s", justify="right")
+    for p in series.points:
+        if p.status != "ok":
+            cells = [str(p.batch_size), f"[red]{p.status}[/]: {escape(p.error or '')}"] + [""] * (5 + has_device_clock)
+        else:
+            cells = [
+                str(p.batch_size),
+                seconds(p.median_s),
+                rate(p.batches_per_s),
+                rate(p.images_per_s),
+                f"[bold]{rate(p.mbps)}[/]",
+                f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}",
+                str(p.n),
+            ] + ([rate(p.device_mbps)] if has_device_clock else [])
+        table.add_row(*cells)
+    return table
+
+
+def summary_line(summary: Summary) -> str:
+    if summary.peak_mbps is None:
+        return "no successful points"
+    parts = [
+        f"peak {rate(summary.peak_mbps)} MB/s @ batch {summary.peak_batch_size}",
+        f"saturates (≥95% of peak) at batch {summary.saturation_batch_size}",
+    ]
+    if summary.latency_s is not None:
+        bandwidth = f"{rate(summary.bandwidth_mbps)} MB/s" if summary.bandwidth_mbps else "unbounded"
+        fit = f"fit: latency {seconds(summary.latency_s)}, bandwidth {bandwidth}"
+        if summary.half_bandwidth_bytes:
+            fit += f", half bandwidth at {size(summary.half_bandwidth_bytes)}"
+        parts.append(fit + f" (rms error {summary.fit_rel_rms:.1%})")
+    if summary.cliff:
+        parts.append(
+            f"[bold yellow]CLIFF: falls below 80% of peak at batch {summary.cliff_batch_size}"
+            f" (worst {summary.cliff_drop:.0%} below peak)[/]"
+        )
+    else:
+        parts.append("no cliff")
+    return " · ".join(parts)
+
+
+def point_line(series: Series, point: Point) -> str:
+    where = f"{series.label()} batch {point.batch_size}"
+    if point.status != "ok":
+        return f"{where}: {point.status}: {point.error}"
+    return f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n})"
+
+
+def noisy_points(series: Series) -> list[Point]:
+    """Points whose p10–p90 spread is wide: warned about, never dropped."""
+    return [p for p in series.ok_points() if p.median_s and (p.p90_s - p.p10_s) / p.median_s > NOISY_SPREAD]  # type: ignore[operator]
+
+
+def print_series(console: Console, series: Series) -> None:
+    if series.status == "skipped":  # announced before measuring; nothing to show
+        return
+    console.print(series_table(series))
+    if series.status == "failed":
+        console.print(f"[bold red]FAILED {series.label()}: {escape(series.reason or '')}[/]")
+    noisy = noisy_points(series)
+    if noisy:
+        batches = ", ".join(str(p.batch_size) for p in noisy)
+        console.print(
+            f"[yellow]warning: {series.label()}: wide p10–p90 spread (>{NOISY_SPREAD:.0%} of the median)"
+            f" at batch {batches}; the machine may be busy. All samples are kept in the file.[/]"
+        )
+    console.print()

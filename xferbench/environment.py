@@ -1,0 +1,148 @@
+"""The environment a result was measured in: enough to compare two bug reports."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+VERSIONED_PACKAGES = (
+    "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",
+    "jax", "jaxlib", "cupy", "cupy-cuda12x", "cupy-cuda13x", "nvidia-ml-py",
+)  # fmt: skip
+
+
+@functools.cache
+def cpu_name() -> str:
+    """The CPU's marketing name, which platform.processor() often leaves empty."""
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            ).stdout.strip()
+            if out:
+                return out
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the installed packages that matter, read without importing them."""
+    versions = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def _total_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def nvml_info() -> dict[str, Any]:
+    """Driver, CUDA and per-GPU PCIe link and NUMA facts from NVML, or why they are missing."""
+    try:
+        import pynvml
+    except ImportError:
+        return {"available": False, "reason": "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"}
+    try:
+        pynvml.nvmlInit()
+    except Exception as error:  # NVMLError subclasses: no driver, no library, no permission
+        return {"available": False, "reason": f"NVML could not start: {error}"}
+
+    def read(function: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return _text(function(*args))
+        except Exception:  # NVML raises per-field errors for unsupported queries: record null
+            return None
+
+    try:
+        cuda = read(pynvml.nvmlSystemGetCudaDriverVersion)
+        gpus = []
+        for index in range(read(pynvml.nvmlDeviceGetCount) or 0):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            pci = read(pynvml.nvmlDeviceGetPciInfo, handle)
+            memory = read(pynvml.nvmlDeviceGetMemoryInfo, handle)
+            gpus.append(
+                {
+                    "index": index,
+                    "name": read(pynvml.nvmlDeviceGetName, handle),
+                    "uuid": read(pynvml.nvmlDeviceGetUUID, handle),
+                    "pci_bus_id": _text(pci.busId) if pci is not None else None,
+                    "memory_bytes": memory.total if memory is not None else None,
+                    "pcie_gen_current": read(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+                    "pcie_width_current": read(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
+                    "pcie_gen_max": read(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+                    "pcie_width_max": read(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
+                    "numa_node": read(pynvml.nvmlDeviceGetNumaNodeId, handle)
+                    if hasattr(pynvml, "nvmlDeviceGetNumaNodeId")
+                    else None,
+                }
+            )
+        return {
+            "available": True,
+            "driver": read(pynvml.nvmlSystemGetDriverVersion),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else None,
+            "gpus": gpus,
+        }
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _attach_nvml(devices: list[dict[str, Any]], nvml: dict[str, Any]) -> None:
+    """Give each CUDA device its NVML facts, matched by UUID (CUDA and NVML may number GPUs differently)."""
+    by_uuid = {str(gpu["uuid"]).removeprefix("GPU-"): gpu for gpu in nvml.get("gpus", []) if gpu["uuid"]}
+    for device in devices:
+        gpu = by_uuid.get(str(device.get("uuid", "")).removeprefix("GPU-"))
+        if gpu:
+            device["nvml"] = gpu
+            device.update(driver=nvml.get("driver"), cuda_driver=nvml.get("cuda_driver"))
+
+
+def capture(backends: Iterable[Any] = ()) -> dict[str, Any]:
+    """Host, OS, CPU, Python, package versions, devices and NVML facts, captured before measuring."""
+    devices: list[dict[str, Any]] = [{"id": "cpu", "kind": "cpu", "name": cpu_name()}]
+    frameworks = {}
+    for backend in backends:
+        info = backend.environment()
+        if info:
+            frameworks[backend.name] = {k: v for k, v in info.items() if k != "devices"}
+            devices += info.get("devices", [])
+    nvml = nvml_info()
+    _attach_nvml(devices, nvml)
+    return {
+        "host": platform.node(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": _total_memory(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "versions": package_versions(),
+        "frameworks": frameworks,
+        "devices": devices,
+        "nvml": nvml,
+    }

@@ -1,0 +1,217 @@
+"""The versioned result file: written after every point, loaded into a tidy pandas frame.
+
+The schema is documented in docs/results.md. Statistics in the file are derived from the raw
+samples kept beside them, so a reader can always recompute them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xferbench.errors import XferbenchError
+from xferbench.spec import SeriesKey, Spec
+from xferbench.stats import Summary, point_stats, summarize
+from xferbench.timing import Samples
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_NAME = "xferbench"
+SCHEMA_VERSION = 1
+SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass
+class Point:
+    batch_size: int
+    bytes: int
+    status: str = "ok"  # "ok" | "error" | "skipped"
+    error: str | None = None
+    warmup_calls: int = 0
+    times_s: list[float] = field(default_factory=list)
+    device_times_s: list[float] = field(default_factory=list)
+    n: int = 0
+    median_s: float | None = None
+    p10_s: float | None = None
+    p90_s: float | None = None
+    mbps: float | None = None
+    mbps_p10: float | None = None
+    mbps_p90: float | None = None
+    batches_per_s: float | None = None
+    images_per_s: float | None = None
+    device_median_s: float | None = None
+    device_mbps: float | None = None
+
+    @classmethod
+    def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
+        stats = point_stats(samples.times_s, spec.nbytes, spec.batch_size)
+        point = cls(spec.batch_size, spec.nbytes, warmup_calls=warmup_calls, times_s=samples.times_s)
+        for name, value in dataclasses.asdict(stats).items():
+            setattr(point, name, _finite(value) if isinstance(value, float) else value)
+        if samples.device_times_s:
+            point.device_times_s = samples.device_times_s
+            device = point_stats(samples.device_times_s, spec.nbytes, spec.batch_size)
+            point.device_median_s, point.device_mbps = device.median_s, _finite(device.mbps)
+        return point
+
+    @classmethod
+    def failed(cls, spec: Spec, status: str, error: str) -> Point:
+        return cls(spec.batch_size, spec.nbytes, status=status, error=error)
+
+
+@dataclass
+class Series:
+    framework: str
+    mode: str
+    op: str
+    device: str
+    shape: list[int]
+    device_name: str | None = None
+    transfer: str | None = None
+    clock: str | None = None
+    sync: str | None = None
+    device_clock: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"  # "ok" | "skipped" (could not run here) | "failed" (bytes did not arrive)
+    reason: str | None = None
+    points: list[Point] = field(default_factory=list)
+    summary: Summary = field(default_factory=Summary)
+
+    @property
+    def key(self) -> SeriesKey:
+        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape))
+
+    def label(self) -> str:
+        return self.key.label()
+
+    def ok_points(self) -> list[Point]:
+        return [p for p in self.points if p.status == "ok" and p.median_s]
+
+    def refresh_summary(self) -> None:
+        ok = self.ok_points()
+        self.summary = summarize(
+            [p.batch_size for p in ok], [p.bytes for p in ok], [p.median_s or 0.0 for p in ok]
+        )
+
+
+@dataclass
+class Result:
+    environment: dict[str, Any]
+    config: dict[str, Any]
+    created: str
+    series: list[Series] = field(default_factory=list)
+    status: str = "running"  # "running" (or crashed) | "complete" | "interrupted"
+    schema: str = SCHEMA
+    xferbench_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        series = []
+        for s in data.get("series", []):
+            s = dict(s)
+            points = [Point(**p) for p in s.pop("points", [])]
+            summary = Summary(**s.pop("summary", {}))
+            series.append(Series(**s, points=points, summary=summary))
+        fields = {k: v for k, v in data.items() if k != "series"}
+        return cls(**fields, series=series)
+
+    def save(self, path: str | os.PathLike[str], csv: bool = False) -> None:
+        """Write atomically (temp file + rename), so a crash mid-write never leaves a torn file."""
+        path = Path(path)
+        _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False))
+        if csv:
+            _atomic_write(path.with_suffix(".csv"), self.to_frame().to_csv(index=False))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per point, with the series keys and environment essentials as columns."""
+        import pandas as pd
+
+        env = self.environment
+        rows = []
+        for s in self.series:
+            for p in s.points:
+                row = {
+                    "host": env.get("host"),
+                    "created": self.created,
+                    "framework": s.framework,
+                    "mode": s.mode,
+                    "op": s.op,
+                    "device": s.device,
+                    "device_name": s.device_name,
+                    "transfer": s.transfer,
+                    "shape": "x".join(map(str, s.shape)),
+                }
+                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s")})
+                row.update(os=env.get("os"), cpu=env.get("cpu"), python=env.get("python"))
+                row.update({f"{name}_version": v for name, v in env.get("versions", {}).items() if name != "xferbench"})
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    with open(temp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Create the folder and prove a file can be written there, before anything is measured."""
+    path = Path(path)
+    if path.is_dir():
+        raise XferbenchError(f"--out {path} is a directory; give a file name such as {path / 'run.json'}")
+    probe = path.with_name(path.name + ".tmp")
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise XferbenchError(f"cannot write results to {path}: {blocker} is a file, not a folder; choose another --out")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise XferbenchError(f"cannot write results to {path}: {error.strerror or error}; choose another --out") from None
+    return path
+
+
+def load(path: str | os.PathLike[str]) -> Result:
+    """Read a result file; a one-line XferbenchError says what is wrong with a bad one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise XferbenchError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise XferbenchError(f"{path}: cannot read: {error}") from None
+    except json.JSONDecodeError as error:
+        raise XferbenchError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    name, _, version = str(schema).partition("/")
+    if name != SCHEMA_NAME or not version.isdigit():
+        raise XferbenchError(f"{path}: not an xferbench result (no 'schema': '{SCHEMA}' field)")
+    if int(version) > SCHEMA_VERSION:
+        raise XferbenchError(
+            f"{path}: written with schema {schema}, newer than this xferbench reads ({SCHEMA});"
+            " upgrade: pip install -U xferbench"
+        )
+    try:
+        return Result.from_dict(data)
+    except TypeError as error:
+        raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
+
+
+__all__ = ["SCHEMA", "Point", "Result", "Series", "check_writable", "load"]
