@@ -149,3 +149,17 @@ def test_verification_error_is_a_user_facing_error() -> None:
 
     assert issubclass(VerificationError, XferbenchError)
     assert SeriesKey("torch", "pinned", "copy", "cuda:0", (2, 2)).label() == "torch/pinned/copy@cuda:0"
+
+
+def test_aligned_buffers_start_on_64_bytes() -> None:
+    from xferbench.buffers import aligned_empty, make_source
+
+    for shape in [(1,), (3, 5), (2, 256, 256, 3)]:
+        a = aligned_empty(shape)
+        assert a.shape == shape and a.ctypes.data % 64 == 0
+    assert make_source((4, 4), aligned=True).ctypes.data % 64 == 0
+
+
+def test_host_path_records_its_aligned_buffers() -> None:
+    series = sweep(frameworks=("host",), batch_sizes=(1,)).series[0]
+    assert "64-byte aligned" in series.params["buffers"]

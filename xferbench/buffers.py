@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -31,9 +32,22 @@ def fill_pattern(buffer: np.ndarray) -> None:
         filled += step
 
 
-def make_source(shape: tuple[int, ...]) -> np.ndarray:
-    """A uint8 NumPy array as users have it (ordinary pageable memory), filled with the pattern."""
-    buffer = np.empty(shape, dtype=np.uint8)
+def aligned_empty(shape: tuple[int, ...], alignment: int = 64) -> np.ndarray:
+    """An uninitialised uint8 array whose data starts on an `alignment`-byte boundary.
+
+    Plain NumPy buffers start wherever malloc puts them (often page + 16 bytes). On some CPUs a
+    copy between two buffers whose addresses differ by 8 or 16 bytes mod 4096 runs an order of
+    magnitude slower (seen on an AMD EPYC with glibc 2.36 at 200 KB: 2.9 vs 37 GB/s).
+    """
+    nbytes = math.prod(shape)
+    raw = np.empty(nbytes + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start : start + nbytes].reshape(shape)
+
+
+def make_source(shape: tuple[int, ...], aligned: bool = False) -> np.ndarray:
+    """A uint8 array filled with the pattern: a plain NumPy allocation as users have it, or aligned."""
+    buffer = aligned_empty(shape) if aligned else np.empty(shape, dtype=np.uint8)
     fill_pattern(buffer)
     return buffer
 
