@@ -75,7 +75,7 @@ def test_saved_after_every_point(tmp_path) -> None:
         ('{"hello": 1}', "not an xferbench result"),
         ('[1, 2]', "not an xferbench result"),
         ('{"schema": "xferbench/2"}', "newer than this xferbench reads"),
-        ('{"schema": "xferbench/1", "bogus": 1}', "malformed"),
+        ('{"schema": "xferbench/1", "series": []}', "malformed"),
     ],
 )
 def test_load_rejects_bad_files(tmp_path, content, message) -> None:
@@ -84,6 +84,16 @@ def test_load_rejects_bad_files(tmp_path, content, message) -> None:
         path.write_text(content)
     with pytest.raises(XferbenchError, match=message):
         load(path)
+
+
+def test_fields_from_a_later_minor_version_are_ignored(tmp_path, result: Result) -> None:
+    data = result.to_dict()
+    data["new_top_level_field"] = 1
+    data["series"][0]["new_series_field"] = 2
+    data["series"][0]["points"][0]["new_point_field"] = 3
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(data))
+    assert load(path) == result
 
 
 def test_check_writable(tmp_path) -> None:

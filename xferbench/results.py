@@ -119,14 +119,13 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Build from a loaded file, ignoring fields added by later minor versions of the schema."""
         series = []
         for s in data.get("series", []):
-            s = dict(s)
-            points = [Point(**p) for p in s.pop("points", [])]
-            summary = Summary(**s.pop("summary", {}))
-            series.append(Series(**s, points=points, summary=summary))
-        fields = {k: v for k, v in data.items() if k != "series"}
-        return cls(**fields, series=series)
+            points = [_known(Point, p) for p in s.get("points", [])]
+            summary = _known(Summary, s.get("summary", {}))
+            series.append(_known(Series, {**s, "points": points, "summary": summary}))
+        return _known(cls, {**data, "series": series})
 
     def save(self, path: str | os.PathLike[str], csv: bool = False) -> None:
         """Write atomically (temp file + rename), so a crash mid-write never leaves a torn file."""
@@ -159,6 +158,11 @@ class Result:
                 row.update({f"{name}_version": v for name, v in env.get("versions", {}).items() if name != "xferbench"})
                 rows.append(row)
         return pd.DataFrame(rows)
+
+
+def _known(cls: Any, data: dict[str, Any]) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def _atomic_write(path: Path, text: str) -> None:
