@@ -47,6 +47,7 @@ def test_torch_cpu_pageable_copy_and_seed_are_real_copies() -> None:
         assert s.status == "ok" and s.transfer == "host-to-host"
         assert [p.status for p in s.points] == ["ok", "ok"], [p.error for p in s.points]
     assert "fetched to the host" in series["torch/pageable/seed@cpu"].sync
+    assert series["torch/pageable/copy@cpu"].params["intra_op_threads"] >= 1
 
 
 @needs_torch

@@ -129,7 +129,7 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
                 task = progress.add_task("measuring", total=total, last="")
 
                 def on_point(series, point) -> None:  # type: ignore[no-untyped-def]
-                    progress.update(task, advance=1, description=series.label(), last=escape(display.point_line(series, point)))
+                    progress.update(task, advance=1, description=series.label(), last=display.point_brief(point))
 
                 run_plan(plan, result, save, on_point)
         else:

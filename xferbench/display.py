@@ -98,6 +98,12 @@ def point_line(series: Series, point: Point) -> str:
     return f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n})"
 
 
+def point_brief(point: Point) -> str:
+    """The last point, short enough to sit beside the progress bar."""
+    result = f"{rate(point.mbps)} MB/s" if point.status == "ok" else point.status
+    return f"last: batch {point.batch_size} {result}"
+
+
 def noisy_points(series: Series) -> list[Point]:
     """Points whose p10–p90 spread is wide: warned about, never dropped."""
     return [p for p in series.ok_points() if p.median_s and (p.p90_s - p.p10_s) / p.median_s > NOISY_SPREAD]  # type: ignore[operator]

@@ -156,6 +156,8 @@ class TorchBackend(Backend):
             clock="time.perf_counter",
             sync=sync,
             device_clock=device_clock,
+            # a CPU copy in PyTorch runs on its intra-op threads, unlike single-threaded np.copyto
+            params={"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {},
         )
 
     def host_bytes(self, spec: Spec) -> int:
