@@ -161,3 +161,15 @@ def test_module_entry_point() -> None:
 
     r = subprocess.run([sys.executable, "-m", "xferbench", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "sweep" in r.stdout
+
+
+def test_host_only_sweep_accepts_a_device_that_another_framework_sees(monkeypatch, tmp_path) -> None:
+    from xferbench.backends import BACKENDS
+
+    monkeypatch.setattr(type(BACKENDS["torch"]), "devices", lambda self: ["cpu", "cuda:0"])
+    monkeypatch.setattr(type(BACKENDS["torch"]), "missing", lambda self: None)
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "host", "--device", "cuda", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 0, r.output
+    saved = load(out)
+    assert saved.config["device"] == "cuda:0" and saved.series[0].device == "cpu"  # host copies stay on the host

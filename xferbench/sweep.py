@@ -85,10 +85,12 @@ def resolve_device(requested: str, backends: Sequence[Backend]) -> str:
     requested = requested.strip().lower()
     if requested != "auto" and not DEVICE_PATTERN.match(requested):
         raise XferbenchError(f"unknown device {requested!r}; use auto, cpu, cuda, cuda:N or mps")
+    movable = [b for b in backends if not b.fixed_device]
+    if not movable and requested in ("auto", "cpu"):
+        return "cpu"  # only host-side paths: no need to import a framework to look for devices
     present = ["cpu"]
-    for backend in backends:
-        if not backend.fixed_device:
-            present += [d for d in backend.devices() if d not in present]
+    for backend in movable or [b for b in BACKENDS.values() if not b.fixed_device and not b.missing()]:
+        present += [d for d in backend.devices() if d not in present]
     if requested == "auto":
         return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
     device = "cuda:0" if requested == "cuda" else requested
