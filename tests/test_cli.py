@@ -112,6 +112,12 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["-f", "host", "--batch-sizes", "1,100000000"], "GB of host memory but"),
         (["-f", "sim", "--sim-bandwidth-gbps", "0"], "--sim-bandwidth-gbps > 0"),
         (["-f", "sim", "--min-samples", "0"], "must be at least 1"),
+        (["-f", "host", "--min-time", "nan"], "must be finite seconds"),
+        (["-f", "host", "--max-time", "inf"], "must be finite seconds"),
+        (["-f", "host", "--min-time", "5", "--max-time", "1"], "--min-time must not exceed --max-time"),
+        (["-f", "sim", "--sim-latency-us", "nan"], "must be a finite number"),
+        (["-f", "sim", "--sim-bandwidth-gbps", "inf"], "must be a finite number"),
+        (["-f", "sim", "--sim-seed", "-1"], "--sim-seed must be a non-negative integer"),
         (["-f", "sim", "--max-samples", "2", "--min-samples", "5"], "--max-samples must be at least --min-samples"),
     ],
 )
@@ -145,15 +151,64 @@ def test_env_prints_json() -> None:
     assert r.exit_code == 0
     env = json.loads(r.stdout)
     assert env["devices"][0]["kind"] == "cpu" and env["python"] and "numpy" in env["versions"]
-    assert "available" in env["nvml"]  # with the reason where NVML cannot be used
+    nvml = env["nvml"]
+    assert nvml["reason"] if not nvml["available"] else nvml["driver"]  # facts, or why there are none
 
 
+@needs_torch
 def test_paths_lists_availability_and_reasons() -> None:
-    r = runner.invoke(app, ["paths"], env={"COLUMNS": "200"})
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: pinned modes are available")
+    r = runner.invoke(app, ["paths"], env={"COLUMNS": "250"})
     assert r.exit_code == 0
-    assert "host" in r.stdout and "sim" in r.stdout and "available" in r.stdout
-    if "torch" in r.stdout and "pinned_into" in r.stdout:
-        assert "unavailable" in r.stdout  # no CUDA on CI: pinned modes say why
+    rows = [line for line in r.stdout.splitlines() if "│" in line]
+    pinned_cpu = next(row for row in rows if "pinned_into" in row and " cpu " in row)
+    assert "unavailable" in pinned_cpu and "pinned host memory needs a CUDA device" in pinned_cpu
+    pageable_cpu = next(row for row in rows if "pageable" in row and " cpu " in row)
+    assert "available" in pageable_cpu and "unavailable" not in pageable_cpu
+    cuda_row = next(row for row in rows if "pageable" in row and " cuda " in row)
+    assert "no cuda device present" in cuda_row
+    assert any("sim" in row and "link" in row and "available" in row for row in rows)
+
+
+def test_existing_result_is_not_overwritten_unless_asked(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    args = ["sweep", "-f", "sim", "--batch-sizes", "1", "-o", str(out), *FAST_ARGS]
+    assert invoke(*args).exit_code == 0
+    first = out.read_text()
+    r = invoke(*args)
+    assert r.exit_code == 2 and "already exists" in r.stderr and "--overwrite" in r.stderr
+    assert out.read_text() == first
+    assert invoke(*args, "--overwrite", "--sim-latency-us", "99").exit_code == 0
+    assert load(out).series[0].params["latency_us"] == 99
+
+
+def test_csv_may_not_replace_the_json(tmp_path) -> None:
+    r = invoke("sweep", "-f", "sim", "-o", str(tmp_path / "r.csv"), "--csv")
+    assert r.exit_code == 2 and "would be overwritten by --csv" in r.stderr
+
+
+def test_default_names_do_not_collide(tmp_path, monkeypatch) -> None:
+    from xferbench.cli import default_out_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("time.strftime", lambda fmt: "20260101-000000")
+    first = default_out_path("sim")
+    first.parent.mkdir()
+    first.write_text("{}")
+    assert default_out_path("sim").name == first.name.replace(".json", "-2.json")
+
+
+def test_planned_framework_says_so() -> None:
+    r = invoke("sweep", "-f", "tf")
+    assert r.exit_code == 2 and "TensorFlow paths are planned but not in this version" in r.stderr
+
+
+def test_sim_only_sweep_names_its_target(tmp_path) -> None:
+    r = invoke("sweep", "-f", "sim", "--batch-sizes", "1", "-o", str(tmp_path / "r.json"), *FAST_ARGS)
+    assert "batch sizes on sim," in r.stdout
 
 
 def test_module_entry_point() -> None:

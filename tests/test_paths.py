@@ -6,7 +6,6 @@ import pytest
 from conftest import FAST, needs_torch
 from xferbench.backends import BACKENDS
 from xferbench.backends.host import HostCopy
-from xferbench.errors import VerificationError
 from xferbench.results import Result
 from xferbench.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
@@ -71,6 +70,22 @@ def test_torch_to_cpu_without_copy_fails_verification(monkeypatch) -> None:
 
 
 @needs_torch
+def test_torch_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> None:
+    from xferbench.backends.pytorch import TorchTransfer
+
+    original, kept = TorchTransfer._move, {}
+
+    def stale(self):  # copies once, then keeps returning that tensor, as a recycled block would look
+        if "tensor" not in kept:
+            kept["tensor"] = original(self)
+        return kept["tensor"]
+
+    monkeypatch.setattr(TorchTransfer, "_move", stale)
+    s = sweep(frameworks=("torch",), modes=("pageable",), batch_sizes=(2,), device="cpu").series[0]
+    assert s.status == "failed" and "differ from the source" in s.reason
+
+
+@needs_torch
 def test_torch_verification_compares_bytes(monkeypatch) -> None:
     from xferbench.backends.pytorch import TorchTransfer
 
@@ -95,6 +110,16 @@ def test_torch_recognises_out_of_memory_errors() -> None:
     assert backend.is_out_of_memory(RuntimeError("MPS backend out of memory (MPS allocated: 1 GB)"))
     assert backend.is_out_of_memory(MemoryError())
     assert not backend.is_out_of_memory(RuntimeError("device-side assert triggered"))
+
+
+def test_progress_hears_of_each_point_before_and_after(fake_backend) -> None:
+    fake_backend(raise_at={4: MemoryError()})
+    plan = make_plan(SweepConfig(frameworks=("fake",), modes=("a",), batch_sizes=(2, 4, 8), timing=FAST))
+    events = []
+    run_plan(plan, new_result(plan, {}), save=lambda r: None,
+             on_point=lambda s, p: events.append(("done", p.batch_size, p.status)),
+             on_start=lambda s, b: events.append(("start", b)))  # fmt: skip
+    assert events == [("start", 2), ("done", 2, "ok"), ("start", 4), ("done", 4, "error"), ("done", 8, "skipped")]
 
 
 def test_out_of_memory_skips_larger_batches_and_the_sweep_goes_on(fake_backend) -> None:
@@ -145,11 +170,10 @@ def test_pattern_has_no_zeros_and_does_not_repeat_per_image() -> None:
     assert not np.array_equal(x[0], x[1])
 
 
-def test_verification_error_is_a_user_facing_error() -> None:
-    from xferbench.errors import XferbenchError
-
-    assert issubclass(VerificationError, XferbenchError)
-    assert SeriesKey("torch", "pinned", "copy", "cuda:0", (2, 2)).label() == "torch/pinned/copy@cuda:0"
+def test_series_label_and_point_size() -> None:
+    spec = SeriesKey("torch", "pinned", "copy", "cuda:0", (256, 256, 3)).at(171)
+    assert spec.series.label() == "torch/pinned/copy@cuda:0"
+    assert spec.nbytes == 171 * 196_608 and spec.batch_shape == (171, 256, 256, 3)
 
 
 def test_aligned_buffers_start_on_64_bytes() -> None:

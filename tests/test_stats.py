@@ -93,3 +93,15 @@ def test_summary_of_nothing() -> None:
 def test_mbps_is_decimal_megabytes() -> None:
     assert mbps(10**6, 1.0) == 1.0
     assert math.isinf(mbps(1, 0.0))
+
+
+def test_summary_line_marks_clamped_latency_and_poor_fit() -> None:
+    from xferbench.display import summary_line
+    from xferbench.stats import Summary
+
+    line = summary_line(Summary(peak_mbps=1e4, peak_batch_size=8, saturation_batch_size=4, latency_s=0.0,
+                                bandwidth_mbps=9e3, fit_rel_rms=0.4))  # fmt: skip
+    assert "latency ≈0 (clamped)" in line and "poor fit" in line and "no cliff" in line
+    good = summary_line(Summary(peak_mbps=1e4, peak_batch_size=8, saturation_batch_size=4, latency_s=1e-5,
+                                bandwidth_mbps=9e3, half_bandwidth_bytes=9e4, fit_rel_rms=0.01))  # fmt: skip
+    assert "latency 10 µs" in good and "poor fit" not in good and "half bandwidth at 90 KB" in good

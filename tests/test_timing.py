@@ -45,3 +45,10 @@ def test_warm_up_needs_calls_and_time() -> None:
     assert warm_up(clock.transfer, TimingConfig(warmup_calls=3, warmup_s=0.05), clock) == 50
     clock = StepClock(1.0)
     assert warm_up(clock.transfer, TimingConfig(warmup_calls=3, warmup_s=0.05), clock) == 3
+
+
+def test_warm_up_of_fast_calls_is_capped_by_time_only() -> None:
+    clock = StepClock(1e-6)  # 50 ms of warm-up is 50,000 such calls, far above max_samples
+    assert warm_up(clock.transfer, TimingConfig(warmup_calls=3, warmup_s=0.05, max_samples=1000), clock) == 50_000
+    clock = StepClock(4.0)
+    assert warm_up(clock.transfer, TimingConfig(warmup_calls=5, warmup_s=0.0, max_time_s=10.0), clock) == 3

@@ -15,15 +15,19 @@ PATTERN_PERIOD = 65521  # a prime, so the pattern never lines up with image or b
 SAMPLE_COUNT = 4096
 
 
-def _pattern() -> np.ndarray:
+def _pattern(variant: int) -> np.ndarray:
     # Values 1..255: zero never appears, so a zero-poisoned destination cannot pass by accident.
-    return np.random.default_rng(20240611).integers(1, 256, PATTERN_PERIOD, dtype=np.uint8)
+    return np.random.default_rng(20240611 + variant).integers(1, 256, PATTERN_PERIOD, dtype=np.uint8)
 
 
-def fill_pattern(buffer: np.ndarray) -> None:
-    """Fill a uint8 buffer with a fixed pseudo-random periodic pattern, by doubling memcpy."""
+def fill_pattern(buffer: np.ndarray, variant: int = 0) -> None:
+    """Fill a uint8 buffer with a fixed pseudo-random periodic pattern, by doubling memcpy.
+
+    verify() refills the source with another variant before its check, so bytes left over from
+    warm-up (a recycled allocation, a copy that stopped happening) cannot pass for a transfer.
+    """
     flat = buffer.reshape(-1)
-    pattern = _pattern()
+    pattern = _pattern(variant)
     filled = min(flat.size, pattern.size)
     flat[:filled] = pattern[:filled]
     while filled < flat.size:

@@ -17,7 +17,7 @@ from rich.markup import escape
 from xferbench import display
 from xferbench.backends import BACKENDS, OPS, SimLink
 from xferbench.errors import XferbenchError
-from xferbench.results import Result, check_writable
+from xferbench.results import Point, Result, Series, check_writable
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     Plan,
@@ -46,8 +46,14 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def default_out_path(device: str) -> Path:
+    """results/HOST-DEVICE-TIME.json, with -2, -3... when a run in the same second took the name."""
     host = re.sub(r"[^A-Za-z0-9_.-]", "-", platform.node() or "host")
-    return Path("results") / f"{host}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    stem = f"{host}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, number = Path("results") / f"{stem}.json", 1
+    while path.exists():
+        number += 1
+        path = path.with_name(f"{stem}-{number}.json")
+    return path
 
 
 _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
@@ -57,12 +63,13 @@ _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
 def sweep(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps. auto picks CUDA, then MPS, then the CPU.")] = "auto",
-    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable. torch: pageable, pinned, pinned_into. Default: all of a framework's modes.")] = None,
-    op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy: the transfer alone; seed: the original report's cast+slice+fetch.")] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable. torch: pageable, pinned, pinned_into; host: numpy; sim: link. Default: all of each framework's modes.")] = None,
+    op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = _DEFAULT_BATCHES,
     shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Result file. Default: results/HOST-DEVICE-TIME.json")] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
     min_samples: Annotated[int, typer.Option(help="Sample at least this many calls...", rich_help_panel="Timing")] = TimingConfig.min_samples,
@@ -87,7 +94,7 @@ def sweep(
             sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed),
         )
         plan = make_plan(config)
-        path = check_writable(out_path or default_out_path(plan.device))
+        path = check_writable(out_path or default_out_path(plan.target), csv=csv, overwrite=overwrite)
     except XferbenchError as error:
         raise fail(str(error)) from None
     result = run_sweep(plan, path, csv)
@@ -98,7 +105,8 @@ def sweep(
         if p.status == "error" and not (p.error or "").startswith("out of memory")
     ]
     if failed:
-        raise fail(f"{len(failed)} point(s) failed ({', '.join(failed[:3])}...); see the table above and {path}", 1)
+        listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
+        raise fail(f"{len(failed)} point(s) failed ({listed}); see the table above and {path}", 1)
 
 
 def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
@@ -107,10 +115,12 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
 
     result = new_result(plan, environment.capture(plan.backends), sys.argv)
     total = len(plan.runnable) * len(plan.config.batch_sizes)
+    target = plan.target
+    name = next((d["name"] for d in result.environment["devices"] if d["id"] == target), None)
     out.print(
-        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {plan.device}"
-        f" ({result.environment['cpu'] if plan.device == 'cpu' else _device_name(result, plan.device)}),"
-        f" saving to {path}",
+        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {target}"
+        + (f" ({name})" if name else "")
+        + f", saving to {path}",
         highlight=False,
     )
     for planned in plan.series:
@@ -128,10 +138,13 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
             with Progress(*columns, console=err, transient=True) as progress:
                 task = progress.add_task("measuring", total=total, last="")
 
-                def on_point(series, point) -> None:  # type: ignore[no-untyped-def]
-                    progress.update(task, advance=1, description=series.label(), last=display.point_brief(point))
+                def on_start(series: Series, batch_size: int) -> None:
+                    progress.update(task, description=f"{series.label()} batch {batch_size}")
 
-                run_plan(plan, result, save, on_point)
+                def on_point(series: Series, point: Point) -> None:
+                    progress.update(task, advance=1, last=display.point_brief(point))
+
+                run_plan(plan, result, save, on_point, on_start)
         else:
             run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False))
     except KeyboardInterrupt:
@@ -142,10 +155,6 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         display.print_series(out, series)
     out.print(f"saved {path}", highlight=False)
     return result
-
-
-def _device_name(result: Result, device: str) -> str:
-    return next((d["name"] for d in result.environment["devices"] if d["id"] == device), device)
 
 
 @app.command()

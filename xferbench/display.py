@@ -10,6 +10,7 @@ from xferbench.results import Point, Series
 from xferbench.stats import Summary
 
 NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
+POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
 
 
 def seconds(value: float | None) -> str:
@@ -77,10 +78,12 @@ def summary_line(summary: Summary) -> str:
     ]
     if summary.latency_s is not None:
         bandwidth = f"{rate(summary.bandwidth_mbps)} MB/s" if summary.bandwidth_mbps else "unbounded"
-        fit = f"fit: latency {seconds(summary.latency_s)}, bandwidth {bandwidth}"
+        latency = seconds(summary.latency_s) if summary.latency_s > 0 else "≈0 (clamped)"
+        fit = f"fit: latency {latency}, bandwidth {bandwidth}"
         if summary.half_bandwidth_bytes:
             fit += f", half bandwidth at {size(summary.half_bandwidth_bytes)}"
-        parts.append(fit + f" (rms error {summary.fit_rel_rms:.1%})")
+        quality = "poor fit, " if (summary.fit_rel_rms or 0) > POOR_FIT else ""
+        parts.append(fit + f" ({quality}rms error {summary.fit_rel_rms:.1%})")
     if summary.cliff:
         parts.append(
             f"[bold yellow]CLIFF: falls below 80% of peak at batch {summary.cliff_batch_size}"

@@ -132,7 +132,7 @@ class Result:
         path = Path(path)
         _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False))
         if csv:
-            _atomic_write(path.with_suffix(".csv"), self.to_frame().to_csv(index=False))
+            _atomic_write(csv_path(path), self.to_frame().to_csv(index=False))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per point, with the series keys and environment essentials as columns."""
@@ -174,15 +174,27 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
-def check_writable(path: str | os.PathLike[str]) -> Path:
-    """Create the folder and prove a file can be written there, before anything is measured."""
+def csv_path(path: Path) -> Path:
+    """Where --csv writes the per-point table: beside the JSON, with the suffix .csv."""
+    return path.with_suffix(".csv")
+
+
+def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False) -> Path:
+    """Create the folder and prove a file can be written there, before anything is measured.
+
+    An existing result is never replaced unless asked: it may be the only copy of a long run.
+    """
     path = Path(path)
     if path.is_dir():
         raise XferbenchError(f"--out {path} is a directory; give a file name such as {path / 'run.json'}")
-    probe = path.with_name(path.name + ".tmp")
+    if path.exists() and not overwrite:
+        raise XferbenchError(f"{path} already exists; choose another --out, or add --overwrite to replace it")
+    if csv and csv_path(path) == path:
+        raise XferbenchError(f"--out {path} would be overwritten by --csv; give the result file a .json name")
     blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         raise XferbenchError(f"cannot write results to {path}: {blocker} is a file, not a folder; choose another --out")
+    probe = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         probe.write_text("")
@@ -218,4 +230,4 @@ def load(path: str | os.PathLike[str]) -> Result:
         raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
 
 
-__all__ = ["SCHEMA", "Point", "Result", "Series", "check_writable", "load"]
+__all__ = ["SCHEMA", "Point", "Result", "Series", "check_writable", "csv_path", "load"]

@@ -55,6 +55,13 @@ class Plan:
         return [s for s in self.series if not s.skip]
 
     @property
+    def target(self) -> str:
+        """Where the data goes: the resolved device, or host/sim when only those paths run."""
+        if any(not s.backend.fixed_device for s in self.runnable):
+            return self.device
+        return self.runnable[0].key.device
+
+    @property
     def backends(self) -> list[Backend]:
         return list({id(s.backend): s.backend for s in self.series}.values())
 
@@ -165,6 +172,7 @@ def new_result(plan: Plan, environment: dict[str, Any], argv: Sequence[str] = ()
 
 
 OnPoint = Callable[[Series, Point], None]
+OnStart = Callable[[Series, int], None]
 
 
 def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig) -> Point:
@@ -188,7 +196,11 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
 
 
 def run_plan(
-    plan: Plan, result: Result, save: Callable[[Result], None], on_point: OnPoint | None = None
+    plan: Plan,
+    result: Result,
+    save: Callable[[Result], None],
+    on_point: OnPoint | None = None,
+    on_start: OnStart | None = None,
 ) -> Result:
     """Measure every runnable series, saving the result after every point.
 
@@ -214,6 +226,8 @@ def run_plan(
                 if stop:
                     point = Point.failed(spec, "skipped", stop)
                 else:
+                    if on_start:
+                        on_start(series, batch_size)
                     point = measure_point(backend, spec, config.params(key.framework), config.timing)
                     error = point.error or ""
                     if error.startswith("verification failed"):

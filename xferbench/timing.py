@@ -7,6 +7,7 @@ device clock's view of the same transfer (CUDA/MPS events), which is kept beside
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +32,11 @@ class TimingConfig:
             raise XferbenchError("--warmup-calls and --min-samples must be at least 1")
         if self.max_samples < self.min_samples:
             raise XferbenchError("--max-samples must be at least --min-samples")
-        if min(self.warmup_s, self.min_time_s) < 0 or self.max_time_s <= 0:
-            raise XferbenchError("timing durations must be positive seconds")
+        times = (self.warmup_s, self.min_time_s, self.max_time_s)
+        if not all(math.isfinite(t) and t >= 0 for t in times) or self.max_time_s == 0:
+            raise XferbenchError("--warmup-time, --min-time and --max-time must be finite seconds, --max-time > 0")
+        if self.min_time_s > self.max_time_s:
+            raise XferbenchError("--min-time must not exceed --max-time")
 
 
 @dataclass
@@ -42,7 +46,10 @@ class Samples:
 
 
 def warm_up(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter) -> int:
-    """Run until both a few calls and some time have passed, so lazy set-up stays out of the samples."""
+    """Run until both a few calls and some time have passed, so lazy set-up stays out of the samples.
+
+    Only time caps it (max_time_s): fast calls still warm up for warmup_s, however many that takes.
+    """
     start = clock()
     calls = 0
     while True:
@@ -50,7 +57,7 @@ def warm_up(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_c
         calls += 1
         elapsed = clock() - start
         enough = calls >= config.warmup_calls and elapsed >= config.warmup_s
-        if enough or calls >= config.max_samples or elapsed >= config.max_time_s:
+        if enough or elapsed >= config.max_time_s:
             return calls
 
 

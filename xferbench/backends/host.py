@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import aligned_empty, check_arrived, make_source
+from xferbench.buffers import aligned_empty, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
 from xferbench.spec import SeriesKey, Spec
 
@@ -26,6 +26,7 @@ class HostCopy(Transfer):
         np.copyto(self.dest, self.source)
 
     def verify(self) -> None:
+        fill_pattern(self.source, variant=1)
         self.dest.fill(0)
         self()
         check_arrived(self.source, self.dest, self.label)  # every byte: it is cheap on the host

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import check_arrived, make_source, sample_indices
+from xferbench.buffers import check_arrived, fill_pattern, make_source, sample_indices
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
 from xferbench.spec import SeriesKey, Spec
@@ -49,8 +49,6 @@ class TorchTransfer(Transfer):
             else None
         )
         self.events = self._events()
-        self.moved: Any = None  # the device tensor of the last call, kept for verify()
-        self.result: Any = None  # the seed op's host result of the last call
 
     def _events(self) -> tuple[Any, Any] | None:
         torch = self.torch
@@ -77,24 +75,28 @@ class TorchTransfer(Transfer):
         elif self.kind == "mps":
             self.torch.mps.synchronize()
 
-    def __call__(self) -> float | None:
+    def _run(self) -> tuple[Any, Any, float | None]:
+        """One synchronized transfer: the device tensor, the seed op's host result, device seconds."""
         events = self.events
         if events:
             events[0].record()
         moved = self._move()
-        if self.seed:
-            self.result = moved.type(self.torch.float32)[0, 0].cpu()
+        result = moved.type(self.torch.float32)[0, 0].cpu() if self.seed else None
         if events:
             events[1].record()
         self._synchronize()
-        self.moved = moved
-        return events[0].elapsed_time(events[1]) / 1e3 if events else None
+        return moved, result, events[0].elapsed_time(events[1]) / 1e3 if events else None
+
+    def __call__(self) -> float | None:
+        return self._run()[2]  # the tensors are dropped here, so no call holds two batches at once
 
     def verify(self) -> None:
+        fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
+        if self.source.data_ptr() != self.host.ctypes.data:
+            self.source.copy_(self.torch.from_numpy(self.host))  # the pinned copy of the source
         if self.dest is not None:
             self.dest.zero_()
-        self()
-        moved = self.moved
+        moved, result, _ = self._run()
         if moved.device.type != self.kind or (
             self.device.index is not None and moved.device.index != self.device.index
         ):
@@ -105,10 +107,10 @@ class TorchTransfer(Transfer):
         got = moved.reshape(-1)[self.torch.from_numpy(flat_index).to(moved.device)].cpu().numpy()
         check_arrived(self.host.reshape(-1)[flat_index], got, self.label)
         if self.seed:
-            check_arrived(self.host[0, 0].astype(np.float32), self.result.numpy(), f"{self.label} result")
+            check_arrived(self.host[0, 0].astype(np.float32), result.numpy(), f"{self.label} result")
 
     def close(self) -> None:
-        self.moved = self.result = self.dest = self.source = self.host = None
+        self.dest = self.source = self.host = None
 
 
 class TorchBackend(Backend):
@@ -145,7 +147,9 @@ class TorchBackend(Backend):
             name = _torch().cuda.get_device_name(_torch().device(key.device))
             sync, device_clock = "torch.cuda.synchronize", "torch.cuda.Event"
         elif kind == "mps":
-            name, sync, device_clock = f"Apple GPU (MPS) on {cpu_name()}", "torch.mps.synchronize", "torch.mps.event.Event"
+            timed_events = hasattr(getattr(_torch(), "mps", None), "event")
+            name, sync = f"Apple GPU (MPS) on {cpu_name()}", "torch.mps.synchronize"
+            device_clock = "torch.mps.event.Event" if timed_events else None
         else:
             name, sync, device_clock = cpu_name(), "none needed: the CPU copy is synchronous", None
         if key.op == "seed":
@@ -161,6 +165,7 @@ class TorchBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
+        """Source, pinned copy, and on the CPU the destination and the seed op's float32 cast."""
         pinned_copy = spec.series.mode in PINNED_MODES
         on_cpu = spec.series.device == "cpu"
         seed_float = spec.series.op == "seed" and on_cpu

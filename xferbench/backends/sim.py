@@ -6,6 +6,7 @@ against ground truth, and users can see what a given link would look like.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,10 +25,13 @@ class SimLink:
     seed: int = 0
 
     def check(self) -> None:
-        if self.latency_us < 0 or self.bandwidth_gbps <= 0 or not 0 <= self.jitter < 1:
+        finite = all(math.isfinite(v) for v in (self.latency_us, self.bandwidth_gbps, self.jitter))
+        if not finite or self.latency_us < 0 or self.bandwidth_gbps <= 0 or not 0 <= self.jitter < 1:
             raise XferbenchError(
-                "--sim-latency-us must be >= 0, --sim-bandwidth-gbps > 0 and --sim-jitter in [0, 1)"
+                "--sim-latency-us must be a finite number >= 0, --sim-bandwidth-gbps > 0 and --sim-jitter in [0, 1)"
             )
+        if self.seed < 0:
+            raise XferbenchError("--sim-seed must be a non-negative integer")
 
     def cost_s(self, nbytes: int) -> float:
         return self.latency_us * 1e-6 + nbytes / (self.bandwidth_gbps * 1e9)
