@@ -228,3 +228,9 @@ def test_host_only_sweep_accepts_a_device_that_another_framework_sees(monkeypatc
     assert r.exit_code == 0, r.output
     saved = load(out)
     assert saved.config["device"] == "cuda:0" and saved.series[0].device == "cpu"  # host copies stay on the host
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_uncreatable_folder_is_refused_before_measuring() -> None:
+    r = invoke("sweep", "-f", "sim", "-o", "/proc/xferbench-no-such-dir/r.json")
+    assert r.exit_code == 2 and "cannot write results to" in r.stderr and r.stdout == ""
