@@ -188,3 +188,16 @@ def test_aligned_buffers_start_on_64_bytes() -> None:
 def test_host_path_records_its_aligned_buffers() -> None:
     series = sweep(frameworks=("host",), batch_sizes=(1,)).series[0]
     assert "64-byte aligned" in series.params["buffers"]
+
+
+def test_path_availability_without_torch(monkeypatch) -> None:
+    import sys
+
+    from xferbench.backends import path_availability
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    rows = path_availability()
+    torch_rows = [r for r in rows if r.framework == "torch"]
+    assert len(torch_rows) == 9  # 3 modes x cpu, cuda, mps
+    assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)
+    assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None)]

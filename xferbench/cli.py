@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from xferbench import display
-from xferbench.backends import BACKENDS, OPS, SimLink
+from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
 from xferbench.results import Point, Result, Series, check_writable
 from xferbench.sweep import (
@@ -172,28 +172,10 @@ def paths() -> None:
     from rich.table import Table
 
     table = Table("framework", "mode", "ops", "device", "status")
-    for backend in BACKENDS.values():
-        reason = backend.missing()
-        devices = [backend.fixed_device] if backend.fixed_device else (["cpu", "cuda", "mps"] if reason else _all_devices(backend))
-        for mode in backend.modes:
-            for device in devices:
-                key_reason = reason or _device_reason(backend, mode, device)
-                status = f"[red]unavailable[/]: {escape(key_reason)}" if key_reason else "[green]available[/]"
-                table.add_row(backend.name, mode, ", ".join(o for o in OPS if o in backend.ops), device, status)
+    for row in path_availability():
+        status = f"[red]unavailable[/]: {escape(row.reason)}" if row.reason else "[green]available[/]"
+        table.add_row(row.framework, row.mode, ", ".join(row.ops), row.device, status)
     out.print(table)
-
-
-def _all_devices(backend) -> list[str]:  # type: ignore[no-untyped-def]
-    present = backend.devices()
-    return present + [kind for kind in ("cuda", "mps") if not any(d.startswith(kind) for d in present)]
-
-
-def _device_reason(backend, mode: str, device: str) -> str | None:  # type: ignore[no-untyped-def]
-    from xferbench.spec import SeriesKey
-
-    if device not in backend.devices():
-        return f"no {device} device present"
-    return backend.skip_reason(SeriesKey(backend.name, mode, "copy", device, (1,)))
 
 
 def main() -> None:

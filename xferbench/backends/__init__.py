@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from xferbench.backends.base import OPS, Backend, SeriesInfo, Transfer
 from xferbench.backends.host import HostBackend
 from xferbench.backends.pytorch import TorchBackend
 from xferbench.backends.sim import SimBackend, SimLink
 from xferbench.errors import XferbenchError
+from xferbench.spec import SeriesKey
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (TorchBackend(), HostBackend(), SimBackend())}
 PLANNED = {"tf": "TensorFlow", "jax": "JAX", "cupy": "CuPy", "cuda": "The raw CUDA reference"}
@@ -25,4 +28,45 @@ def get_backend(name: str) -> Backend:
     return backend
 
 
-__all__ = ["BACKENDS", "OPS", "Backend", "SeriesInfo", "SimLink", "Transfer", "get_backend"]
+class PathAvailability(NamedTuple):
+    framework: str
+    mode: str
+    ops: tuple[str, ...]
+    device: str  # a device id present here, or a kind (cuda, mps) that is absent
+    reason: str | None  # why the path cannot run there; None when it can
+
+
+def path_availability() -> list[PathAvailability]:
+    """Every framework/mode on every device kind, with the reason wherever it cannot run here."""
+    rows = []
+    for backend in BACKENDS.values():
+        missing = backend.missing()
+        present = [] if missing else backend.devices()
+        if backend.fixed_device:
+            devices = [backend.fixed_device]
+        else:
+            absent = [k for k in ("cpu", "cuda", "mps") if not any(d.split(":")[0] == k for d in present)]
+            devices = present + absent
+        for mode in backend.modes:
+            for device in devices:
+                if missing:
+                    reason = missing
+                elif device not in present:
+                    reason = f"no {device} device present"
+                else:
+                    reason = backend.skip_reason(SeriesKey(backend.name, mode, "copy", device, (1,)))
+                rows.append(PathAvailability(backend.name, mode, backend.ops, device, reason))
+    return rows
+
+
+__all__ = [
+    "BACKENDS",
+    "OPS",
+    "Backend",
+    "PathAvailability",
+    "SeriesInfo",
+    "SimLink",
+    "Transfer",
+    "get_backend",
+    "path_availability",
+]
