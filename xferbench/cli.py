@@ -20,6 +20,7 @@ from xferbench.errors import XferbenchError
 from xferbench.results import Point, Result, Series, check_writable
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
+    OUT_OF_MEMORY,
     Plan,
     SweepConfig,
     make_plan,
@@ -102,7 +103,7 @@ def sweep(
         f"{s.label()} batch {p.batch_size}"
         for s in result.series
         for p in s.points
-        if p.status == "error" and not (p.error or "").startswith("out of memory")
+        if p.status == "error" and not (p.error or "").startswith(OUT_OF_MEMORY)
     ]
     if failed:
         listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")

@@ -20,6 +20,8 @@ from xferbench.timing import TimingConfig, sample, warm_up
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+# How a point's error starts: the sweep stops a series after these, and the CLI tells them apart.
+VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"
 
 
 @dataclass(frozen=True)
@@ -184,11 +186,11 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
         transfer.verify()
         return Point.measured(spec, sample(transfer, timing, transfer.clock), warmup_calls)
     except VerificationError as error:
-        return Point.failed(spec, "error", f"verification failed: {error}")
+        return Point.failed(spec, "error", f"{VERIFICATION_FAILED}: {error}")
     except Exception as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if backend.is_out_of_memory(error):
-            return Point.failed(spec, "error", f"out of memory: {message}")
+            return Point.failed(spec, "error", f"{OUT_OF_MEMORY}: {message}")
         return Point.failed(spec, "error", f"{type(error).__name__}: {message}")
     finally:
         if transfer is not None:
@@ -230,10 +232,10 @@ def run_plan(
                         on_start(series, batch_size)
                     point = measure_point(backend, spec, config.params(key.framework), config.timing)
                     error = point.error or ""
-                    if error.startswith("verification failed"):
+                    if error.startswith(VERIFICATION_FAILED):
                         series.status, series.reason = "failed", error
                         stop = f"not measured: verification failed at batch {batch_size}"
-                    elif error.startswith("out of memory"):
+                    elif error.startswith(OUT_OF_MEMORY):
                         stop = f"not measured: batch {batch_size} ran out of memory"
                 series.points.append(point)
                 series.refresh_summary()
