@@ -92,7 +92,7 @@ class TorchTransfer(Transfer):
 
     def verify(self) -> None:
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
-        if self.source.data_ptr() != self.host.ctypes.data:
+        if self.mode in PINNED_MODES:
             self.source.copy_(self.torch.from_numpy(self.host))  # the pinned copy of the source
         if self.dest is not None:
             self.dest.zero_()
