@@ -6,7 +6,8 @@ import pytest
 from conftest import FAST, needs_torch
 from xferbench.backends import BACKENDS
 from xferbench.backends.host import HostCopy
-from xferbench.results import Result
+from xferbench.measure import measure_series
+from xferbench.results import Result, Series
 from xferbench.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
 
@@ -16,7 +17,18 @@ SMALL = (32, 32, 3)
 def sweep(**kwargs) -> Result:
     config = SweepConfig(shape=SMALL, timing=FAST, **kwargs)
     plan = make_plan(config)
-    return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    try:
+        return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    finally:
+        plan.close()
+
+
+def in_process(framework: str, mode: str, batch_sizes=(1,), op: str = "copy", device: str = "cpu") -> Series:
+    """One series measured in this process, so a test can patch the path's code."""
+    key = SeriesKey(framework, mode, op, device, SMALL)
+    series = Series(framework, mode, op, device, list(SMALL))
+    measure_series(BACKENDS[framework], key, batch_sizes, {}, FAST, series)
+    return series
 
 
 def by_label(result: Result) -> dict:
@@ -65,7 +77,7 @@ def test_torch_to_cpu_without_copy_fails_verification(monkeypatch) -> None:
 
     # The trap the issue names: .to("cpu") returns the same tensor, so nothing is copied.
     monkeypatch.setattr(TorchTransfer, "_move", lambda self: torch.from_numpy(self.host).to("cpu"))
-    s = sweep(frameworks=("torch",), modes=("pageable",), batch_sizes=(1,), device="cpu").series[0]
+    s = in_process("torch", "pageable")
     assert s.status == "failed" and "nothing was copied" in s.reason
 
 
@@ -81,7 +93,7 @@ def test_torch_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> 
         return kept["tensor"]
 
     monkeypatch.setattr(TorchTransfer, "_move", stale)
-    s = sweep(frameworks=("torch",), modes=("pageable",), batch_sizes=(2,), device="cpu").series[0]
+    s = in_process("torch", "pageable", batch_sizes=(2,))
     assert s.status == "failed" and "differ from the source" in s.reason
 
 
@@ -97,7 +109,7 @@ def test_torch_verification_compares_bytes(monkeypatch) -> None:
         return moved
 
     monkeypatch.setattr(TorchTransfer, "_move", corrupt)
-    s = sweep(frameworks=("torch",), modes=("pageable",), batch_sizes=(2,), device="cpu").series[0]
+    s = in_process("torch", "pageable", batch_sizes=(2,))
     assert s.status == "failed" and "differ from the source" in s.reason
 
 
@@ -196,7 +208,7 @@ def test_path_availability_without_torch(monkeypatch) -> None:
     from xferbench.backends import path_availability
 
     monkeypatch.setitem(sys.modules, "torch", None)
-    rows = path_availability()
+    rows = path_availability({"tf": ["cpu"], "host": ["cpu"], "sim": ["sim"]})
     torch_rows = [r for r in rows if r.framework == "torch"]
     assert len(torch_rows) == 9  # 3 modes x cpu, cuda, mps
     assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)

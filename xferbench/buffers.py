@@ -56,6 +56,11 @@ def make_source(shape: tuple[int, ...], aligned: bool = False) -> np.ndarray:
     return buffer
 
 
+def address_offset(array: np.ndarray, modulus: int = 64) -> int:
+    """Where the array's data starts, mod 64: 0 is 64-byte aligned; glibc's large blocks give 16."""
+    return int(array.ctypes.data % modulus)
+
+
 def sample_indices(nbytes: int, count: int = SAMPLE_COUNT) -> np.ndarray:
     """Flat byte offsets to compare: both ends plus a seeded random spread over the whole buffer."""
     if nbytes <= count:

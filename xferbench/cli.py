@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
+import shutil
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -28,6 +31,7 @@ from xferbench.sweep import (
     parse_batch_sizes,
     parse_shape,
     run_plan,
+    start_runners,
 )
 from xferbench.timing import TimingConfig
 
@@ -64,10 +68,13 @@ _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
 def sweep(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps. auto picks CUDA, then MPS, then the CPU.")] = "auto",
-    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable. torch: pageable, pinned, pinned_into; host: numpy; sim: link. Default: all of each framework's modes.")] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable. torch: pageable, pinned, pinned_into; tf: eager, function, jit; host: numpy; sim: link. Default: all of each framework's modes.")] = None,
+    jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's tf.function(jit_compile=True) only: shorthand for --framework tf --mode jit.")] = False,
     op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = _DEFAULT_BATCHES,
     shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
+    host_buffer: Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: where each batch starts. numpy (default): a plain NumPy array; aligned: 64-byte aligned; pinned: page-locked (torch's pinned modes).")] = None,
+    python: Annotated[Optional[list[str]], typer.Option("--python", help="Repeatable, [FRAMEWORK=]PATH: run that framework's worker with another Python (which needs numpy and the framework), e.g. tf=/opt/py312/bin/python.")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Result file. Default: results/HOST-DEVICE-TIME.json")] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
@@ -84,21 +91,34 @@ def sweep(
 ) -> None:
     """Measure transfer throughput across batch sizes and save every raw sample."""
     try:
+        frameworks = tuple(dict.fromkeys(f.strip().lower() for f in framework or ()))
+        modes = tuple(m.strip().lower() for m in mode or ())
+        if jit:
+            frameworks, modes = jit_selection(frameworks, modes)
         config = SweepConfig(
-            frameworks=tuple(f.strip().lower() for f in framework or ()),
-            modes=tuple(m.strip().lower() for m in mode or ()),
+            frameworks=frameworks,
+            modes=modes,
             ops=tuple(dict.fromkeys(o.strip().lower() for o in op or ("copy",))),
             device=device,
             batch_sizes=parse_batch_sizes(batch_sizes),
             shape=parse_shape(shape),
             timing=TimingConfig(warmup_calls, warmup_time, min_samples, min_time, max_samples, max_time),
             sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed),
+            host_buffers=tuple(dict.fromkeys(h.strip().lower() for h in host_buffer or ())),
+            pythons=parse_pythons(python or (), frameworks),
         )
+        if out_path is not None:  # before starting any framework: a bad --out costs nothing
+            check_writable(out_path, csv=csv, overwrite=overwrite)
         plan = make_plan(config)
-        path = check_writable(out_path or default_out_path(plan.target), csv=csv, overwrite=overwrite)
     except XferbenchError as error:
         raise fail(str(error)) from None
-    result = run_sweep(plan, path, csv)
+    try:
+        path = check_writable(out_path or default_out_path(plan.target), csv=csv, overwrite=overwrite)
+        result = run_sweep(plan, path, csv)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    finally:
+        plan.close()
     failed = [
         f"{s.label()} batch {p.batch_size}"
         for s in result.series
@@ -110,11 +130,44 @@ def sweep(
         raise fail(f"{len(failed)} point(s) failed ({listed}); see the table above and {path}", 1)
 
 
+def jit_selection(frameworks: tuple[str, ...], modes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--jit means TensorFlow's jit mode: it implies --framework tf and is refused for any other framework."""
+    others = [f for f in frameworks if f != "tf"]
+    if others:
+        raise XferbenchError(
+            f"--jit is TensorFlow's tf.function(jit_compile=True) mode and {others[0]} has no such mode;"
+            " drop --jit, or use --framework tf --jit"
+        )
+    if any(m != "jit" for m in modes):
+        raise XferbenchError("--jit already selects TensorFlow's jit mode; drop --mode, or use --mode jit without --jit")
+    return ("tf",), ("jit",)
+
+
+def parse_pythons(values: Sequence[str], frameworks: Sequence[str]) -> dict[str, str]:
+    """'tf=/path/python' or '/path/python' (every framework in --framework) -> {framework: path}."""
+    pythons: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep:
+            name, path = "", value
+        names = [name.strip().lower()] if name else [f for f in frameworks if BACKENDS.get(f) and BACKENDS[f].isolated]
+        if not names:
+            raise XferbenchError(f"--python {value}: say which framework, e.g. --python tf={value}")
+        resolved = shutil.which(path.strip()) or path.strip()
+        if not (os.path.isfile(resolved) and os.access(resolved, os.X_OK)):
+            raise XferbenchError(f"--python {value}: {path!r} is not an executable Python interpreter")
+        for item in names:
+            if item not in BACKENDS:
+                raise XferbenchError(f"--python {value}: unknown framework {item!r}; choose from: {', '.join(BACKENDS)}")
+            pythons[item] = resolved
+    return pythons
+
+
 def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
     """Measure with progress on stderr, print the tables on stdout; Ctrl-C keeps what was measured."""
     from xferbench import environment
 
-    result = new_result(plan, environment.capture(plan.backends), sys.argv)
+    result = new_result(plan, environment.capture(plan.environments()), sys.argv)
     total = len(plan.runnable) * len(plan.config.batch_sizes)
     target = plan.target
     name = next((d["name"] for d in result.environment["devices"] if d["id"] == target), None)
@@ -163,8 +216,15 @@ def env() -> None:
     """Print the environment a sweep would record (JSON)."""
     from xferbench import environment
 
-    backends = [b for b in BACKENDS.values() if not b.missing()]
-    print(json.dumps(environment.capture(backends), indent=2))
+    try:
+        runners = start_runners([b for b in BACKENDS.values() if not b.missing()])
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    try:
+        print(json.dumps(environment.capture({n: r.environment() for n, r in runners.items()}), indent=2))
+    finally:
+        for runner in runners.values():
+            runner.close()
 
 
 @app.command()
@@ -172,8 +232,17 @@ def paths() -> None:
     """List every path, where it can run here, and why not where it cannot."""
     from rich.table import Table
 
+    try:
+        runners = start_runners([b for b in BACKENDS.values() if not b.missing()])
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    try:
+        devices = {name: runner.devices() for name, runner in runners.items()}
+    finally:
+        for runner in runners.values():
+            runner.close()
     table = Table("framework", "mode", "ops", "device", "status")
-    for row in path_availability():
+    for row in path_availability(devices):
         status = f"[red]unavailable[/]: {escape(row.reason)}" if row.reason else "[green]available[/]"
         table.add_row(row.framework, row.mode, ", ".join(row.ops), row.device, status)
     out.print(table)

@@ -116,6 +116,8 @@ def print_series(console: Console, series: Series) -> None:
     if series.status == "skipped":  # announced before measuring; nothing to show
         return
     console.print(series_table(series))
+    if series.note:
+        console.print(f"[yellow]note: {series.label()}: {escape(series.note)}[/]")
     if series.status == "failed":
         console.print(f"[bold red]FAILED {series.label()}: {escape(series.reason or '')}[/]")
     noisy = noisy_points(series)

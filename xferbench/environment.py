@@ -8,13 +8,15 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 VERSIONED_PACKAGES = (
     "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",
     "jax", "jaxlib", "cupy", "cupy-cuda12x", "cupy-cuda13x", "nvidia-ml-py",
 )  # fmt: skip
+SETTING_PREFIXES = ("GLIBC_TUNABLES", "MALLOC_", "TF_", "XLA_", "CUDA_", "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_")
+SETTINGS = ("LD_PRELOAD", "NVIDIA_VISIBLE_DEVICES")
 
 
 @functools.cache
@@ -121,15 +123,27 @@ def _attach_nvml(devices: list[dict[str, Any]], nvml: dict[str, Any]) -> None:
             device.update(driver=nvml.get("driver"), cuda_driver=nvml.get("cuda_driver"))
 
 
-def capture(backends: Iterable[Any] = ()) -> dict[str, Any]:
-    """Host, OS, CPU, Python, package versions, devices and NVML facts, captured before measuring."""
+def settings() -> dict[str, str]:
+    """Environment variables that change what a transfer costs (allocator, threads, visible devices)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(SETTING_PREFIXES) or k in SETTINGS}
+
+
+def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Host, OS, CPU, Python, settings, package versions, devices and NVML facts, captured before measuring.
+
+    `frameworks` maps each framework to its environment() as its own process saw it; a device seen
+    by several frameworks is listed once, as the first one described it.
+    """
     devices: list[dict[str, Any]] = [{"id": "cpu", "kind": "cpu", "name": cpu_name()}]
-    frameworks = {}
-    for backend in backends:
-        info = backend.environment()
+    known = {"cpu"}
+    recorded = {}
+    for name, info in (frameworks or {}).items():
         if info:
-            frameworks[backend.name] = {k: v for k, v in info.items() if k != "devices"}
-            devices += info.get("devices", [])
+            recorded[name] = {k: v for k, v in info.items() if k != "devices"}
+            for device in info.get("devices", []):
+                if device["id"] not in known:
+                    known.add(device["id"])
+                    devices.append(device)
     nvml = nvml_info()
     _attach_nvml(devices, nvml)
     return {
@@ -141,8 +155,9 @@ def capture(backends: Iterable[Any] = ()) -> dict[str, Any]:
         "memory_bytes": _total_memory(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
+        "settings": settings(),
         "versions": package_versions(),
-        "frameworks": frameworks,
+        "frameworks": recorded,
         "devices": devices,
         "nvml": nvml,
     }

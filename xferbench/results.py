@@ -51,6 +51,7 @@ class Point:
     images_per_s: float | None = None
     device_median_s: float | None = None
     device_mbps: float | None = None
+    host_offset: int | None = None  # the source's address mod 64 (0: 64-byte aligned), where known
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
@@ -76,12 +77,14 @@ class Series:
     op: str
     device: str
     shape: list[int]
+    host_buffer: str = "numpy"
     device_name: str | None = None
     transfer: str | None = None
     clock: str | None = None
     sync: str | None = None
     device_clock: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None  # what the path really computes, where that differs from its name
     status: str = "ok"  # "ok" | "skipped" (could not run here) | "failed" (bytes did not arrive)
     reason: str | None = None
     points: list[Point] = field(default_factory=list)
@@ -89,7 +92,7 @@ class Series:
 
     @property
     def key(self) -> SeriesKey:
-        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape))
+        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape), self.host_buffer)
 
     def label(self) -> str:
         return self.key.label()
@@ -151,6 +154,7 @@ class Result:
                     "device": s.device,
                     "device_name": s.device_name,
                     "transfer": s.transfer,
+                    "host_buffer": s.host_buffer,
                     "shape": "x".join(map(str, s.shape)),
                 }
                 row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s")})

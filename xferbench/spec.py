@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# Where a batch lives before the transfer: a plain NumPy array as users have it, a 64-byte-aligned
+# one, or page-locked memory the device can read directly.
+HOST_BUFFERS = ("numpy", "aligned", "pinned")
+
 
 @dataclass(frozen=True)
 class SeriesKey:
@@ -15,9 +19,12 @@ class SeriesKey:
     op: str
     device: str
     shape: tuple[int, ...]  # one item's shape; the batch adds a leading dimension
+    host_buffer: str = "numpy"  # where the batch starts: a HOST_BUFFERS kind
 
     def label(self) -> str:
-        return f"{self.framework}/{self.mode}/{self.op}@{self.device}"
+        """framework/mode/op@device, plus +host_buffer where the source is not the path's usual one."""
+        usual = self.host_buffer == "numpy" or self.framework == "host" or self.mode.startswith(self.host_buffer)
+        return f"{self.framework}/{self.mode}/{self.op}{'' if usual else '+' + self.host_buffer}@{self.device}"
 
     def at(self, batch_size: int) -> Spec:
         return Spec(self, batch_size)

@@ -12,16 +12,17 @@ from typing import Any
 
 from xferbench.backends import BACKENDS, OPS, Backend, SimLink, get_backend
 from xferbench.buffers import available_host_memory
-from xferbench.errors import VerificationError, XferbenchError
+from xferbench.errors import XferbenchError
+from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.results import Point, Result, Series
-from xferbench.spec import SeriesKey, Spec
-from xferbench.timing import TimingConfig, sample, warm_up
+from xferbench.spec import HOST_BUFFERS, SeriesKey
+from xferbench.timing import TimingConfig
+from xferbench.worker import LocalRunner, Runner, WorkerDied, WorkerRunner
 
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
-# How a point's error starts: the sweep stops a series after these, and the CLI tells them apart.
-VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"
+__all__ = ["OUT_OF_MEMORY", "VERIFICATION_FAILED", "measure_point"]  # re-exported for the CLI and tests
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class SweepConfig:
     shape: tuple[int, ...] = DEFAULT_SHAPE
     timing: TimingConfig = field(default_factory=TimingConfig)
     sim: SimLink = field(default_factory=SimLink)
+    host_buffers: tuple[str, ...] = ()  # empty: each path's own default source
+    pythons: dict[str, str] = field(default_factory=dict)  # framework -> interpreter for its worker
 
     def params(self, framework: str) -> dict[str, Any]:
         return dataclasses.asdict(self.sim) if framework == "sim" else {}
@@ -51,6 +54,16 @@ class Plan:
     config: SweepConfig
     device: str  # --device resolved
     series: list[PlannedSeries]
+    runners: dict[str, Runner] = field(default_factory=dict)  # framework -> where its series run
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        for runner in self.runners.values():
+            runner.close()
+
+    def environments(self) -> dict[str, dict[str, Any]]:
+        """Each framework's version and devices, as its own process sees them."""
+        return {name: runner.environment() for name, runner in self.runners.items()}
 
     @property
     def runnable(self) -> list[PlannedSeries]:
@@ -89,17 +102,17 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
-def resolve_device(requested: str, backends: Sequence[Backend]) -> str:
-    """'auto' -> the best device present (CUDA, then MPS, then CPU); check an explicit one exists."""
+def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
+    """'auto' -> the best device any framework reaches (CUDA, then MPS, then CPU); check an explicit one."""
     requested = requested.strip().lower()
     if requested != "auto" and not DEVICE_PATTERN.match(requested):
         raise XferbenchError(f"unknown device {requested!r}; use auto, cpu, cuda, cuda:N or mps")
-    movable = [b for b in backends if not b.fixed_device]
-    if not movable and requested in ("auto", "cpu"):
-        return "cpu"  # only host-side paths: no need to import a framework to look for devices
+    movable = [r for r in runners if not r.backend.fixed_device]
+    if not movable:  # only host-side paths: they run where they run, whatever --device says
+        return "cpu" if requested == "auto" else "cuda:0" if requested == "cuda" else requested
     present = ["cpu"]
-    for backend in movable or [b for b in BACKENDS.values() if not b.fixed_device and not b.missing()]:
-        present += [d for d in backend.devices() if d not in present]
+    for runner in movable:
+        present += [d for d in runner.devices() if d not in present]
     if requested == "auto":
         return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
     device = "cuda:0" if requested == "cuda" else requested
@@ -108,12 +121,40 @@ def resolve_device(requested: str, backends: Sequence[Backend]) -> str:
     return device
 
 
-def make_plan(config: SweepConfig) -> Plan:
-    """Resolve frameworks, device, modes and ops into series; raise on bad input before measuring."""
+def start_runners(backends: Sequence[Backend], pythons: dict[str, str] | None = None) -> dict[str, Runner]:
+    """A worker process for each GPU framework (started together, so their imports overlap), else in-process."""
+    pythons = pythons or {}
+    runners: dict[str, Runner] = {}
+    try:
+        for backend in backends:
+            if backend.isolated or backend.name in pythons:
+                runners[backend.name] = WorkerRunner(backend, pythons.get(backend.name))
+            else:
+                runners[backend.name] = LocalRunner(backend)
+        for runner in runners.values():
+            if isinstance(runner, WorkerRunner):
+                runner.hello()  # a framework that fails to import says so here, before anything is measured
+    except BaseException:
+        for runner in runners.values():
+            runner.close()
+        raise
+    return runners
+
+
+def _select_backends(config: SweepConfig) -> list[Backend]:
     if config.frameworks:
-        backends = [get_backend(name) for name in dict.fromkeys(config.frameworks)]
-    else:
-        backends = [b for b in BACKENDS.values() if b.in_default_sweep and not b.missing()]
+        backends = []
+        for name in dict.fromkeys(config.frameworks):
+            if name in config.pythons and name in BACKENDS:  # its own interpreter is checked by its worker
+                backends.append(BACKENDS[name])
+            else:
+                backends.append(get_backend(name))
+        return backends
+    return [b for b in BACKENDS.values() if b.in_default_sweep and not b.missing()]
+
+
+def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
+    """Everything that can be checked without starting a framework."""
     for op in config.ops:
         if op not in OPS:
             raise XferbenchError(f"unknown op {op!r}; choose from: {', '.join(OPS)}")
@@ -121,26 +162,59 @@ def make_plan(config: SweepConfig) -> Plan:
         if not any(mode in b.modes for b in backends):
             valid = "; ".join(f"{b.name}: {', '.join(b.modes)}" for b in backends)
             raise XferbenchError(f"unknown mode {mode!r}; valid modes are {valid}")
+    for kind in config.host_buffers:
+        if kind not in HOST_BUFFERS:
+            raise XferbenchError(f"unknown host buffer {kind!r}; choose from: {', '.join(HOST_BUFFERS)}")
+    for name in config.pythons:
+        if name not in {b.name for b in backends}:
+            raise XferbenchError(f"--python {name}=...: {name} is not among the frameworks swept")
     config.timing.check()
     config.sim.check()
-    device = resolve_device(config.device, backends)
-    series = []
-    for backend in backends:
-        modes = [m for m in config.modes if m in backend.modes] if config.modes else backend.default_modes
-        for mode in modes:
-            for op in config.ops:
-                key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape)
-                skip = (
-                    f"the {op} op is not defined for {backend.name}; it supports {', '.join(backend.ops)}"
-                    if op not in backend.ops
-                    else backend.skip_reason(key)
-                )
-                series.append(PlannedSeries(key, backend, skip))
-    plan = Plan(config, device, series)
-    if not plan.runnable:
-        reasons = "; ".join(f"{s.key.label()}: {s.skip}" for s in series) or "no series selected"
-        raise XferbenchError(f"nothing can run here: {reasons}")
-    _check_host_memory(plan)
+
+
+def _skip_reason(backend: Backend, key: SeriesKey, present: list[str]) -> str | None:
+    if key.op not in backend.ops:
+        return f"the {key.op} op is not defined for {backend.name}; it supports {', '.join(backend.ops)}"
+    if key.device not in present:
+        return backend.absent_reason(key.device, present)
+    if key.host_buffer not in backend.sources(key.mode):
+        return backend.skip_reason(key) or (
+            f"{backend.name} {key.mode} cannot start from a {key.host_buffer} host buffer;"
+            f" it takes {', '.join(backend.sources(key.mode))}"
+        )
+    return backend.skip_reason(key)
+
+
+def make_plan(config: SweepConfig) -> Plan:
+    """Resolve frameworks, device, modes, ops and host buffers into series; raise on bad input before measuring.
+
+    Starts each GPU framework's worker process; the caller closes the plan when done.
+    """
+    backends = _select_backends(config)
+    _check_static(config, backends)
+    runners = start_runners(backends, config.pythons)
+    try:
+        device = resolve_device(config.device, list(runners.values()))
+        series = []
+        for backend in backends:
+            present = runners[backend.name].devices()
+            modes = [m for m in config.modes if m in backend.modes] if config.modes else backend.default_modes
+            for mode in modes:
+                sources = backend.sources(mode)
+                kinds = sources if len(sources) == 1 else config.host_buffers or sources[:1]
+                for op in config.ops:
+                    for kind in kinds:
+                        key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind)
+                        series.append(PlannedSeries(key, backend, _skip_reason(backend, key, present)))
+        plan = Plan(config, device, series, runners)
+        if not plan.runnable:
+            reasons = "; ".join(f"{s.key.label()}: {s.skip}" for s in series) or "no series selected"
+            raise XferbenchError(f"nothing can run here: {reasons}")
+        _check_host_memory(plan)
+    except BaseException:
+        for runner in runners.values():
+            runner.close()
+        raise
     return plan
 
 
@@ -173,30 +247,6 @@ def new_result(plan: Plan, environment: dict[str, Any], argv: Sequence[str] = ()
     )
 
 
-OnPoint = Callable[[Series, Point], None]
-OnStart = Callable[[Series, int], None]
-
-
-def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig) -> Point:
-    """Prepare, warm up, verify the bytes arrived, then sample. Errors become a recorded point."""
-    transfer = None
-    try:
-        transfer = backend.prepare(spec, params)
-        warmup_calls = warm_up(transfer, timing, transfer.clock)
-        transfer.verify()
-        return Point.measured(spec, sample(transfer, timing, transfer.clock), warmup_calls)
-    except VerificationError as error:
-        return Point.failed(spec, "error", f"{VERIFICATION_FAILED}: {error}")
-    except Exception as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        if backend.is_out_of_memory(error):
-            return Point.failed(spec, "error", f"{OUT_OF_MEMORY}: {message}")
-        return Point.failed(spec, "error", f"{type(error).__name__}: {message}")
-    finally:
-        if transfer is not None:
-            transfer.close()
-
-
 def run_plan(
     plan: Plan,
     result: Result,
@@ -206,42 +256,38 @@ def run_plan(
 ) -> Result:
     """Measure every runnable series, saving the result after every point.
 
-    After an out-of-memory point the larger batches of that series are recorded as skipped; after
-    a failed verification the series is marked failed. Ctrl-C leaves the file marked interrupted.
+    A framework's worker that dies costs only its own series: they are marked failed with the
+    reason, and the other frameworks' series go on. Ctrl-C leaves the file marked interrupted.
     """
     config = plan.config
+
+    def point_done(series: Series, point: Point) -> None:
+        series.refresh_summary()
+        save(result)
+        if on_point:
+            on_point(series, point)
+
     try:
         for planned in plan.series:
-            key, backend = planned.key, planned.backend
-            series = Series(key.framework, key.mode, key.op, key.device, list(key.shape))
+            key = planned.key
+            series = Series(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer)
             result.series.append(series)
             if planned.skip:
                 series.status, series.reason = "skipped", planned.skip
                 save(result)
                 continue
-            info = backend.describe(key, config.params(key.framework))
-            for name, value in dataclasses.asdict(info).items():
-                setattr(series, name, value)
-            stop: str | None = None
-            for batch_size in config.batch_sizes:
-                spec = key.at(batch_size)
-                if stop:
-                    point = Point.failed(spec, "skipped", stop)
-                else:
-                    if on_start:
-                        on_start(series, batch_size)
-                    point = measure_point(backend, spec, config.params(key.framework), config.timing)
-                    error = point.error or ""
-                    if error.startswith(VERIFICATION_FAILED):
-                        series.status, series.reason = "failed", error
-                        stop = f"not measured: verification failed at batch {batch_size}"
-                    elif error.startswith(OUT_OF_MEMORY):
-                        stop = f"not measured: batch {batch_size} ran out of memory"
-                series.points.append(point)
-                series.refresh_summary()
-                save(result)
-                if on_point:
-                    on_point(series, point)
+            runner = plan.runners[key.framework]
+            try:
+                runner.measure_series(
+                    key, config.batch_sizes, config.params(key.framework), config.timing, series, on_start, point_done
+                )
+            except WorkerDied as died:
+                series.status, series.reason = "failed", str(died)
+                done = {p.batch_size for p in series.points}
+                for batch_size in config.batch_sizes:
+                    if batch_size not in done:
+                        point_done(series, Point.failed(key.at(batch_size), "skipped", "not measured: the worker died"))
+            save(result)
         result.status = "complete"
     except KeyboardInterrupt:
         result.status = "interrupted"

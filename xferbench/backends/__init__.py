@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from xferbench.backends.base import OPS, Backend, SeriesInfo, Transfer
 from xferbench.backends.host import HostBackend
 from xferbench.backends.pytorch import TorchBackend
 from xferbench.backends.sim import SimBackend, SimLink
+from xferbench.backends.tensorflow import TFBackend
 from xferbench.errors import XferbenchError
 from xferbench.spec import SeriesKey
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (TorchBackend(), HostBackend(), SimBackend())}
-PLANNED = {"tf": "TensorFlow", "jax": "JAX", "cupy": "CuPy", "cuda": "The raw CUDA reference"}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (TorchBackend(), TFBackend(), HostBackend(), SimBackend())}
+PLANNED = {"jax": "JAX", "cupy": "CuPy", "cuda": "The raw CUDA reference"}
 
 
 def get_backend(name: str) -> Backend:
@@ -36,23 +38,26 @@ class PathAvailability(NamedTuple):
     reason: str | None  # why the path cannot run there; None when it can
 
 
-def path_availability() -> list[PathAvailability]:
-    """Every framework/mode on every device kind, with the reason wherever it cannot run here."""
+def path_availability(devices: Mapping[str, list[str]]) -> list[PathAvailability]:
+    """Every framework/mode on every device kind, with the reason wherever it cannot run here.
+
+    `devices` holds what each installed framework reaches, as its own process saw it.
+    """
     rows = []
     for backend in BACKENDS.values():
         missing = backend.missing()
-        present = [] if missing else backend.devices()
+        present = [] if missing else devices[backend.name]
         if backend.fixed_device:
-            devices = [backend.fixed_device]
+            listed = [backend.fixed_device]
         else:
             absent = [k for k in ("cpu", "cuda", "mps") if not any(d.split(":")[0] == k for d in present)]
-            devices = present + absent
+            listed = present + absent
         for mode in backend.modes:
-            for device in devices:
+            for device in listed:
                 if missing:
                     reason = missing
                 elif device not in present:
-                    reason = f"no {device} device present"
+                    reason = backend.absent_reason(device, present) if backend.isolated else f"no {device} device present"
                 else:
                     reason = backend.skip_reason(SeriesKey(backend.name, mode, "copy", device, (1,)))
                 rows.append(PathAvailability(backend.name, mode, backend.ops, device, reason))

@@ -28,12 +28,14 @@ class SeriesInfo:
     sync: str  # how each call waits until the data has arrived
     device_clock: str | None = None  # a device-side clock recorded beside the host clock
     params: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None  # what the path really computes, where that differs from its name
 
 
 class Transfer(ABC):
     """One path prepared at one batch size."""
 
     clock: Clock = staticmethod(time.perf_counter)
+    host_offset: int | None = None  # the source's address mod 64, recorded per point where there is one
 
     @abstractmethod
     def __call__(self) -> float | None:
@@ -55,6 +57,12 @@ class Backend(ABC):
     ops: tuple[str, ...] = ("copy",)
     fixed_device: str | None = None  # where the path always runs, whatever --device says
     in_default_sweep: bool = True
+    isolated: bool = False  # a GPU framework: runs in its own worker process, never beside another
+    host_buffers: tuple[str, ...] = ("numpy",)  # the --host-buffer kinds it takes; the first is its default
+
+    def sources(self, mode: str) -> tuple[str, ...]:
+        """The host buffers this mode can start from (a pinned mode has only its own)."""
+        return self.host_buffers
 
     def missing(self) -> str | None:
         """Why the framework cannot be used here (not installed), or None."""
@@ -65,8 +73,12 @@ class Backend(ABC):
         return [self.fixed_device] if self.fixed_device else ["cpu"]
 
     def skip_reason(self, key: SeriesKey) -> str | None:
-        """Why this mode/op cannot run on this device, or None."""
+        """Why this mode/op/host buffer cannot run on this device, or None."""
         return None
+
+    def absent_reason(self, device: str, present: list[str]) -> str:
+        """Why the requested device is missing for this framework, with what would bring it."""
+        return f"{self.name} sees no {device} device here (it sees: {', '.join(present) or 'none'})"
 
     @abstractmethod
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo: ...

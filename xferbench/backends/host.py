@@ -39,6 +39,7 @@ class HostBackend(Backend):
     name = "host"
     modes = default_modes = ("numpy",)
     fixed_device = "cpu"
+    host_buffers = ("aligned",)
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         return SeriesInfo(

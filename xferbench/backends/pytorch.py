@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import check_arrived, fill_pattern, make_source, sample_indices
+from xferbench.buffers import address_offset, check_arrived, fill_pattern, make_source, sample_indices
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
 from xferbench.spec import SeriesKey, Spec
@@ -38,7 +38,8 @@ class TorchTransfer(Transfer):
         self.kind = self.device.type
         if self.kind == "cuda":
             torch.cuda.set_device(self.device)  # events and the caching allocator follow the current device
-        self.host = make_source(spec.batch_shape)
+        self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
+        self.host_offset = address_offset(self.host) if self.mode not in PINNED_MODES else None
         self.source = torch.from_numpy(self.host)
         if self.mode in PINNED_MODES:
             self.source = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True)
@@ -118,6 +119,11 @@ class TorchBackend(Backend):
     extra = "torch"
     modes = default_modes = ("pageable", "pinned", "pinned_into")
     ops = ("copy", "seed")
+    isolated = True
+    host_buffers = ("numpy", "aligned")
+
+    def sources(self, mode: str) -> tuple[str, ...]:
+        return ("pinned",) if mode in PINNED_MODES else self.host_buffers
 
     def missing(self) -> str | None:
         if importlib.util.find_spec("torch") is None:
@@ -132,6 +138,8 @@ class TorchBackend(Backend):
         return found
 
     def skip_reason(self, key: SeriesKey) -> str | None:
+        if key.host_buffer == "pinned" and key.mode not in PINNED_MODES:
+            return "a pinned source is what torch's pinned and pinned_into modes measure; choose them with --mode"
         if key.mode in PINNED_MODES and not key.device.startswith("cuda"):
             if key.device == "mps":
                 return (

@@ -1,0 +1,91 @@
+"""Measuring one series: prepare, warm up, verify and sample each batch size in turn.
+
+The same loop runs in the main process for host-side paths and inside a framework's worker
+process (xferbench.worker), so a series means the same thing wherever it was measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xferbench.backends import Backend
+from xferbench.errors import VerificationError
+from xferbench.results import Point, Series
+from xferbench.spec import SeriesKey, Spec
+from xferbench.timing import TimingConfig, sample, warm_up
+
+# How a point's error starts: the series stops after these, and the CLI tells them apart.
+VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"
+
+OnPoint = Callable[[Series, Point], None]
+OnStart = Callable[[Series, int], None]
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig) -> Point:
+    """Prepare, warm up, verify the bytes arrived, then sample. Errors become a recorded point."""
+    transfer = None
+    try:
+        transfer = backend.prepare(spec, params)
+        warmup_calls = warm_up(transfer, timing, transfer.clock)
+        transfer.verify()
+        point = Point.measured(spec, sample(transfer, timing, transfer.clock), warmup_calls)
+        point.host_offset = transfer.host_offset
+        return point
+    except VerificationError as error:
+        return Point.failed(spec, "error", f"{VERIFICATION_FAILED}: {error}")
+    except Exception as error:
+        if backend.is_out_of_memory(error):
+            return Point.failed(spec, "error", f"{OUT_OF_MEMORY}: {first_line(error)}")
+        return Point.failed(spec, "error", f"{type(error).__name__}: {first_line(error)}")
+    finally:
+        if transfer is not None:
+            transfer.close()
+
+
+def measure_series(
+    backend: Backend,
+    key: SeriesKey,
+    batch_sizes: Sequence[int],
+    params: dict[str, Any],
+    timing: TimingConfig,
+    series: Series,
+    on_start: OnStart | None = None,
+    on_point: OnPoint | None = None,
+) -> None:
+    """Describe the path into `series`, then append one point per batch size, calling on_point after each.
+
+    After an out-of-memory point the larger batches are recorded as skipped; after a failed
+    verification the series is marked failed and the rest skipped.
+    """
+    try:
+        info = backend.describe(key, params)
+    except Exception as error:
+        series.status, series.reason = "failed", f"could not set up: {type(error).__name__}: {first_line(error)}"
+        return
+    for name, value in dataclasses.asdict(info).items():
+        setattr(series, name, value)
+    stop: str | None = None
+    for batch_size in batch_sizes:
+        spec = key.at(batch_size)
+        if stop:
+            point = Point.failed(spec, "skipped", stop)
+        else:
+            if on_start:
+                on_start(series, batch_size)
+            point = measure_point(backend, spec, params, timing)
+            error = point.error or ""
+            if error.startswith(VERIFICATION_FAILED):
+                series.status, series.reason = "failed", error
+                stop = f"not measured: verification failed at batch {batch_size}"
+            elif error.startswith(OUT_OF_MEMORY):
+                stop = f"not measured: batch {batch_size} ran out of memory"
+        series.points.append(point)
+        if on_point:
+            on_point(series, point)

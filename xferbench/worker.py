@@ -1,0 +1,249 @@
+"""One process per GPU framework: TensorFlow and PyTorch never share one.
+
+They fight over GPU memory and CUDA libraries, and a crash in one must cost only its own series.
+The main process talks to each worker over JSON lines: the worker's stdout carries the protocol
+(anything else it prints is moved to stderr), its stderr goes to a log whose tail explains a death.
+
+    parent -> worker   {"run": {key, batch_sizes, params, timing}} | {"quit": true}
+    worker -> parent   {"hello": {devices, environment}} | {"error": message}
+                       {"start": batch} | {"point": point, "series": header} | {"done": header}
+
+Run as `python -m xferbench.worker FRAMEWORK`, with any interpreter that has numpy and the framework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from xferbench.backends import Backend, get_backend
+from xferbench.errors import XferbenchError
+from xferbench.measure import OnPoint, OnStart, first_line, measure_series
+from xferbench.results import Point, Series
+from xferbench.spec import SeriesKey
+from xferbench.timing import TimingConfig
+
+HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "params", "note", "status", "reason")
+
+
+class WorkerDied(Exception):
+    """The worker process ended in the middle of a series; the message says how and why."""
+
+
+class Runner(Protocol):
+    """Where a framework's series are measured: in this process, or in a worker process."""
+
+    backend: Backend
+
+    def devices(self) -> list[str]: ...
+    def environment(self) -> dict[str, Any]: ...
+    def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
+                       timing: TimingConfig, series: Series, on_start: OnStart | None,
+                       on_point: OnPoint | None) -> None: ...  # fmt: skip
+    def close(self) -> None: ...
+
+
+class LocalRunner:
+    """Host-side paths (numpy copies, the simulated link) need no isolation: run them here."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    def devices(self) -> list[str]:
+        return self.backend.devices()
+
+    def environment(self) -> dict[str, Any]:
+        return self.backend.environment()
+
+    def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
+                       timing: TimingConfig, series: Series, on_start: OnStart | None = None,
+                       on_point: OnPoint | None = None) -> None:  # fmt: skip
+        measure_series(self.backend, key, batch_sizes, params, timing, series, on_start, on_point)
+
+    def close(self) -> None:
+        pass
+
+
+def _source_path() -> str:
+    """A folder holding only this xferbench, for another interpreter's sys.path (not our site-packages)."""
+    folder = Path(tempfile.mkdtemp(prefix="xferbench-src-"))
+    (folder / "xferbench").symlink_to(Path(__file__).resolve().parent, target_is_directory=True)
+    return str(folder)
+
+
+class WorkerRunner:
+    """A framework in its own process. Starting it returns at once; hello() waits until it is ready."""
+
+    def __init__(self, backend: Backend, python: str | None = None) -> None:
+        self.backend = backend
+        self.python = python or sys.executable
+        self.log = tempfile.TemporaryFile("w+")
+        env = dict(os.environ)
+        if python:  # another interpreter: let it import this xferbench, and nothing else of ours
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [_source_path(), env.get("PYTHONPATH")]))
+        try:
+            self.process = subprocess.Popen(
+                [self.python, "-m", "xferbench.worker", backend.name],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=env,
+            )  # fmt: skip
+        except OSError as error:
+            raise XferbenchError(f"cannot start a {backend.name} worker with {self.python}: {error.strerror or error}") from None
+        self._hello: dict[str, Any] | None = None
+        self.dead: str | None = None  # why the worker is gone, once it is
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self._death()) from None
+
+    def _receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise WorkerDied(self._death())
+        return json.loads(line)
+
+    def _death(self) -> str:
+        """How the worker ended, with the last lines of its log: the reason recorded for its series."""
+        if self.dead:
+            return self.dead
+        code = self.process.wait()
+        if code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with status {code}"
+        self.log.seek(0)
+        lines = [line.strip() for line in self.log.read().splitlines() if line.strip()]
+        tail = " | ".join(lines[-3:])[-600:]
+        self.dead = f"the {self.backend.name} worker process {how}" + (f"; its last output: {tail}" if tail else "")
+        return self.dead
+
+    def hello(self) -> dict[str, Any]:
+        """The worker's devices and environment, or a one-line XferbenchError if it could not start."""
+        if self._hello is None:
+            try:
+                message = self._receive()
+            except WorkerDied as died:
+                raise XferbenchError(f"{died} (python: {self.python})") from None
+            if "error" in message:
+                self.close()
+                raise XferbenchError(message["error"])
+            self._hello = message["hello"]
+        return self._hello
+
+    def devices(self) -> list[str]:
+        return list(self.hello()["devices"])
+
+    def environment(self) -> dict[str, Any]:
+        return dict(self.hello()["environment"])
+
+    def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
+                       timing: TimingConfig, series: Series, on_start: OnStart | None = None,
+                       on_point: OnPoint | None = None) -> None:  # fmt: skip
+        """Run the series in the worker and replay its messages here; raise WorkerDied if it dies."""
+        if self.dead:
+            raise WorkerDied(self.dead)
+        run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
+               "timing": dataclasses.asdict(timing)}  # fmt: skip
+        self._send({"run": run})
+        while True:
+            message = self._receive()
+            for name in HEADER_FIELDS:
+                if name in message.get("series", {}):
+                    setattr(series, name, message["series"][name])
+            if "start" in message and on_start:
+                on_start(series, message["start"])
+            elif "point" in message:
+                point = Point(**message["point"])
+                series.points.append(point)
+                if on_point:
+                    on_point(series, point)
+            elif "done" in message:
+                for name in HEADER_FIELDS:
+                    setattr(series, name, message["done"][name])
+                return
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self._send({"quit": True})
+                self.process.wait(timeout=10)
+            except (WorkerDied, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream:
+                stream.close()
+        self.log.close()
+
+
+def _header(series: Series) -> dict[str, Any]:
+    return {name: getattr(series, name) for name in HEADER_FIELDS}
+
+
+def serve(framework: str, requests: IO[str], replies: IO[str]) -> int:
+    """The worker's side: say hello, then measure each series asked for until told to quit."""
+
+    def send(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    try:
+        backend = get_backend(framework)  # a missing framework says which extra to install
+        hello = {"devices": backend.devices(), "environment": backend.environment()}
+    except XferbenchError as error:
+        send({"error": str(error)})
+        return 2
+    except Exception as error:
+        send({"error": f"{framework} failed to start in {sys.executable}: {type(error).__name__}: {first_line(error)}"})
+        return 1
+    hello["environment"].update(python=platform.python_version(), executable=sys.executable, pid=os.getpid())
+    send({"hello": hello})
+    for line in requests:
+        request = json.loads(line)
+        if "run" not in request:
+            break
+        run = request["run"]
+        key = SeriesKey(**{**run["key"], "shape": tuple(run["key"]["shape"])})
+        series = Series(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer)
+        measure_series(
+            backend, key, run["batch_sizes"], run["params"], TimingConfig(**run["timing"]), series,
+            on_start=lambda s, batch: send({"start": batch}),
+            on_point=lambda s, point: send({"point": dataclasses.asdict(point), "series": _header(s)}),
+        )  # fmt: skip
+        send({"done": _header(series)})
+    return 0
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m xferbench.worker FRAMEWORK (started by xferbench sweep)")
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
+    try:
+        sys.exit(serve(sys.argv[1], sys.stdin, replies))
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the main process reports it
+        os._exit(130)
+
+
+if __name__ == "__main__":
+    main()
