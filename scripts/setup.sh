@@ -14,7 +14,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.xferbench-$extras-$(.venv/bin/python -c "import hashlib; print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")"
 if [ ! -f "$stamp" ]; then
-    echo "setup: installing xferbench[$extras] into .venv (the first time takes a few minutes: PyTorch is large)" >&2
+    echo "setup: installing xferbench[$extras] into .venv (the first time takes a few minutes: PyTorch and TensorFlow are large)" >&2
     .venv/bin/python -m pip install --disable-pip-version-check --quiet --editable ".[$extras]"
     touch "$stamp"
 fi

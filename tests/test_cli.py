@@ -231,3 +231,46 @@ def test_host_only_sweep_accepts_a_device_that_another_framework_sees(monkeypatc
 def test_uncreatable_folder_is_refused_before_measuring() -> None:
     r = invoke("sweep", "-f", "sim", "-o", "/proc/xferbench-no-such-dir/r.json")
     assert r.exit_code == 2 and "cannot write results to" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-f", "torch", "--jit"], "--jit is TensorFlow's tf.function(jit_compile=True) mode and torch has no such mode"),
+        (["-f", "tf", "-m", "xla"], "unknown mode 'xla'; valid modes are tf: eager, function, jit"),
+        (["--jit", "-m", "eager"], "--jit already selects TensorFlow's jit mode"),
+        (["-f", "tf", "--host-buffer", "huge"], "unknown host buffer 'huge'; choose from: numpy, aligned, pinned"),
+        (["-f", "tf", "--python", "tf=/no/such/python"], "'/no/such/python' is not an executable Python interpreter"),
+        (["-f", "host", "--python", "/usr/bin/env"], "--python /usr/bin/env: say which framework"),
+        (["-f", "sim", "--python", "tf=/usr/bin/env"], "--python tf=...: tf is not among the frameworks swept"),
+    ],
+)
+def test_tf_bad_input_is_one_line_and_exit_2(args, message) -> None:
+    r = invoke("sweep", *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr.replace("\n", " ") and "Traceback" not in r.output
+
+
+def test_tensorflow_not_installed_names_the_extra(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "tensorflow", None)
+    r = invoke("sweep", "-f", "tf")
+    assert r.exit_code == 2 and "TensorFlow is not installed: pip install 'xferbench[tf]'" in r.stderr
+
+
+def test_tensorflow_metal_absent_on_a_mac_names_it(monkeypatch) -> None:
+    from xferbench.backends.tensorflow import TFBackend
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert "install tensorflow-metal" in TFBackend().absent_reason("mps", ["cpu"])
+
+
+def test_a_worker_that_cannot_start_is_one_line(tmp_path) -> None:
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named numpy' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    r = invoke("sweep", "-f", "torch", "--python", f"torch={broken}", "-o", str(tmp_path / "r.json"))
+    assert r.exit_code == 2, r.output
+    line = r.stderr.strip()
+    assert "\n" not in line and "Traceback" not in r.output
+    assert "the torch worker process exited with status 1" in line and "No module named numpy" in line
+    assert not (tmp_path / "r.json").exists()

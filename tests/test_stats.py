@@ -105,3 +105,4 @@ def test_summary_line_marks_clamped_latency_and_poor_fit() -> None:
     good = summary_line(Summary(peak_mbps=1e4, peak_batch_size=8, saturation_batch_size=4, latency_s=1e-5,
                                 bandwidth_mbps=9e3, half_bandwidth_bytes=9e4, fit_rel_rms=0.01))  # fmt: skip
     assert "latency 10 µs" in good and "poor fit" not in good and "half bandwidth at 90 KB" in good
+

@@ -286,7 +286,8 @@ def run_plan(
                 done = {p.batch_size for p in series.points}
                 for batch_size in config.batch_sizes:
                     if batch_size not in done:
-                        point_done(series, Point.failed(key.at(batch_size), "skipped", "not measured: the worker died"))
+                        series.points.append(Point.failed(key.at(batch_size), "skipped", "not measured: the worker died"))
+                series.refresh_summary()
             save(result)
         result.status = "complete"
     except KeyboardInterrupt:

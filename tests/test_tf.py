@@ -1,0 +1,176 @@
+"""Real TensorFlow on the CPU: every mode and op, its verification, and its worker process."""
+
+import importlib.util
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from conftest import FAST, FAST_ARGS, HAS_TORCH
+from xferbench.backends import BACKENDS
+from xferbench.measure import measure_series
+from xferbench.results import Series, load
+from xferbench.spec import SeriesKey
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+
+HAS_TF = importlib.util.find_spec("tensorflow") is not None
+pytestmark = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
+SMALL = (32, 32, 3)
+
+
+def sweep(**kwargs):
+    plan = make_plan(SweepConfig(shape=SMALL, timing=FAST, device="cpu", **kwargs))
+    try:
+        return run_plan(plan, new_result(plan, {}), save=lambda r: None), plan
+    finally:
+        plan.close()
+
+
+def in_process(mode: str, op: str = "copy", batch_sizes=(2,)) -> Series:
+    key = SeriesKey("tf", mode, op, "cpu", SMALL)
+    series = Series("tf", mode, op, "cpu", list(SMALL))
+    measure_series(BACKENDS["tf"], key, batch_sizes, {}, FAST, series)
+    return series
+
+
+def test_every_mode_and_op_moves_real_bytes_in_a_worker() -> None:
+    result, plan = sweep(frameworks=("tf",), ops=("copy", "seed"), batch_sizes=(1, 4))
+    labels = {s.label(): s for s in result.series}
+    assert sorted(labels) == sorted(f"tf/{m}/{o}@cpu" for m in ("eager", "function", "jit") for o in ("copy", "seed"))
+    for series in result.series:
+        assert series.status == "ok", series.reason
+        assert [p.status for p in series.points] == ["ok", "ok"], [p.error for p in series.points]
+        assert series.transfer == "host-to-host" and series.params["tf_device"] == "/CPU:0"
+        assert all(p.host_offset is not None and p.mbps > 0 for p in series.points)
+    assert labels["tf/eager/copy@cpu"].sync == "tf.test.experimental.sync_devices()"
+    assert ".numpy()" in labels["tf/function/seed@cpu"].sync
+    assert plan.environments()["tf"]["pid"] != os.getpid()  # measured in its own process
+
+
+def test_xla_slicing_before_the_cast_is_detected_and_said() -> None:
+    seed = in_process("jit", "seed")
+    assert seed.status == "ok"
+    assert seed.params["xla_casts_full_batch"] is False  # XLA 2.x on the CPU fuses the slice into the cast
+    assert "only item [0, 0] is converted" in seed.note
+
+
+def test_a_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> None:
+    from xferbench.backends.tensorflow import TFTransfer
+
+    original, kept = TFTransfer._run, {}
+
+    def stale(self):
+        if "result" not in kept:
+            kept["result"] = original(self)
+        return kept["result"]
+
+    monkeypatch.setattr(TFTransfer, "_run", stale)
+    series = in_process("eager")
+    assert series.status == "failed" and "differ from the source" in series.reason
+
+
+def test_a_tensor_that_aliases_the_numpy_source_fails_verification(monkeypatch) -> None:
+    import tensorflow as tf
+
+    from xferbench.backends.tensorflow import TFTransfer
+
+    # DLPack wraps the NumPy buffer without copying: the trap a zero-copy conversion would be.
+    monkeypatch.setattr(TFTransfer, "_run", lambda self: (tf.experimental.dlpack.from_dlpack(self.host.__dlpack__()), None))
+    series = in_process("eager")
+    assert series.status == "failed" and "shares memory with the NumPy source" in series.reason
+
+
+def test_host_buffer_axis() -> None:
+    result, _ = sweep(frameworks=("tf",), modes=("eager",), host_buffers=("numpy", "aligned", "pinned"), batch_sizes=(1,))
+    labels = {s.label(): s for s in result.series}
+    assert set(labels) == {"tf/eager/copy@cpu", "tf/eager/copy+aligned@cpu", "tf/eager/copy+pinned@cpu"}
+    assert labels["tf/eager/copy+aligned@cpu"].points[0].host_offset == 0
+    assert labels["tf/eager/copy+aligned@cpu"].host_buffer == "aligned"
+    pinned = labels["tf/eager/copy+pinned@cpu"]
+    assert pinned.status == "skipped" and "no user-facing pinned host memory" in pinned.reason
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+def test_tf_and_torch_run_in_two_workers_into_one_file(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    out = tmp_path / "both.json"
+    args = ["sweep", "-f", "tf", "-f", "torch", "-m", "eager", "-m", "pageable", "--device", "cpu",
+            "--batch-sizes", "1,2", "--shape", "16x16x3", "-o", str(out), *FAST_ARGS]  # fmt: skip
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    saved = load(out)
+    assert [s.label() for s in saved.series] == ["tf/eager/copy@cpu", "torch/pageable/copy@cpu"]
+    assert all(s.status == "ok" and len(s.points) == 2 for s in saved.series)
+    frameworks = saved.environment["frameworks"]
+    assert frameworks["tf"]["pid"] != frameworks["torch"]["pid"]  # never in one process
+    assert {"tensorflow", "torch"} <= set(saved.environment["versions"])
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
+def test_a_killed_worker_costs_only_its_own_series() -> None:
+    plan = make_plan(SweepConfig(frameworks=("torch", "tf"), modes=("pageable", "eager"), ops=("copy", "seed"),
+                                 shape=SMALL, timing=FAST, device="cpu", batch_sizes=(1, 2, 4)))  # fmt: skip
+    saves = []
+
+    def kill_torch_after_its_first_point(series, point) -> None:
+        if series.framework == "torch" and point.batch_size == 1 and series.op == "copy":
+            os.kill(plan.runners["torch"].pid, signal.SIGKILL)
+
+    try:
+        result = run_plan(plan, new_result(plan, {}), save=lambda r: saves.append(r.status), on_point=kill_torch_after_its_first_point)
+    finally:
+        plan.close()
+    by_label = {s.label(): s for s in result.series}
+    copy, seed = by_label["torch/pageable/copy@cpu"], by_label["torch/pageable/seed@cpu"]
+    # The worker may have sent more of the copy series before the kill landed; whatever it sent is kept.
+    assert copy.points[0].status == "ok" and len(copy.points) == 3
+    if copy.status == "failed":
+        assert "killed by SIGKILL" in copy.reason and copy.points[-1].error == "not measured: the worker died"
+    assert seed.status == "failed" and "killed by SIGKILL" in seed.reason
+    assert [p.status for p in seed.points] == ["skipped"] * 3
+    for op in ("copy", "seed"):
+        survivor = by_label[f"tf/eager/{op}@cpu"]
+        assert survivor.status == "ok" and [p.status for p in survivor.points] == ["ok"] * 3
+    assert result.status == "complete" and saves[-1] == "complete"
+
+
+def test_jit_flag_runs_only_tf_jit(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    out = tmp_path / "jit.json"
+    r = CliRunner().invoke(app, ["sweep", "--jit", "--device", "cpu", "--batch-sizes", "1", "--shape", "8x8x3",
+                                 "-o", str(out), *FAST_ARGS])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert [s.label() for s in load(out).series] == ["tf/jit/copy@cpu"]
+
+
+def test_another_python_runs_the_worker(tmp_path) -> None:
+    import sys
+
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    out = tmp_path / "py.json"
+    r = CliRunner().invoke(app, ["sweep", "-f", "tf", "-m", "eager", "--python", f"tf={sys.executable}", "--device",
+                                 "cpu", "--batch-sizes", "1", "--shape", "8x8x3", "-o", str(out), *FAST_ARGS])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    saved = load(out)
+    assert saved.series[0].status == "ok"
+    assert saved.config["pythons"] == {"tf": sys.executable}
+    assert saved.environment["frameworks"]["tf"]["executable"] == sys.executable
+
+
+def test_transfer_source_really_is_numpy() -> None:
+    from xferbench.backends.tensorflow import TFTransfer
+
+    transfer = TFTransfer(SeriesKey("tf", "eager", "copy", "cpu", SMALL).at(2), "tf.test.experimental.sync_devices()")
+    assert isinstance(transfer.host, np.ndarray) and transfer.host.shape == (2, *SMALL)
+    transfer.verify()
+    transfer.close()
