@@ -213,3 +213,33 @@ def test_path_availability_without_torch(monkeypatch) -> None:
     assert len(torch_rows) == 9  # 3 modes x cpu, cuda, mps
     assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)
     assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None)]
+
+
+@needs_torch
+def test_torch_host_buffer_axis() -> None:
+    result = sweep(frameworks=("torch",), host_buffers=("numpy", "aligned", "pinned"), batch_sizes=(1,), device="cpu")
+    labels = [s.label() for s in result.series]
+    assert labels == [
+        "torch/pageable/copy@cpu", "torch/pageable/copy+aligned@cpu", "torch/pageable/copy+pinned@cpu",
+        "torch/pinned/copy@cpu", "torch/pinned_into/copy@cpu",
+    ]  # fmt: skip  (a pinned mode has one source of its own: not repeated per host buffer)
+    series = by_label(result)
+    assert series["torch/pageable/copy+aligned@cpu"].points[0].host_offset == 0
+    assert "choose them with --mode" in series["torch/pageable/copy+pinned@cpu"].reason
+    assert series["torch/pinned/copy@cpu"].host_buffer == "pinned"
+
+
+def test_points_count_the_page_faults_of_fresh_memory(monkeypatch) -> None:
+    quiet = sweep(frameworks=("host",), batch_sizes=(1,)).series[0].points[0]
+    assert quiet.page_faults_per_call is not None and quiet.page_faults_per_call < 1000  # reused buffers
+    pages = 40 * 2**20 // 4096  # above glibc's mmap threshold: every call maps and touches fresh pages
+    original = HostCopy.__call__
+
+    def copy_and_touch_fresh_pages(self) -> None:
+        original(self)
+        np.ones(pages * 4096, np.uint8)
+
+    monkeypatch.setattr(HostCopy, "__call__", copy_and_touch_fresh_pages)
+    fresh = sweep(frameworks=("host",), batch_sizes=(1,)).series[0].points[0]
+    # At least one fault per 2 MiB: transparent huge pages may map that much with one fault.
+    assert fresh.page_faults_per_call > quiet.page_faults_per_call + pages / 512

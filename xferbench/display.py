@@ -10,6 +10,7 @@ from xferbench.results import Point, Series
 from xferbench.stats import Summary
 
 NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
+FAULTY = 100  # minor page faults per call from which the table shows them (400 KB of fresh 4 KiB pages)
 POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
 
 
@@ -46,15 +47,19 @@ def series_title(series: Series) -> str:
 
 def series_table(series: Series) -> Table:
     has_device_clock = any(p.device_median_s for p in series.points)
+    # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
+    has_faults = any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     table = Table(title=escape(series_title(series)), title_justify="left", caption=summary_line(series.summary),
                   caption_justify="left")  # fmt: skip
     for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "MB/s p10–p90", "n"):
         table.add_column(name, justify="right")
     if has_device_clock:
         table.add_column("device MB/s", justify="right")
+    if has_faults:
+        table.add_column("faults/call", justify="right")
     for p in series.points:
         if p.status != "ok":
-            cells = [str(p.batch_size), f"[red]{p.status}[/]: {escape(p.error or '')}"] + [""] * (5 + has_device_clock)
+            cells = [str(p.batch_size), f"[red]{p.status}[/]: {escape(p.error or '')}"] + [""] * (5 + has_device_clock + has_faults)
         else:
             cells = [
                 str(p.batch_size),
@@ -65,6 +70,7 @@ def series_table(series: Series) -> Table:
                 f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}",
                 str(p.n),
             ] + ([rate(p.device_mbps)] if has_device_clock else [])
+            cells += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if has_faults else []
         table.add_row(*cells)
     return table
 

@@ -23,6 +23,15 @@ OnPoint = Callable[[Series, Point], None]
 OnStart = Callable[[Series, int], None]
 
 
+def minor_faults() -> int | None:
+    """This process's minor page faults so far: a call that touches fresh pages shows here (Unix only)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -35,8 +44,12 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
         transfer = backend.prepare(spec, params)
         warmup_calls = warm_up(transfer, timing, transfer.clock)
         transfer.verify()
-        point = Point.measured(spec, sample(transfer, timing, transfer.clock), warmup_calls)
+        faults_before = minor_faults()
+        samples = sample(transfer, timing, transfer.clock)
+        point = Point.measured(spec, samples, warmup_calls)
         point.host_offset = transfer.host_offset
+        if faults_before is not None:
+            point.page_faults_per_call = (minor_faults() - faults_before) / len(samples.times_s)  # type: ignore[operator]
         return point
     except VerificationError as error:
         return Point.failed(spec, "error", f"{VERIFICATION_FAILED}: {error}")

@@ -52,6 +52,7 @@ class Point:
     device_median_s: float | None = None
     device_mbps: float | None = None
     host_offset: int | None = None  # the source's address mod 64 (0: 64-byte aligned), where known
+    page_faults_per_call: float | None = None  # the process's minor page faults while sampling, per call
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import aligned_empty, check_arrived, fill_pattern, make_source
+from xferbench.buffers import address_offset, aligned_empty, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
 from xferbench.spec import SeriesKey, Spec
 
@@ -20,6 +20,7 @@ class HostCopy(Transfer):
     def __init__(self, spec: Spec) -> None:
         self.label = spec.series.label()
         self.source = make_source(spec.batch_shape, aligned=True)
+        self.host_offset = address_offset(self.source)
         self.dest = aligned_empty(spec.batch_shape)
 
     def __call__(self) -> None:
