@@ -1,6 +1,7 @@
-"""One process per GPU framework: TensorFlow and PyTorch never share one.
+"""Worker processes: TensorFlow and PyTorch never share a process, and each series gets a fresh one.
 
 They fight over GPU memory and CUDA libraries, and a crash in one must cost only its own series.
+A fresh process per series also keeps one series' allocator state out of the next one's figures.
 The main process talks to each worker over JSON lines: the worker's stdout carries the protocol
 (anything else it prints is moved to stderr), its stderr goes to a log whose tail explains a death.
 
@@ -86,19 +87,26 @@ class WorkerRunner:
     def __init__(self, backend: Backend, python: str | None = None) -> None:
         self.backend = backend
         self.python = python or sys.executable
-        self.log = tempfile.TemporaryFile("w+")
-        env = dict(os.environ)
+        self.env = dict(os.environ)
         if python:  # another interpreter: let it import this xferbench, and nothing else of ours
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [_source_path(), env.get("PYTHONPATH")]))
+            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [_source_path(), self.env.get("PYTHONPATH")]))
+        self.first_hello: dict[str, Any] | None = None  # the framework as the first worker saw it
+        self._spawn()
+
+    def _spawn(self) -> None:
+        self.log = tempfile.TemporaryFile("w+")
         try:
             self.process = subprocess.Popen(
-                [self.python, "-m", "xferbench.worker", backend.name],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=env,
+                [self.python, "-m", "xferbench.worker", self.backend.name],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=self.env,
             )  # fmt: skip
         except OSError as error:
-            raise XferbenchError(f"cannot start a {backend.name} worker with {self.python}: {error.strerror or error}") from None
+            raise XferbenchError(
+                f"cannot start a {self.backend.name} worker with {self.python}: {error.strerror or error}"
+            ) from None
         self._hello: dict[str, Any] | None = None
         self.dead: str | None = None  # why the worker is gone, once it is
+        self.used = False
 
     @property
     def pid(self) -> int:
@@ -138,17 +146,29 @@ class WorkerRunner:
         return self.dead
 
     def hello(self) -> dict[str, Any]:
-        """The worker's devices and environment, or a one-line XferbenchError if it could not start."""
+        """The worker's devices and environment, or a one-line XferbenchError if it could not start.
+
+        The first worker's hello describes the framework; a fresh worker for a later series that
+        cannot start raises WorkerDied, which costs that series only.
+        """
         if self._hello is None:
+            first = self.first_hello is None
             try:
                 message = self._receive()
             except WorkerDied as died:
-                raise XferbenchError(f"{died} (python: {self.python})") from None
+                if first:
+                    raise XferbenchError(f"{died} (python: {self.python})") from None
+                raise
             if "error" in message:
                 self.close()
-                raise XferbenchError(message["error"])
+                if first:
+                    raise XferbenchError(message["error"])
+                raise WorkerDied(message["error"])
             self._hello = message["hello"]
-        return self._hello
+            if first:
+                self.first_hello = self._hello
+        assert self.first_hello is not None
+        return self.first_hello
 
     def devices(self) -> list[str]:
         return list(self.hello()["devices"])
@@ -159,9 +179,17 @@ class WorkerRunner:
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None = None,
                        on_point: OnPoint | None = None) -> None:  # fmt: skip
-        """Run the series in the worker and replay its messages here; raise WorkerDied if it dies."""
-        if self.dead:
-            raise WorkerDied(self.dead)
+        """Run the series in a fresh worker and replay its messages here; raise WorkerDied if it dies.
+
+        Every series gets a new process: the allocator state one series leaves behind (glibc's
+        dynamic mmap threshold, TensorFlow's pools) changed later series' figures in our runs, and a
+        crash then costs only the series that crashed.
+        """
+        if self.used or self.dead:
+            self.close()
+            self._spawn()
+            self.hello()
+        self.used = True
         run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
                "timing": dataclasses.asdict(timing)}  # fmt: skip
         self._send({"run": run})
