@@ -2,8 +2,22 @@
 
 import pytest
 
+import importlib.util
+
 from conftest import FAST, HAS_TORCH
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.backends import BACKENDS
+from xferbench.measure import measure_series
+from xferbench.results import Result, Series
+from xferbench.spec import SeriesKey
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan, start_runners
+
+
+def sweep(config: SweepConfig) -> Result:
+    plan = make_plan(config)
+    try:
+        return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    finally:
+        plan.close()
 
 
 def _has(kind: str) -> bool:
@@ -20,8 +34,7 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
 def test_cuda_all_modes_both_ops_deliver_and_record_device_time() -> None:
     config = SweepConfig(frameworks=("torch",), ops=("copy", "seed"), device="cuda", batch_sizes=(1, 64), timing=FAST)
-    plan = make_plan(config)
-    result = run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    result = sweep(config)
     assert len(result.series) == 6
     for s in result.series:
         assert s.status == "ok" and s.transfer == "host-to-device" and s.device_clock == "torch.cuda.Event"
@@ -36,11 +49,10 @@ def test_cuda_out_of_memory_is_recorded_not_raised() -> None:
 
     free, _ = torch.cuda.mem_get_info()
     hog = torch.empty(free - 256 * 2**20, dtype=torch.uint8, device="cuda")  # leave 256 MiB free
-    try:
-        config = SweepConfig(frameworks=("torch",), modes=("pinned_into",), device="cuda", shape=(1024, 1024),
-                             batch_sizes=(1, 1024, 2048), timing=FAST)  # fmt: skip
-        plan = make_plan(config)
-        s = run_plan(plan, new_result(plan, {}), save=lambda r: None).series[0]
+    try:  # in this process: a worker would need more than 256 MiB for its own CUDA context
+        key = SeriesKey("torch", "pinned_into", "copy", "cuda:0", (1024, 1024), "pinned")
+        s = Series("torch", "pinned_into", "copy", "cuda:0", [1024, 1024], "pinned")
+        measure_series(BACKENDS["torch"], key, (1, 1024, 2048), {}, FAST, s)
     finally:
         del hog
         torch.cuda.empty_cache()
@@ -51,8 +63,24 @@ def test_cuda_out_of_memory_is_recorded_not_raised() -> None:
 @pytest.mark.skipif(not _has("mps"), reason="no Apple MPS device")
 def test_mps_pageable_delivers() -> None:
     config = SweepConfig(frameworks=("torch",), ops=("copy", "seed"), device="mps", batch_sizes=(1, 16), timing=FAST)
-    plan = make_plan(config)
-    result = run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    result = sweep(config)
     pageable = [s for s in result.series if s.mode == "pageable"]
     assert all(p.status == "ok" for s in pageable for p in s.points)
     assert all(s.status == "skipped" for s in result.series if s.mode != "pageable")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow not installed")
+def test_tensorflow_gpu_every_mode_delivers() -> None:
+    runners = start_runners([BACKENDS["tf"]])
+    try:
+        gpus = [d for d in runners["tf"].devices() if d != "cpu"]
+    finally:
+        runners["tf"].close()
+    if not gpus:
+        pytest.skip("TensorFlow sees no GPU")
+    config = SweepConfig(frameworks=("tf",), ops=("copy", "seed"), device=gpus[0], batch_sizes=(1, 64), timing=FAST)
+    result = sweep(config)
+    assert len(result.series) == 6
+    for s in result.series:
+        assert s.status == "ok" and s.transfer == "host-to-device", s.reason
+        assert all(p.status == "ok" for p in s.points), [p.error for p in s.points]
