@@ -67,3 +67,9 @@ def fake_backend(monkeypatch: pytest.MonkeyPatch):
         return backend
 
     return register
+
+
+@pytest.fixture(autouse=True)
+def _run_in_a_temporary_folder(tmp_path, monkeypatch) -> None:
+    """A sweep without --out writes under ./results: keep that out of the repository."""
+    monkeypatch.chdir(tmp_path)
