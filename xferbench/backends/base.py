@@ -6,6 +6,7 @@ returns only when the data is on the device; verify() proves the bytes arrived.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class Transfer(ABC):
 
 class Backend(ABC):
     name: str
+    title: str = ""  # the framework's own name, for messages
+    module: str | None = None  # the module it imports; missing() checks it without importing it
     extra: str | None = None  # the pip extra that installs the framework
     modes: tuple[str, ...] = ()
     default_modes: tuple[str, ...] = ()
@@ -66,6 +69,8 @@ class Backend(ABC):
 
     def missing(self) -> str | None:
         """Why the framework cannot be used here (not installed), or None."""
+        if self.module and importlib.util.find_spec(self.module) is None:
+            return f"{self.title} is not installed: pip install 'xferbench[{self.extra}]'"
         return None
 
     def devices(self) -> list[str]:

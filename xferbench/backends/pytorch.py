@@ -9,7 +9,6 @@ Ops: copy times the transfer alone; seed times the report's `.to(device).type(fl
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
@@ -116,7 +115,7 @@ class TorchTransfer(Transfer):
 
 class TorchBackend(Backend):
     name = "torch"
-    extra = "torch"
+    title, module, extra = "PyTorch", "torch", "torch"
     modes = default_modes = ("pageable", "pinned", "pinned_into")
     ops = ("copy", "seed")
     isolated = True
@@ -124,11 +123,6 @@ class TorchBackend(Backend):
 
     def sources(self, mode: str) -> tuple[str, ...]:
         return ("pinned",) if mode in PINNED_MODES else self.host_buffers
-
-    def missing(self) -> str | None:
-        if importlib.util.find_spec("torch") is None:
-            return "PyTorch is not installed: pip install 'xferbench[torch]'"
-        return None
 
     def devices(self) -> list[str]:
         torch = _torch()

@@ -12,7 +12,6 @@ so on the CPU the path measures that host-side copy. There is no user-facing pin
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import sys
 from typing import Any
@@ -149,16 +148,11 @@ class TFTransfer(Transfer):
 
 class TFBackend(Backend):
     name = "tf"
-    extra = "tf"
+    title, module, extra = "TensorFlow", "tensorflow", "tf"
     modes = default_modes = ("eager", "function", "jit")
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
-
-    def missing(self) -> str | None:
-        if importlib.util.find_spec("tensorflow") is None:
-            return "TensorFlow is not installed: pip install 'xferbench[tf]'"
-        return None
 
     def devices(self) -> list[str]:
         gpus = _tf().config.list_physical_devices("GPU")
