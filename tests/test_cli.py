@@ -4,6 +4,7 @@ import json
 import sys
 
 import pytest
+from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from conftest import FAST_ARGS, needs_torch
@@ -260,7 +261,7 @@ def test_tensorflow_not_installed_names_the_extra(monkeypatch) -> None:
 def test_tensorflow_metal_absent_on_a_mac_names_it(monkeypatch) -> None:
     from xferbench.backends.tensorflow import TFBackend
 
-    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr("xferbench.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
     assert "install tensorflow-metal" in TFBackend().absent_reason("mps", ["cpu"])
 
 

@@ -6,6 +6,7 @@ import signal
 
 import numpy as np
 import pytest
+from types import SimpleNamespace
 
 from conftest import FAST, FAST_ARGS, HAS_TORCH
 from xferbench.backends import BACKENDS
@@ -173,3 +174,15 @@ def test_transfer_source_really_is_numpy() -> None:
     assert isinstance(transfer.host, np.ndarray) and transfer.host.shape == (2, *SMALL)
     transfer.verify()
     transfer.close()
+
+
+def test_mps_without_tensorflow_metal_names_it(monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    # The backend in this process believes it is on a Mac; the worker (on this machine) sees no Apple GPU.
+    monkeypatch.setattr("xferbench.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
+    r = CliRunner().invoke(app, ["sweep", "-f", "tf", "--device", "mps"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "device 'mps' is not present" in r.stderr and "install tensorflow-metal" in r.stderr

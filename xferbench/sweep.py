@@ -117,7 +117,8 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
         return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
     device = "cuda:0" if requested == "cuda" else requested
     if device not in present:
-        raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)}")
+        why = "; ".join(r.backend.absent_reason(device, r.devices()) for r in movable)
+        raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)} ({why})")
     return device
 
 
