@@ -2,9 +2,9 @@
 
 import json
 import sys
+from types import SimpleNamespace
 
 import pytest
-from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from conftest import FAST_ARGS, needs_torch

@@ -3,10 +3,10 @@
 import importlib.util
 import os
 import signal
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from types import SimpleNamespace
 
 from conftest import FAST, FAST_ARGS, HAS_TORCH
 from xferbench.backends import BACKENDS
