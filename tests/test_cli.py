@@ -244,6 +244,7 @@ def test_uncreatable_folder_is_refused_before_measuring() -> None:
         (["-f", "tf", "--python", "tf=/no/such/python"], "'/no/such/python' is not an executable Python interpreter"),
         (["-f", "host", "--python", "/usr/bin/env"], "--python /usr/bin/env: say which framework"),
         (["-f", "sim", "--python", "tf=/usr/bin/env"], "--python tf=...: tf is not among the frameworks swept"),
+        (["-f", "tf", "-f", "torch", "-m", "jit"], "--mode jit selects no torch path; torch modes are pageable"),
     ],
 )
 def test_tf_bad_input_is_one_line_and_exit_2(args, message) -> None:
@@ -275,3 +276,104 @@ def test_a_worker_that_cannot_start_is_one_line(tmp_path) -> None:
     assert "\n" not in line and "Traceback" not in r.output
     assert "the torch worker process exited with status 1" in line and "No module named numpy" in line
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
+    from xferbench.cli import failures
+    from xferbench.results import Point, Result, Series
+
+    result = Result(environment={}, config={}, created="")
+    ok = Series("torch", "pageable", "copy", "cpu", [2])
+    died = Series("tf", "eager", "copy", "cpu", [2], status="failed", reason="the tf worker process was killed by SIGKILL")
+    died.points = [Point(1, 2, status="skipped", error="not measured: the worker died")]
+    oom = Series("torch", "pinned_into", "copy", "cuda:0", [2], points=[Point(1, 2, status="error", error="out of memory: CUDA")])
+    result.series = [ok, died, oom]
+    assert failures(result) == ["tf/eager/copy@cpu (its worker died)"]
+
+
+def _fake_python(tmp_path, body: str):
+    """An executable that runs `body` as a Python script in place of `python -m xferbench.worker FRAMEWORK`."""
+    script = tmp_path / "fake_worker.py"
+    script.write_text(body)
+    launcher = tmp_path / "python"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {script} \"$@\"\n")
+    launcher.chmod(0o755)
+    return launcher
+
+
+HELLO = 'import json, sys\nprint(json.dumps({"hello": {"devices": ["cpu"], "environment": {}}}), flush=True)\n'
+
+
+def test_a_torn_message_from_a_worker_fails_its_series_not_the_sweep(tmp_path) -> None:
+    python = _fake_python(tmp_path, HELLO + 'sys.stdin.readline()\nprint(\'{"point": {"batch_size"\', end="", flush=True)\n')
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "torch", "-m", "pageable", "--op", "copy", "--op", "seed", "--device", "cpu",
+               "--python", f"torch={python}", "--batch-sizes", "1,2", "-o", str(out), *FAST_ARGS)  # fmt: skip
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    saved = load(out)
+    assert saved.status == "complete" and [s.status for s in saved.series] == ["failed", "failed"]
+    assert "its last message was cut short" in saved.series[0].reason
+
+
+@needs_torch
+def test_a_later_worker_that_cannot_start_costs_only_its_series(tmp_path) -> None:
+    marker = tmp_path / "started-once"
+    python = _fake_python(tmp_path, f"""import json, os, runpy, sys
+if os.path.exists({str(marker)!r}):
+    print(json.dumps({{"error": "torch failed to start: CUDA driver gone"}}), flush=True)
+    sys.exit(1)
+open({str(marker)!r}, "w").close()
+sys.argv = ["xferbench.worker", sys.argv[-1]]
+runpy.run_module("xferbench.worker", run_name="__main__")
+""")
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "torch", "-m", "pageable", "--op", "copy", "--op", "seed", "--host-buffer", "numpy",
+               "--host-buffer", "aligned", "--device", "cpu", "--python", f"torch={python}", "--batch-sizes", "1",
+               "-o", str(out), *FAST_ARGS)  # fmt: skip
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    first, *later = load(out).series
+    assert first.status == "ok" and first.points[0].status == "ok"
+    assert len(later) == 3  # each later series tried a fresh worker of its own, and recorded why it failed
+    assert all(s.status == "failed" and s.reason == "torch failed to start: CUDA driver gone" for s in later)
+
+
+@needs_torch
+def test_workers_import_this_xferbench_not_one_in_the_working_directory(tmp_path) -> None:
+    impostor = tmp_path / "xferbench"  # the autouse fixture made tmp_path the working directory
+    impostor.mkdir()
+    (impostor / "__init__.py").write_text("")
+    (impostor / "worker.py").write_text('print(\'{"error": "the wrong xferbench"}\')\n')
+    r = invoke("sweep", "-f", "torch", "-m", "pageable", "--device", "cpu", "--batch-sizes", "1",
+               "-o", str(tmp_path / "r.json"), *FAST_ARGS)  # fmt: skip
+    assert r.exit_code == 0, r.output
+
+
+@needs_torch
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path, presses) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    out = tmp_path / "r.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xferbench", "sweep", "-f", "torch", "-m", "pageable", "--device", "cpu",
+         "--batch-sizes", "1,2,4,8,16", "--shape", "8x8x3", "--min-time", "0.5", "--max-samples", "100000000",
+         "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out.exists() and load(out).series and load(out).series[0].points):
+        time.sleep(0.05)
+    for _ in range(presses):  # a terminal's Ctrl-C reaches the whole process group, workers included
+        os.killpg(process.pid, signal.SIGINT)
+        time.sleep(0.02)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted: " in stderr
+    saved = load(out)
+    assert saved.status == "interrupted" and saved.series[0].points[0].status == "ok"
+    worker = saved.environment["frameworks"]["torch"]["pid"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)

@@ -45,7 +45,8 @@ def test_every_mode_and_op_moves_real_bytes_in_a_worker() -> None:
         assert [p.status for p in series.points] == ["ok", "ok"], [p.error for p in series.points]
         assert series.transfer == "host-to-host" and series.params["tf_device"] == "/CPU:0"
         assert all(p.host_offset is not None and p.mbps > 0 for p in series.points)
-    assert labels["tf/eager/copy@cpu"].sync == "tf.test.experimental.sync_devices()"
+    assert labels["tf/eager/copy@cpu"].sync.startswith("none needed")  # CPU ops are synchronous
+    assert labels["tf/jit/copy@cpu"].note.endswith("XLA may copy it once more")
     assert ".numpy()" in labels["tf/function/seed@cpu"].sync
     assert plan.environments()["tf"]["pid"] != os.getpid()  # measured in its own process
 

@@ -7,6 +7,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -112,6 +113,8 @@ def sweep(
         plan = make_plan(config)
     except XferbenchError as error:
         raise fail(str(error)) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted while starting; nothing was measured", 130) from None
     try:
         path = check_writable(out_path or default_out_path(plan.target), csv=csv, overwrite=overwrite)
         result = run_sweep(plan, path, csv)
@@ -119,15 +122,27 @@ def sweep(
         raise fail(str(error)) from None
     finally:
         plan.close()
-    failed = [
-        f"{s.label()} batch {p.batch_size}"
-        for s in result.series
-        for p in s.points
-        if p.status == "error" and not (p.error or "").startswith(OUT_OF_MEMORY)
-    ]
+    failed = failures(result)
     if failed:
         listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
-        raise fail(f"{len(failed)} point(s) failed ({listed}); see the table above and {path}", 1)
+        raise fail(f"{len(failed)} failure(s) ({listed}); see the table above and {path}", 1)
+
+
+def failures(result: Result) -> list[str]:
+    """What makes the exit status 1: points that failed, and series cut short by a dead worker.
+
+    Out-of-memory points are not failures: they are how the sweep finds the device's limit.
+    """
+    found = []
+    for series in result.series:
+        if series.status == "failed" and not any(p.status == "error" for p in series.points):
+            found.append(f"{series.label()} (its worker died)")
+        found += [
+            f"{series.label()} batch {p.batch_size}"
+            for p in series.points
+            if p.status == "error" and not (p.error or "").startswith(OUT_OF_MEMORY)
+        ]
+    return found
 
 
 def jit_selection(frameworks: tuple[str, ...], modes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -202,6 +217,12 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         else:
             run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False))
     except KeyboardInterrupt:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
+        try:
+            result.status = "interrupted"
+            save(result)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
         raise fail(f"interrupted: {measured} measured point(s) saved to {path}", 130) from None
     out.print()

@@ -15,8 +15,16 @@ VERSIONED_PACKAGES = (
     "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",
     "jax", "jaxlib", "cupy", "cupy-cuda12x", "cupy-cuda13x", "nvidia-ml-py",
 )  # fmt: skip
-SETTING_PREFIXES = ("GLIBC_TUNABLES", "MALLOC_", "TF_", "XLA_", "CUDA_", "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_")
-SETTINGS = ("LD_PRELOAD", "NVIDIA_VISIBLE_DEVICES")
+# Named one by one, not by prefix: TF_* and CUDA_* also hold tokens and paths of other tools.
+SETTINGS = (
+    "GLIBC_TUNABLES", "LD_PRELOAD", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_GPU_ALLOCATOR",
+    "TF_GPU_THREAD_MODE", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_XLA_FLAGS", "XLA_FLAGS",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+    "NVIDIA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_ENABLE_MPS_FALLBACK",
+)  # fmt: skip
 
 
 @functools.cache
@@ -125,7 +133,7 @@ def _attach_nvml(devices: list[dict[str, Any]], nvml: dict[str, Any]) -> None:
 
 def settings() -> dict[str, str]:
     """Environment variables that change what a transfer costs (allocator, threads, visible devices)."""
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(SETTING_PREFIXES) or k in SETTINGS}
+    return {k: os.environ[k] for k in sorted(SETTINGS) if k in os.environ}
 
 
 def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:

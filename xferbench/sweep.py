@@ -163,6 +163,13 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
         if not any(mode in b.modes for b in backends):
             valid = "; ".join(f"{b.name}: {', '.join(b.modes)}" for b in backends)
             raise XferbenchError(f"unknown mode {mode!r}; valid modes are {valid}")
+    if config.frameworks and config.modes:  # a framework asked for by name must not vanish silently
+        for backend in backends:
+            if not any(mode in backend.modes for mode in config.modes):
+                raise XferbenchError(
+                    f"--mode {', '.join(config.modes)} selects no {backend.name} path;"
+                    f" {backend.name} modes are {', '.join(backend.modes)}"
+                )
     for kind in config.host_buffers:
         if kind not in HOST_BUFFERS:
             raise XferbenchError(f"unknown host buffer {kind!r}; choose from: {', '.join(HOST_BUFFERS)}")

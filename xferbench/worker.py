@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,11 +75,15 @@ class LocalRunner:
         pass
 
 
-def _source_path() -> str:
-    """A folder holding only this xferbench, for another interpreter's sys.path (not our site-packages)."""
-    folder = Path(tempfile.mkdtemp(prefix="xferbench-src-"))
+def _source_folder() -> Path:
+    """A folder holding only this xferbench: the worker starts there, so `python -m` imports this code.
+
+    Python puts the working directory first on sys.path for -m, ahead of PYTHONPATH and
+    site-packages: started anywhere else, a worker could import another checkout's xferbench.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="xferbench-worker-"))
     (folder / "xferbench").symlink_to(Path(__file__).resolve().parent, target_is_directory=True)
-    return str(folder)
+    return folder
 
 
 class WorkerRunner:
@@ -87,26 +92,28 @@ class WorkerRunner:
     def __init__(self, backend: Backend, python: str | None = None) -> None:
         self.backend = backend
         self.python = python or sys.executable
-        self.env = dict(os.environ)
-        if python:  # another interpreter: let it import this xferbench, and nothing else of ours
-            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [_source_path(), self.env.get("PYTHONPATH")]))
+        self.folder = _source_folder()
+        # Also on PYTHONPATH, for a user who set PYTHONSAFEPATH (then -m does not add the working directory).
+        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), os.environ.get("PYTHONPATH")]))}
         self.first_hello: dict[str, Any] | None = None  # the framework as the first worker saw it
         self._spawn()
 
     def _spawn(self) -> None:
         self.log = tempfile.TemporaryFile("w+")
+        self.log_start = 0  # where this series' part of the log begins
+        self._hello: dict[str, Any] | None = None
+        self.dead: str | None = None  # why the worker is gone, once it is
+        self.used = self.busy = False
         try:
             self.process = subprocess.Popen(
-                [self.python, "-m", "xferbench.worker", self.backend.name],
+                [self.python, "-m", "xferbench.worker", self.backend.name], cwd=self.folder,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=self.env,
             )  # fmt: skip
         except OSError as error:
+            self.close()
             raise XferbenchError(
                 f"cannot start a {self.backend.name} worker with {self.python}: {error.strerror or error}"
             ) from None
-        self._hello: dict[str, Any] | None = None
-        self.dead: str | None = None  # why the worker is gone, once it is
-        self.used = False
 
     @property
     def pid(self) -> int:
@@ -117,7 +124,7 @@ class WorkerRunner:
             assert self.process.stdin is not None
             self.process.stdin.write(json.dumps(message) + "\n")
             self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
+        except (OSError, ValueError):  # a broken pipe, or a pipe already closed
             raise WorkerDied(self._death()) from None
 
     def _receive(self) -> dict[str, Any]:
@@ -125,10 +132,14 @@ class WorkerRunner:
         line = self.process.stdout.readline()
         if not line:
             raise WorkerDied(self._death())
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:  # a message cut short by a dying worker, or a stray print
+            self.process.kill()
+            raise WorkerDied(self._death("; its last message was cut short")) from None
 
-    def _death(self) -> str:
-        """How the worker ended, with the last lines of its log: the reason recorded for its series."""
+    def _death(self, detail: str = "") -> str:
+        """How the worker ended, with the last lines it logged during this series: the reason recorded."""
         if self.dead:
             return self.dead
         code = self.process.wait()
@@ -139,10 +150,10 @@ class WorkerRunner:
                 how = f"was killed by signal {-code}"
         else:
             how = f"exited with status {code}"
-        self.log.seek(0)
+        self.log.seek(self.log_start)
         lines = [line.strip() for line in self.log.read().splitlines() if line.strip()]
         tail = " | ".join(lines[-3:])[-600:]
-        self.dead = f"the {self.backend.name} worker process {how}" + (f"; its last output: {tail}" if tail else "")
+        self.dead = f"the {self.backend.name} worker process {how}{detail}" + (f"; its last output: {tail}" if tail else "")
         return self.dead
 
     def hello(self) -> dict[str, Any]:
@@ -160,11 +171,14 @@ class WorkerRunner:
                     raise XferbenchError(f"{died} (python: {self.python})") from None
                 raise
             if "error" in message:
-                self.close()
+                self.dead = message["error"]
+                self._stop()
                 if first:
                     raise XferbenchError(message["error"])
                 raise WorkerDied(message["error"])
             self._hello = message["hello"]
+            self.log.flush()
+            self.log_start = os.fstat(self.log.fileno()).st_size  # start-up noise stays out of a death's reason
             if first:
                 self.first_hello = self._hello
         assert self.first_hello is not None
@@ -186,10 +200,10 @@ class WorkerRunner:
         crash then costs only the series that crashed.
         """
         if self.used or self.dead:
-            self.close()
+            self._stop()
             self._spawn()
             self.hello()
-        self.used = True
+        self.used = self.busy = True
         run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
                "timing": dataclasses.asdict(timing)}  # fmt: skip
         self._send({"run": run})
@@ -208,11 +222,15 @@ class WorkerRunner:
             elif "done" in message:
                 for name in HEADER_FIELDS:
                     setattr(series, name, message["done"][name])
+                self.busy = False
                 return
 
-    def close(self) -> None:
+    def _stop(self) -> None:
+        """End the process: ask an idle worker to quit; kill one still measuring (an interrupted sweep)."""
         if self.process.poll() is None:
             try:
+                if self.busy:
+                    raise WorkerDied("interrupted")
                 self._send({"quit": True})
                 self.process.wait(timeout=10)
             except (WorkerDied, subprocess.TimeoutExpired):
@@ -222,6 +240,11 @@ class WorkerRunner:
             if stream:
                 stream.close()
         self.log.close()
+
+    def close(self) -> None:
+        if hasattr(self, "process"):
+            self._stop()
+        shutil.rmtree(self.folder, ignore_errors=True)  # removes the link, never the package it points to
 
 
 def _header(series: Series) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Modes: eager; function (tf.function); jit (tf.function(jit_compile=True)).
 Ops:
 - copy: tf.identity(x) under tf.device(target), then tf.test.experimental.sync_devices(), which
-  waits for the copy and nothing more;
+  waits for the copy and nothing more (on the CPU no wait is needed, and sync_devices would add
+  about 40 µs per call);
 - seed: the original report's tf.cast(x, tf.float32)[0, 0] with .numpy() on the result.
 TensorFlow turns the NumPy array into a CPU tensor of its own (a host copy) before any device copy,
 so on the CPU the path measures that host-side copy. There is no user-facing pinned path.
@@ -26,6 +27,7 @@ from xferbench.spec import SeriesKey, Spec
 
 SYNC_DEVICES = "tf.test.experimental.sync_devices()"
 SLICE_FETCH = "fetch of the last byte with .numpy()"
+CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
 _configured = False
 
 
@@ -53,9 +55,16 @@ def tf_device(device: str) -> str:
     return f"/GPU:{device.split(':')[1] if ':' in device else 0}"
 
 
+def sync_for(device: str) -> str:
+    """How a copy to this device is waited for."""
+    if device == "cpu" and _tf().config.experimental.get_synchronous_execution():
+        return CPU_SYNC
+    return sync_method()
+
+
 @functools.cache
 def sync_method() -> str:
-    """How a copy is waited for: sync_devices where TensorFlow has it, else a dependent tiny fetch."""
+    """How a device copy is waited for: sync_devices where TensorFlow has it, else a dependent tiny fetch."""
     tf = _tf()
     sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
     if sync is None:  # TensorFlow < 2.13
@@ -111,7 +120,7 @@ class TFTransfer(Transfer):
             return moved, moved.numpy()  # the report's fetch: it waits for the copy and the cast
         if self.sync == SYNC_DEVICES:
             self.tf.test.experimental.sync_devices()
-        else:
+        elif self.sync == SLICE_FETCH:
             self.tf.reshape(moved, [-1])[-1:].numpy()
         return moved, None
 
@@ -122,9 +131,8 @@ class TFTransfer(Transfer):
         tf = self.tf
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         moved, result = self._run()
-        expected_kind = "CPU" if self.device == "cpu" else "GPU"
-        where = moved.device.rsplit("/", 1)[-1].upper()
-        if not where.startswith(f"DEVICE:{expected_kind}"):
+        expected = tf_device(self.device).strip("/").upper()  # CPU:0, GPU:1, ...
+        if moved.device.rsplit("/", 1)[-1].upper() != f"DEVICE:{expected}":
             raise VerificationError(f"{self.label}: the result is on {moved.device}, not on {tf_device(self.device)}")
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
@@ -167,7 +175,10 @@ class TFBackend(Backend):
                 " macOS arm64 with Python <= 3.12; tensorflow-metal supports TensorFlow up to 2.18)"
             )
         if device.startswith("cuda"):  # called in the main process: no TensorFlow import here
-            return "TensorFlow sees no CUDA GPU (CPU-only build, or CUDA libraries missing): pip install 'xferbench[tf-cuda]'"
+            return (
+                "TensorFlow sees no CUDA GPU: there is none, this TensorFlow is a CPU-only build, or its CUDA"
+                " libraries are missing (on Linux: pip install 'xferbench[tf-cuda]')"
+            )
         return super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
@@ -185,7 +196,7 @@ class TFBackend(Backend):
             name = f"Apple GPU (tensorflow-metal) on {cpu_name()}"
         else:
             name = cpu_name()
-        sync = sync_method()
+        sync = sync_for(key.device)
         note = None
         info: dict[str, Any] = {"tf_device": tf_device(key.device)}
         if key.op == "seed":
@@ -201,7 +212,7 @@ class TFBackend(Backend):
         if kind == "cpu" and not note:
             note = "on the CPU this is TensorFlow's host-side copy of the NumPy array into a tensor of its own" + (
                 ", then the cast" if key.op == "seed" else ""
-            )
+            ) + ("; XLA may copy it once more" if key.mode == "jit" else "")
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
@@ -212,12 +223,13 @@ class TFBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """The source and TensorFlow's CPU copy of it; on the CPU also the seed op's float32 cast."""
-        seed_float = spec.series.op == "seed" and spec.series.device == "cpu"
-        return spec.nbytes * (2 + 4 * seed_float)
+        """The source, TensorFlow's CPU copy of it and XLA's own copy; on the CPU also the seed op's cast."""
+        key = spec.series
+        seed_float = key.op == "seed" and key.device == "cpu"
+        return spec.nbytes * (2 + (key.mode == "jit") + 4 * seed_float)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
-        return TFTransfer(spec, sync_method())
+        return TFTransfer(spec, sync_for(spec.series.device))
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, (MemoryError, _tf().errors.ResourceExhaustedError))
