@@ -377,3 +377,15 @@ def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path,
     worker = saved.environment["frameworks"]["torch"]["pid"]
     with pytest.raises(ProcessLookupError):
         os.kill(worker, 0)
+
+
+def test_a_worker_that_never_starts_is_given_up_on(tmp_path) -> None:
+    from xferbench.backends import BACKENDS
+    from xferbench.errors import XferbenchError
+    from xferbench.worker import WorkerRunner
+
+    python = _fake_python(tmp_path, "import time\ntime.sleep(60)\n")
+    runner = WorkerRunner(BACKENDS["torch"], str(python), start_timeout_s=0.5)
+    with pytest.raises(XferbenchError, match="killed by SIGKILL after not starting within 0.5 s"):
+        runner.hello()
+    runner.close()

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import platform
+import select
 import shutil
 import signal
 import subprocess
@@ -35,6 +36,9 @@ from xferbench.spec import SeriesKey
 from xferbench.timing import TimingConfig
 
 HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "params", "note", "status", "reason")
+
+
+STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
 
 
 class WorkerDied(Exception):
@@ -89,8 +93,9 @@ def _source_folder() -> Path:
 class WorkerRunner:
     """A framework in its own process. Starting it returns at once; hello() waits until it is ready."""
 
-    def __init__(self, backend: Backend, python: str | None = None) -> None:
+    def __init__(self, backend: Backend, python: str | None = None, start_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         self.backend = backend
+        self.start_timeout_s = start_timeout_s
         self.python = python or sys.executable
         self.folder = _source_folder()
         # Also on PYTHONPATH, for a user who set PYTHONSAFEPATH (then -m does not add the working directory).
@@ -165,6 +170,11 @@ class WorkerRunner:
         if self._hello is None:
             first = self.first_hello is None
             try:
+                assert self.process.stdout is not None
+                ready, _, _ = select.select([self.process.stdout], [], [], self.start_timeout_s)
+                if not ready:  # nothing read yet, so nothing can wait in Python's buffer: select is exact
+                    self.process.kill()
+                    raise WorkerDied(self._death(f" after not starting within {self.start_timeout_s:g} s"))
                 message = self._receive()
             except WorkerDied as died:
                 if first:
