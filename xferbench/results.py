@@ -235,4 +235,59 @@ def load(path: str | os.PathLike[str]) -> Result:
         raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
 
 
-__all__ = ["SCHEMA", "Point", "Result", "Series", "check_writable", "csv_path", "load"]
+
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which series to show: each field lists accepted values; an empty field accepts all."""
+
+    frameworks: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    host_buffers: tuple[str, ...] = ()
+
+    def matches(self, series: Series) -> bool:
+        pairs = ((self.frameworks, series.framework), (self.modes, series.mode), (self.ops, series.op),
+                 (self.devices, series.device), (self.host_buffers, series.host_buffer))  # fmt: skip
+        return all(not accepted or value in accepted for accepted, value in pairs)
+
+
+@dataclass
+class Selected:
+    """One series picked for a plot, report or comparison, with the file it came from."""
+
+    path: Path
+    result: Result
+    series: Series
+
+
+def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[Selected], list[str]]:
+    """Load the files and pick the matching series that have measured points.
+
+    Returns the picks and one warning per matching series left out for having no measured point.
+    Raises a one-line XferbenchError for a bad file, or when nothing is left to show.
+    """
+    if not paths:
+        raise XferbenchError("give at least one result file")
+    selection = selection or Selection()
+    picked, warnings, matching = [], [], 0
+    for path in paths:
+        result = load(path)
+        for series in result.series:
+            if not selection.matches(series):
+                continue
+            matching += 1
+            if series.ok_points():
+                picked.append(Selected(Path(path), result, series))
+            elif series.status != "skipped":  # a skipped series could not run there: nothing to warn about
+                why = series.reason or "no point was measured"
+                warnings.append(f"{path}: {series.label()} has no measured point ({why}); left out")
+    if not picked:
+        if matching:
+            detail = warnings[0] if warnings else "the selected series were skipped where they were measured"
+            raise XferbenchError(f"nothing to show: every selected series is empty ({detail})")
+        raise XferbenchError("nothing to show: no series matches the selection in " + ", ".join(map(str, paths)))
+    return picked, warnings
+__all__ = ["SCHEMA", "Point", "Result", "Selected", "Selection", "Series", "check_writable", "csv_path", "load", "select"]
