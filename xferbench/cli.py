@@ -21,7 +21,7 @@ from rich.markup import escape
 from xferbench import display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import Point, Result, Series, check_writable
+from xferbench.results import Point, Result, Selection, Series, check_writable, select
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     OUT_OF_MEMORY,
@@ -230,6 +230,45 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         display.print_series(out, series)
     out.print(f"saved {path}", highlight=False)
     return result
+
+
+FILES = Annotated[list[Path], typer.Argument(help="Result files written by xferbench sweep.", show_default=False)]
+SelectFramework = Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable: keep only these frameworks.", rich_help_panel="Selection")]  # fmt: skip
+SelectMode = Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable: keep only these modes.", rich_help_panel="Selection")]  # fmt: skip
+SelectOp = Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable: keep only these ops.", rich_help_panel="Selection")]  # fmt: skip
+SelectDevice = Annotated[Optional[list[str]], typer.Option("--device", help="Repeatable: keep only these device ids (cpu, cuda:0, mps).", rich_help_panel="Selection")]  # fmt: skip
+SelectHostBuffer = Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: keep only these host buffers.", rich_help_panel="Selection")]  # fmt: skip
+
+
+def selection(framework, mode, op, device, host_buffer) -> Selection:  # type: ignore[no-untyped-def]
+    def clean(values: Optional[list[str]]) -> tuple[str, ...]:
+        return tuple(v.strip().lower() for v in values or ())
+
+    return Selection(clean(framework), clean(mode), clean(op), clean(device), clean(host_buffer))
+
+
+@app.command()
+def plot(
+    files: FILES,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix. Default: plots/STEM.png")] = None,
+    title: Annotated[Optional[str], typer.Option(help="Figure title.")] = None,
+    framework: SelectFramework = None,
+    mode: SelectMode = None,
+    op: SelectOp = None,
+    device: SelectDevice = None,
+    host_buffer: SelectHostBuffer = None,
+) -> None:
+    """Draw MB/s by batch size and time by bytes from result files (several files overlay)."""
+    from xferbench import plot as plotting
+
+    try:
+        picks, warnings = select(files, selection(framework, mode, op, device, host_buffer))
+        for warning in warnings:
+            err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        path = plotting.save(plotting.figure(picks, title), out_path or plotting.default_path(files))
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    out.print(f"saved {path} ({len(picks)} series)", highlight=False)
 
 
 @app.command()

@@ -169,3 +169,25 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "devices": devices,
         "nvml": nvml,
     }
+
+
+# Per-lane, per-direction PCIe payload rate in GB/s (10^9 B) after line coding: x16 gives the brief's
+# 15.75 (Gen3), 31.5 (Gen4) and 63 (Gen5).
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.984375, 4: 1.96875, 5: 3.9375, 6: 7.5625}
+
+
+def pcie_ceiling(device: dict[str, Any]) -> tuple[float, str] | None:
+    """The theoretical per-direction link rate of a device NVML described, and a label that says so.
+
+    Uses the link's maximum generation and width: an idle link reports a lower current generation.
+    """
+    nvml = device.get("nvml") or {}
+    gen, width = nvml.get("pcie_gen_max"), nvml.get("pcie_width_max")
+    if gen not in PCIE_LANE_GBPS or not width:
+        return None
+    gbps = PCIE_LANE_GBPS[gen] * width
+    label = f"PCIe Gen{gen} x{width} theoretical ({gbps:.1f} GB/s)"
+    current = (nvml.get("pcie_gen_current"), nvml.get("pcie_width_current"))
+    if None not in current and current != (gen, width):
+        label += f"; read Gen{current[0]} x{current[1]} before the run"
+    return gbps, label

@@ -1,0 +1,122 @@
+"""Figures from result files only, never by measuring again: MB/s by batch, and time by bytes.
+
+Built on matplotlib's object API (no pyplot), so it needs no display and leaves no global state.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from xferbench.environment import pcie_ceiling
+from xferbench.errors import XferbenchError
+from xferbench.results import Selected
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def series_label(pick: Selected, origin: str) -> str:
+    """framework/mode/op @ device name, plus where it came from ("host" or "file") when files are overlaid."""
+    series = pick.series
+    label = f"{series.label().rsplit('@', 1)[0]} @ {series.device_name or series.device}"
+    if origin == "host":
+        label += f" ({pick.result.environment.get('host') or pick.path.stem})"
+    elif origin == "file":
+        label += f" ({pick.path.stem})"
+    return label
+
+
+def origin_of(picks: list[Selected]) -> str:
+    """How to tell overlaid files apart: by host when they come from several machines, else by file name."""
+    if len({id(p.result) for p in picks}) < 2:
+        return ""
+    return "host" if len({p.result.environment.get("host") for p in picks}) > 1 else "file"
+
+
+def default_path(paths: list[Path]) -> Path:
+    """plots/STEM.png for one file, plots/STEM-vs-STEM2.png for several (names kept short)."""
+    stem = "-vs-".join(p.stem for p in paths[:3]) + (f"-and-{len(paths) - 3}-more" if len(paths) > 3 else "")
+    return Path("plots") / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', stem)[:120]}.png"
+
+
+def tick_labels(ticks: list[int]) -> list[str]:
+    """A label at every batch size, except where it would overlap the one before (170, 171, 172...)."""
+    labels, last = [], None
+    for tick in ticks:
+        if last is None or math.log2(tick) - math.log2(last) >= 0.6:
+            labels.append(str(tick))
+            last = tick
+        else:
+            labels.append("")
+    return labels
+
+
+def figure(picks: list[Selected], title: str | None = None) -> Figure:
+    """Panel 1: MB/s against batch size with the p10-p90 band, saturation marker and link ceiling.
+    Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit."""
+    origin = origin_of(picks)
+    fig = Figure(figsize=(13, 5.6 + 0.25 * ((len(picks) + len({p.series.device for p in picks})) // 3)), layout="constrained")
+    rate_axes, time_axes = fig.subplots(1, 2)
+    batches: set[int] = set()
+    ceilings: dict[str, float] = {}
+    for pick in picks:
+        series = pick.series
+        points = series.ok_points()
+        x = [p.batch_size for p in points]
+        batches.update(x)
+        label = series_label(pick, origin)
+        (line,) = rate_axes.plot(x, [p.mbps for p in points], marker=".", label=label)
+        color = line.get_color()
+        rate_axes.fill_between(x, [p.mbps_p10 for p in points], [p.mbps_p90 for p in points], color=color, alpha=0.15)
+        saturation = series.summary.saturation_batch_size
+        at = next((p for p in points if p.batch_size == saturation), None)
+        if at is not None:
+            rate_axes.plot([at.batch_size], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
+                           color=color, linestyle="none")  # fmt: skip
+        time_axes.plot([p.bytes for p in points], [p.median_s for p in points], marker=".", linestyle="none",
+                       color=color, label=label)  # fmt: skip
+        summary = series.summary
+        if summary.latency_s is not None and summary.bandwidth_mbps:
+            sizes = sorted(p.bytes for p in points)
+            model = [summary.latency_s + b / (summary.bandwidth_mbps * 1e6) for b in sizes]
+            time_axes.plot(sizes, model, color=color, linestyle="--", linewidth=1)
+        device = next((d for d in pick.result.environment.get("devices", []) if d.get("id") == series.device), {})
+        ceiling = pcie_ceiling(device)
+        if ceiling:
+            ceilings[ceiling[1]] = ceiling[0] * 1e3  # GB/s -> MB/s
+    for text, mbps in ceilings.items():
+        rate_axes.axhline(mbps, color="grey", linestyle="--", linewidth=1, label=text)
+    rate_axes.set_xscale("log", base=2)
+    ticks = sorted(batches)
+    rate_axes.set_xticks(ticks, tick_labels(ticks))
+    rate_axes.minorticks_off()
+    rate_axes.set_xlabel("batch size (images)")
+    rate_axes.set_ylabel("MB/s (10^6 B of uint8 input per second, median)")
+    rate_axes.set_ylim(bottom=0)
+    rate_axes.set_title("throughput: band p10–p90, ring at saturation (95% of peak)", fontsize=9)
+    rate_axes.grid(True, alpha=0.3)
+    fig.legend(*rate_axes.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8)
+    time_axes.set_xscale("log")
+    time_axes.set_yscale("log")
+    time_axes.set_xlabel("bytes per call")
+    time_axes.set_ylabel("median time per call (s)")
+    time_axes.set_title("time per call; dashed: fitted latency + bytes / bandwidth", fontsize=9)
+    time_axes.grid(True, which="both", alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write PNG, SVG or PDF by the suffix; a one-line XferbenchError when that is impossible."""
+    if path.suffix.lower() not in FORMATS:
+        raise XferbenchError(f"--out {path}: use a .png, .svg or .pdf name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=130)
+    except OSError as error:
+        raise XferbenchError(f"cannot write the plot to {path}: {error.strerror or error}; choose another --out") from None
+    return path
