@@ -272,6 +272,24 @@ def plot(
 
 
 @app.command()
+def compare(
+    base: Annotated[Path, typer.Argument(help="The reference result file.", show_default=False)],
+    new: Annotated[Path, typer.Argument(help="The result file to check against it.", show_default=False)],
+    threshold: Annotated[str, typer.Option(help="Smallest change in MB/s that counts, e.g. 5%.")] = "5%",
+) -> None:
+    """Compare two result files point by point (Mann-Whitney U on the raw samples); exit 1 when a point is significantly slower."""
+    from xferbench import compare as comparing
+
+    try:
+        comparison = comparing.compare_files(base, new, comparing.parse_threshold(threshold))
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    out.print(comparing.render(comparison, base, new))
+    if comparison.slower:
+        raise typer.Exit(1)
+
+
+@app.command()
 def env() -> None:
     """Print the environment a sweep would record (JSON)."""
     from xferbench import environment

@@ -1,0 +1,147 @@
+"""compare on real sim runs: a planted slowdown is flagged, jitter alone is not, bad input is one line."""
+
+import math
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from xferbench.backends import SimLink
+from xferbench.compare import (
+    MANN_WHITNEY,
+    OVERLAP,
+    compare,
+    compare_files,
+    mann_whitney_u,
+    parse_threshold,
+    render,
+)
+from xferbench.errors import XferbenchError
+from xferbench.results import Result
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.timing import TimingConfig
+
+BATCHES = (1, 8, 64, 512)
+REPO = Path(__file__).resolve().parent.parent
+
+
+def sim_run(bandwidth_gbps: float = 25, seed: int = 1, samples: int = 30, batches=BATCHES, shape=(256, 256, 3)) -> Result:
+    timing = TimingConfig(min_samples=samples, min_time_s=0, max_samples=samples, warmup_calls=1, warmup_s=0)
+    link = SimLink(latency_us=10, bandwidth_gbps=bandwidth_gbps, jitter=0.05, seed=seed)
+    plan = make_plan(SweepConfig(frameworks=("sim",), batch_sizes=tuple(batches), shape=shape, timing=timing, sim=link))
+    try:
+        return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    finally:
+        plan.close()
+
+
+@pytest.fixture(scope="module")
+def base() -> Result:
+    return sim_run()
+
+
+def test_planted_slowdown_is_flagged(base) -> None:
+    slow = sim_run(bandwidth_gbps=20, seed=2)  # 20% less bandwidth: large batches ~20% slower
+    comparison = compare(base, slow)
+    assert [r.batch_size for r in comparison.slower] == list(BATCHES)
+    for row in comparison.rows:
+        assert row.series == "sim/link/copy@sim" and row.method == MANN_WHITNEY and row.p_value < 1e-6
+        truth = SimLink(10, 25).cost_s(row.batch_size * 256 * 256 * 3) / SimLink(10, 20).cost_s(row.batch_size * 256 * 256 * 3)
+        assert row.ratio == pytest.approx(truth, rel=0.03)
+    assert comparison.rows[-1].ratio == pytest.approx(0.8, rel=0.03)
+    assert comparison.summary() == "4 slower, 0 faster, 0 no change at threshold 5%"
+    reverse = compare(slow, base)  # the other way round it is a speed-up, not a failure
+    assert not reverse.slower and len(reverse.faster) == 4
+    assert not compare(base, slow, threshold=0.25).slower  # a 20% drop is within a 25% threshold
+
+
+def test_jitter_alone_is_no_change(base) -> None:
+    noise = sim_run(seed=2)
+    assert [p.times_s for p in noise.series[0].points] != [p.times_s for p in base.series[0].points]
+    comparison = compare(base, noise)
+    assert len(comparison.rows) == len(BATCHES) and not comparison.unmatched
+    assert {r.verdict for r in comparison.rows} == {"no change"}
+    assert all(r.ratio == pytest.approx(1, abs=0.03) for r in comparison.rows)
+
+
+def test_few_samples_fall_back_to_p10_p90_overlap() -> None:
+    base3, slow3, noise3 = sim_run(samples=3), sim_run(bandwidth_gbps=20, seed=2, samples=3), sim_run(seed=2, samples=3)
+    slower = compare(base3, slow3)
+    assert {(r.method, r.p_value) for r in slower.rows} == {(OVERLAP, None)}
+    assert slower.rows[-1].verdict == "slower" and slower.rows[-1].significant
+    assert not compare(base3, noise3).slower
+    console = Console(record=True, width=200)
+    console.print(render(slower, "a.json", "b.json"))
+    assert "p10–p90 apart" in console.export_text()
+
+
+def test_points_and_series_in_one_file_only_are_listed(base, tmp_path) -> None:
+    other = sim_run(seed=2, batches=(8, 64, 512, 1024))
+    comparison = compare(base, other)
+    assert [r.batch_size for r in comparison.rows] == [8, 64, 512]
+    assert [(u.batch_size, u.only_in) for u in comparison.unmatched] == [(1, "base"), (1024, "new")]
+    base.save(tmp_path / "base.json")
+    other.save(tmp_path / "new.json")
+    console = Console(record=True, width=200)
+    console.print(render(compare_files(tmp_path / "base.json", tmp_path / "new.json"), "base.json", "new.json"))
+    text = console.export_text()
+    for expected in ("series", "base MB/s", "new MB/s", "ratio", "verdict", "no change", "only in base.json: sim/link/copy@sim batch 1",
+                     "only in new.json: sim/link/copy@sim batch 1024", "0 slower, 0 faster, 3 no change at threshold 5%; 2 measured in one file only"):  # fmt: skip
+        assert expected in text
+
+
+def test_no_matching_series_names_both_files(base, tmp_path) -> None:
+    base.save(tmp_path / "a.json")
+    sim_run(shape=(16, 16, 3)).save(tmp_path / "b.json")  # same label, another shape: another series
+    with pytest.raises(XferbenchError) as error:
+        compare_files(tmp_path / "a.json", tmp_path / "b.json")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"no matching series between {tmp_path / 'a.json'} and {tmp_path / 'b.json'}")
+    assert "sim/link/copy@sim (256x256x3)" in message and "sim/link/copy@sim (16x16x3)" in message
+    with pytest.raises(XferbenchError, match="no matching series"):  # series match, but no batch size in common
+        compare(base, sim_run(batches=(2, 4)))
+
+
+def test_bad_files_are_one_line_errors(base, tmp_path) -> None:
+    base.save(tmp_path / "a.json")
+    (tmp_path / "text.json").write_text("not json")
+    for path, why in ((tmp_path / "missing.json", "no such file"), (tmp_path / "text.json", "not JSON")):
+        with pytest.raises(XferbenchError, match=why):
+            compare_files(tmp_path / "a.json", path)
+
+
+def test_the_committed_compare_demo() -> None:
+    demo = REPO / "results" / "sim"
+    comparison = compare_files(demo / "link-10us-25gbps.json", demo / "link-10us-20gbps.json")
+    assert comparison.slower and comparison.slower[-1].ratio == pytest.approx(0.8, rel=0.03)
+
+
+def test_mann_whitney_u() -> None:
+    same = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert mann_whitney_u(same, same) == pytest.approx(1.0, abs=0.05)
+    assert mann_whitney_u([1.0] * 5, [1.0] * 5) == 1.0  # all tied: no evidence
+    assert mann_whitney_u(range(30), [x + 100 for x in range(30)]) < 1e-6
+    # By hand: U = 9, mean 4.5, variance 3 * 3 * 7 / 12 = 5.25, z = (9 - 4.5 - 0.5) / sqrt(5.25).
+    # scipy.stats.mannwhitneyu([1, 2, 3], [4, 5, 6], method="asymptotic") gives 0.0808556 too.
+    assert mann_whitney_u([1, 2, 3], [4, 5, 6]) == pytest.approx(math.erfc(4 / math.sqrt(5.25) / math.sqrt(2)))
+    assert mann_whitney_u([1, 2, 3], [4, 5, 6]) == pytest.approx(0.0808556, rel=1e-5)
+    # Ties: ranks 1, 3, 3, 5.5 | 3, 5.5, 7, 8, so U = 12.5 - 10 = 2.5 (13.5 the other way), mean 8;
+    # tie term 3^3 - 3 + 2^3 - 2 = 30, variance 16 / 12 * (9 - 30 / 56).
+    expected = math.erfc((13.5 - 8 - 0.5) / math.sqrt(16 / 12 * (9 - 30 / 56)) / math.sqrt(2))
+    assert mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 5]) == pytest.approx(expected)
+    assert mann_whitney_u([2, 3, 4, 5], [1, 2, 2, 3]) == pytest.approx(expected)  # two-sided: symmetric
+    with pytest.raises(ValueError):
+        mann_whitney_u([], [1.0])
+
+
+@pytest.mark.parametrize("text, value", [("5%", 0.05), ("5", 0.05), (" 2.5 % ", 0.025), ("0", 0.0), ("0.5%", 0.005), ("99%", 0.99)])
+def test_parse_threshold(text, value) -> None:
+    assert parse_threshold(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text, why", [("0.05", "ambiguous: write 0.05% or 5%"), ("-5%", "such as 5%"), ("nan", "such as 5%"),
+                                       ("inf", "such as 5%"), ("100%", "below 100%"), ("five", "such as 5%"), ("", "such as 5%")])  # fmt: skip
+def test_parse_threshold_refuses(text, why) -> None:
+    with pytest.raises(XferbenchError, match=why) as error:
+        parse_threshold(text)
+    assert "\n" not in str(error.value)

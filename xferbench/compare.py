@@ -1,0 +1,237 @@
+"""Compare two result files point by point, with a rank test on the raw samples, to gate a CI job.
+
+A ratio of medians alone cannot tell a slowdown from noise, so each point also gets a
+significance test on its raw times (as asv does): Mann-Whitney U where both sides have enough
+samples, otherwise whether the two p10–p90 intervals are apart. A point is slower only when the
+difference is both significant and larger than the threshold.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from xferbench.display import rate
+from xferbench.errors import XferbenchError
+from xferbench.results import Point, Result, Series, load
+from xferbench.spec import SeriesKey
+from xferbench.stats import point_stats
+
+MIN_RANK_SAMPLES = 8  # per side; below it the normal approximation is poor and p < 0.01 barely reachable
+MANN_WHITNEY = "mann-whitney"
+OVERLAP = "p10-p90 overlap"
+SLOWER, FASTER, NO_CHANGE = "slower", "faster", "no change"
+
+
+def parse_threshold(text: str) -> float:
+    """'5%' or '5' -> 0.05. A bare number below 1 is refused: '0.05' could mean 5% or 0.05%."""
+    value = text.strip()
+    percent = value.endswith("%")
+    try:
+        number = float(value.removesuffix("%").strip())
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or not 0 <= number < 100:
+        raise XferbenchError(
+            f"--threshold {text!r}: give a percentage from 0% to below 100%, such as 5%"
+            " (a point is slower when its MB/s falls by more than this)"
+        )
+    if not percent and 0 < number < 1:
+        raise XferbenchError(f"--threshold {text!r} is ambiguous: write {number:g}% or {number * 100:g}%")
+    return number / 100
+
+
+def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of Mann-Whitney U, normal approximation with tie and continuity corrections.
+
+    Rank-based, so a few slow outliers (a busy machine) cannot fake a shift of the whole
+    distribution. Matches scipy.stats.mannwhitneyu(a, b, method="asymptotic"), without scipy.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n1, n2 = x.size, y.size
+    if n1 == 0 or n2 == 0:
+        raise ValueError("both samples must be non-empty")
+    _, inverse, counts = np.unique(np.concatenate([x, y]), return_inverse=True, return_counts=True)
+    mean_ranks = np.cumsum(counts) - (counts - 1) / 2  # tied values share the mean of their ranks
+    u1 = float(mean_ranks[inverse.ravel()[:n1]].sum()) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    variance = n1 * n2 / 12 * ((n + 1) - float((counts**3 - counts).sum()) / (n * (n - 1)))
+    if variance <= 0:  # every sample equal: no evidence of any difference
+        return 1.0
+    z = (max(u1, n1 * n2 - u1) - n1 * n2 / 2 - 0.5) / math.sqrt(variance)
+    return min(1.0, math.erfc(z / math.sqrt(2)))  # 2 * (1 - Phi(z))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One batch size measured in both files."""
+
+    series: str
+    batch_size: int
+    base_mbps: float
+    new_mbps: float
+    ratio: float  # new / base MB/s: below 1 is slower
+    p_value: float | None  # None for the p10-p90 overlap method
+    method: str  # MANN_WHITNEY or OVERLAP
+    significant: bool  # p < alpha, or the p10-p90 intervals apart
+    verdict: str  # SLOWER, FASTER or NO_CHANGE
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A series, or one batch size of a matched series, measured in only one file."""
+
+    series: str
+    batch_size: int | None  # None: the whole series
+    only_in: str  # "base" or "new"
+
+
+@dataclass
+class Comparison:
+    threshold: float
+    alpha: float
+    rows: list[Row] = field(default_factory=list)
+    unmatched: list[Unmatched] = field(default_factory=list)
+
+    @property
+    def slower(self) -> list[Row]:
+        """What makes the exit status 1."""
+        return [r for r in self.rows if r.verdict == SLOWER]
+
+    @property
+    def faster(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict == FASTER]
+
+    def summary(self) -> str:
+        same = len(self.rows) - len(self.slower) - len(self.faster)
+        line = f"{len(self.slower)} slower, {len(self.faster)} faster, {same} no change at threshold {self.threshold * 100:g}%"
+        return line + (f"; {len(self.unmatched)} measured in one file only" if self.unmatched else "")
+
+
+def compare_point(series: str, base: Point, new: Point, threshold: float = 0.05, alpha: float = 0.01) -> Row:
+    """Median MB/s of each side, their ratio, and a verdict from the raw times."""
+    b = point_stats(base.times_s, base.bytes, base.batch_size)
+    n = point_stats(new.times_s, new.bytes, new.batch_size)
+    ratio = n.mbps / b.mbps if 0 < b.mbps < math.inf and n.mbps < math.inf else math.nan
+    if min(b.n, n.n) >= MIN_RANK_SAMPLES:
+        p_value: float | None = mann_whitney_u(base.times_s, new.times_s)
+        method, significant = MANN_WHITNEY, p_value < alpha
+    else:
+        p_value, method = None, OVERLAP
+        significant = b.p90_s < n.p10_s or n.p90_s < b.p10_s
+    verdict = NO_CHANGE
+    if significant and ratio < 1 - threshold:
+        verdict = SLOWER
+    elif significant and ratio > 1 + threshold:
+        verdict = FASTER
+    return Row(series, base.batch_size, b.mbps, n.mbps, ratio, p_value, method, significant, verdict)
+
+
+def compare(
+    base: Result,
+    new: Result,
+    threshold: float = 0.05,
+    alpha: float = 0.01,
+    names: tuple[str, str] = ("BASE", "NEW"),
+) -> Comparison:
+    """Match series by key and points by batch size; test every point measured in both.
+
+    Raises a one-line XferbenchError naming both files (`names`) when no point is in both,
+    so a CI gate never passes by comparing nothing.
+    """
+    base_series, new_series = _measured(base), _measured(new)
+    comparison = Comparison(threshold, alpha)
+    for key, series in base_series.items():
+        other = new_series.get(key)
+        if other is None:
+            comparison.unmatched.append(Unmatched(_name(series), None, "base"))
+            continue
+        base_points, new_points = _points(series), _points(other)
+        for batch in sorted(base_points.keys() | new_points.keys()):
+            if batch not in new_points or batch not in base_points:
+                comparison.unmatched.append(Unmatched(series.label(), batch, "base" if batch in base_points else "new"))
+            else:
+                comparison.rows.append(compare_point(series.label(), base_points[batch], new_points[batch], threshold, alpha))
+    comparison.unmatched += [Unmatched(_name(s), None, "new") for k, s in new_series.items() if k not in base_series]
+    if not comparison.rows:
+        base_name, new_name = names
+        raise XferbenchError(
+            f"no matching series between {base_name} and {new_name}: {base_name} has {_names(base_series)};"
+            f" {new_name} has {_names(new_series)}; compare runs of the same framework, mode, op, device,"
+            " shape and host buffer with a batch size in common"
+        )
+    return comparison
+
+
+def compare_files(
+    base_path: str | os.PathLike[str], new_path: str | os.PathLike[str], threshold: float = 0.05, alpha: float = 0.01
+) -> Comparison:
+    """Load both files (a one-line XferbenchError for a bad one) and compare them."""
+    return compare(load(base_path), load(new_path), threshold, alpha, (str(base_path), str(new_path)))
+
+
+def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> RenderableType:
+    """The table, the points measured on one side only, and the one-line summary, for the terminal."""
+    table = Table(title=escape(f"{base_path} → {new_path}"), title_justify="left")
+    table.add_column("series")
+    for name in ("batch", "base MB/s", "new MB/s", "ratio", "p"):
+        table.add_column(name, justify="right")
+    table.add_column("verdict")
+    colours = {SLOWER: "bold red", FASTER: "green", NO_CHANGE: "dim"}
+    for row in comparison.rows:
+        p = _p(row.p_value) if row.p_value is not None else "p10–p90 " + ("apart" if row.significant else "overlap")
+        table.add_row(
+            escape(row.series),
+            str(row.batch_size),
+            rate(row.base_mbps),
+            rate(row.new_mbps),
+            f"{row.ratio:.3f}" if math.isfinite(row.ratio) else "-",
+            p,
+            f"[{colours[row.verdict]}]{row.verdict}[/]",
+        )
+    paths = {"base": str(base_path), "new": str(new_path)}
+    lines: list[RenderableType] = [table]
+    for item in comparison.unmatched:
+        where = item.series if item.batch_size is None else f"{item.series} batch {item.batch_size}"
+        lines.append(Text(f"only in {paths[item.only_in]}: {where}", style="yellow"))
+    colour = "bold red" if comparison.slower else "bold green"
+    lines.append(Text(comparison.summary() + f" (alpha {comparison.alpha:g})", style=colour))
+    return Group(*lines)
+
+
+def _p(value: float) -> str:
+    # Far out in the tails the normal approximation is no longer accurate: the digits would mislead.
+    return "<1e-6" if value < 1e-6 else f"{value:.2g}"
+
+
+def _measured(result: Result) -> dict[SeriesKey, Series]:
+    """Series with at least one measured point, by key; the first wins if a key repeats."""
+    found: dict[SeriesKey, Series] = {}
+    for series in result.series:
+        if _points(series):
+            found.setdefault(series.key, series)
+    return found
+
+
+def _points(series: Series) -> dict[int, Point]:
+    return {p.batch_size: p for p in series.ok_points() if p.times_s}
+
+
+def _name(series: Series) -> str:
+    return f"{series.label()} ({'x'.join(map(str, series.shape))})"
+
+
+def _names(found: dict[SeriesKey, Series]) -> str:
+    return ", ".join(_name(s) for s in found.values()) or "no measured series"
+
+
+__all__ = ["Comparison", "Row", "Unmatched", "compare", "compare_files", "compare_point", "mann_whitney_u",
+           "parse_threshold", "render"]  # fmt: skip
