@@ -389,3 +389,24 @@ def test_a_worker_that_never_starts_is_given_up_on(tmp_path) -> None:
     with pytest.raises(XferbenchError, match="killed by SIGKILL after not starting within 0.5 s"):
         runner.hello()
     runner.close()
+
+
+def test_report_and_compare_bad_input_is_one_line(tmp_path) -> None:
+    result_file = tmp_path / "sim.json"
+    assert invoke("sweep", "-f", "sim", "--batch-sizes", "1,2", "-o", str(result_file), *FAST_ARGS).exit_code == 0
+    (tmp_path / "other.json").write_text(result_file.read_text().replace('"sim"', '"simx"'))
+    cases = [
+        (["report", str(tmp_path / "missing.json")], "missing.json: no such file"),
+        (["report", str(result_file), "-o", str(result_file)], "is one of the result files"),
+        (["report", str(result_file), "-o", "/proc/no-such-dir/r.md"], "/proc/no-such-dir/r.md"),
+        (["report", str(result_file), "-f", "tf"], "no series matches the selection"),
+        (["compare", str(result_file), str(tmp_path / "missing.json")], "missing.json: no such file"),
+        (["compare", str(result_file), str(result_file), "--threshold", "lots"], "--threshold 'lots'"),
+        (["compare", str(result_file), str(tmp_path / "other.json")], "no matching series between"),
+    ]
+    for args, message in cases:
+        r = invoke(*args)
+        assert r.exit_code == 2, (args, r.output)
+        assert message in r.stderr.replace("\n", " ") and "Traceback" not in r.output, (args, r.stderr)
+    same = invoke("compare", str(result_file), str(result_file))
+    assert same.exit_code == 0 and "0 slower" in same.stdout

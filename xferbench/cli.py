@@ -272,6 +272,40 @@ def plot(
 
 
 @app.command()
+def report(
+    files: FILES,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the Markdown here. Default: print it.")] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the same series to this .png/.svg/.pdf and link it.")] = None,
+    framework: SelectFramework = None,
+    mode: SelectMode = None,
+    op: SelectOp = None,
+    device: SelectDevice = None,
+    host_buffer: SelectHostBuffer = None,
+) -> None:
+    """Write Markdown for a bug report from result files: environment, summary and every point."""
+    from xferbench import plot as plotting
+    from xferbench import report as reporting
+
+    chosen = selection(framework, mode, op, device, host_buffer)
+    try:
+        if out_path is not None and any(out_path.resolve() == f.resolve() for f in files):
+            raise XferbenchError(f"--out {out_path} is one of the result files; give the report another name, e.g. report.md")
+        picks, warnings = select(files, chosen)
+        if plot_path is not None:
+            plotting.save(plotting.figure(picks), plot_path)
+        text = reporting.render(picks, warnings, plot=plot_path, out=out_path, selection=chosen)
+        if out_path is None:
+            typer.echo(text, nl=False)
+        else:
+            reporting.save(text, out_path)
+            err.print(f"wrote {out_path}", highlight=False)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    for warning in warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+@app.command()
 def compare(
     base: Annotated[Path, typer.Argument(help="The reference result file.", show_default=False)],
     new: Annotated[Path, typer.Argument(help="The result file to check against it.", show_default=False)],

@@ -1,0 +1,210 @@
+"""The Markdown report: exact figures from built results, valid GFM tables, and a real CPU file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from xferbench import report
+from xferbench.backends import SimLink
+from xferbench.results import Point, Result, Selection, Series, select
+from xferbench.spec import SeriesKey
+from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.timing import Samples, TimingConfig
+
+REAL = Path(__file__).resolve().parent.parent / "results" / "cpu-amd-epyc-2core" / "torch-host-copy-seed.json"
+SHAPE = (1000, 1000)  # 1 MB per item, so MB/s is batch / time in µs
+
+GPU_ENV: dict[str, Any] = {
+    "host": "hostA", "os": "Linux-6.8", "cpu": "Intel Xeon", "cpu_count": 8, "python": "3.12.1",
+    "versions": {"xferbench": "0.1.0", "numpy": "2.1.0"},
+    "frameworks": {"torch": {"version": "2.5.0+cu124", "cuda": "12.4"}},
+    "devices": [
+        {"id": "cpu", "kind": "cpu", "name": "Intel Xeon"},
+        {"id": "cuda:0", "kind": "cuda", "name": "NVIDIA RTX 4090", "driver": "550.54", "cuda_driver": "12.4",
+         "nvml": {"pcie_gen_current": 1, "pcie_width_current": 16, "pcie_gen_max": 4, "pcie_width_max": 16,
+                  "numa_node": 0}},
+    ],
+    "nvml": {"available": True, "driver": "550.54", "cuda_driver": "12.4", "gpus": []},
+}  # fmt: skip
+CPU_ENV: dict[str, Any] = {
+    "host": "hostB", "os": "Linux-6.1", "cpu": "AMD EPYC", "python": "3.11.7", "versions": {"numpy": "2.0.0"},
+    "devices": [{"id": "cpu", "kind": "cpu", "name": "AMD EPYC"}], "nvml": {"available": False, "reason": "no driver"},
+}  # fmt: skip
+
+
+def curve(framework: str, mode: str, device: str, mbps_by_batch: dict[int, float], **fields: Any) -> Series:
+    """A series whose every point took exactly the time that gives the MB/s asked for."""
+    key = SeriesKey(framework, mode, "copy", device, SHAPE)
+    series = Series(framework, mode, "copy", device, list(SHAPE), device_name=f"{device} name", **fields)
+    for batch, mbps in mbps_by_batch.items():
+        spec = key.at(batch)
+        series.points.append(Point.measured(spec, Samples([spec.nbytes / (mbps * 1e6)] * 3), warmup_calls=1))
+    series.refresh_summary()
+    return series
+
+
+def write(path: Path, environment: dict[str, Any], series: list[Series], argv: list[str] | None = None,
+          status: str = "complete") -> Path:  # fmt: skip
+    config = {"argv": argv or ["xferbench", "sweep", "--out", path.name]}
+    Result(environment, config, "2026-01-02T03:04:05+00:00", series, status, xferbench_version="0.1.0").save(path)
+    return path
+
+
+def gpu_file(tmp_path: Path) -> Path:
+    return write(tmp_path / "gpu.json", GPU_ENV, [
+        curve("torch", "pinned", "cuda:0", {1: 6300.0, 4: 25200.0, 16: 25000.0}),
+        curve("torch", "pageable", "cuda:0", {1: 3000.0, 4: 12600.0, 16: 5000.0}),
+        Series("torch", "pinned_into", "copy", "cuda:0", list(SHAPE), status="skipped", reason="needs torch>=9"),
+    ])  # fmt: skip
+
+
+def cpu_file(tmp_path: Path) -> Path:
+    return write(tmp_path / "cpu.json", CPU_ENV, [curve("host", "numpy", "cpu", {1: 1000.0, 2: 2000.0})])
+
+
+def render(paths: list[Path], selection: Selection | None = None, **kwargs: Any) -> str:
+    picks, warnings = select(paths, selection)
+    text = report.render(picks, warnings, selection=selection, **kwargs)
+    check_tables(text)
+    return text
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def check_tables(text: str) -> None:
+    """Every GFM table has a header, a separator and rows of the same width."""
+    for block in re.findall(r"(?:^\|.*\n)+", text, flags=re.MULTILINE):
+        rows = [cells(line) for line in block.splitlines()]
+        assert len(rows) >= 2 and all(re.fullmatch(r"-+:?", c) for c in rows[1]), block
+        assert {len(r) for r in rows} == {len(rows[0])}, block
+
+
+def section(text: str, heading: str) -> str:
+    return text.split(f"### {heading}\n", 1)[1].split("\n### ", 1)[0]
+
+
+def summary_rows(text: str) -> dict[str, list[str]]:
+    lines = [line for line in section(text, "Summary").splitlines() if line.startswith("|")]
+    return {row[0]: row for row in map(cells, lines[2:])}
+
+
+def test_link_ceiling_uses_the_max_pcie_link_and_says_so(tmp_path) -> None:
+    text = render([gpu_file(tmp_path)])
+    rows = summary_rows(text)
+    assert rows["torch/pinned/copy@cuda:0"][7] == "80% of 31.5 GB/s"  # 25,200 / 31,500
+    assert rows["torch/pageable/copy@cuda:0"][7] == "40% of 31.5 GB/s"
+    assert "cuda:0: PCIe Gen4 x16 theoretical (31.5 GB/s); read Gen1 x16 before the run" in text
+    assert "| PCIe link | current Gen1 x16 / max Gen4 x16 |" in text
+    assert "| driver | 550.54 |" in text and "| NUMA node | 0 |" in text
+    assert report.ceiling_gbps(GPU_ENV["devices"][1]) == (31.5, "PCIe Gen4 x16 theoretical (31.5 GB/s); read Gen1 x16 before the run")
+
+
+def test_cuda_device_without_nvml_has_no_invented_link(tmp_path) -> None:
+    device = {k: v for k, v in GPU_ENV["devices"][1].items() if k not in ("nvml", "driver", "cuda_driver")}
+    env = {**GPU_ENV, "devices": [device], "nvml": {"available": False, "reason": "nvidia-ml-py is not installed"}}
+    text = render([write(tmp_path / "g.json", env, [curve("torch", "pinned", "cuda:0", {1: 1.0})])])
+    assert summary_rows(text)["torch/pinned/copy@cuda:0"][7] == "unknown"
+    assert "- cuda:0: unknown: nvidia-ml-py is not installed" in text
+    assert "| PCIe link | — |" in text and "| driver | — |" in text and "Gen" not in section(text, "Environment")
+
+
+def test_summary_has_one_row_per_measured_series(tmp_path) -> None:
+    rows = summary_rows(render([gpu_file(tmp_path)]))
+    assert list(rows) == ["torch/pinned/copy@cuda:0", "torch/pageable/copy@cuda:0"]  # the skipped one is not a row
+    pinned, pageable = rows.values()
+    assert pinned[2:5] == ["25,200 @ 4", "1.00×", "4"] and pinned[8] == "no"
+    assert pageable[2:5] == ["12,600 @ 4", "0.50×", "4"] and pageable[8].startswith("**yes**: <80% of peak from batch 16")
+
+
+def test_fit_from_a_simulated_link_matches_its_settings(tmp_path) -> None:
+    config = SweepConfig(frameworks=("sim",), batch_sizes=(1, 4, 16, 64), sim=SimLink(latency_us=20, bandwidth_gbps=10),
+                         timing=TimingConfig(min_samples=3, min_time_s=0, max_samples=3))  # fmt: skip
+    plan = make_plan(config)
+    try:
+        result = run_plan(plan, new_result(plan, {"host": "sim"}, ["xferbench", "sweep", "-f", "sim"]), lambda r: None)
+    finally:
+        plan.close()
+    result.save(tmp_path / "sim.json")
+    row = summary_rows(render([tmp_path / "sim.json"]))["sim/link/copy@sim"]
+    assert row[5:7] == ["20", "10,000"]  # latency (µs), asymptotic MB/s
+    assert row[7].endswith("of 10.0 GB/s")
+
+
+def test_every_series_has_a_details_block_with_every_point(tmp_path) -> None:
+    text = render([gpu_file(tmp_path)])
+    blocks = re.findall(r"<details>\n<summary>(.*?)</summary>\n\n.*?\n\n(.*?)\n\n</details>", text, flags=re.DOTALL)
+    assert [title for title, _ in blocks] == [
+        "torch/pinned/copy@cuda:0: peak 25,200 MB/s @ batch 4",
+        "torch/pageable/copy@cuda:0: peak 12,600 MB/s @ batch 4",
+    ]
+    rows = [cells(line) for line in blocks[0][1].splitlines()]
+    assert rows[0] == ["batch size", "batch time (s)", "BPS", "FPS", "MB/S", "MB/s p10–p90", "n"]
+    assert rows[3] == ["4", "0.0001587", "6,300", "25,200", "25,200", "25,200–25,200", "3"]
+    assert len(rows) == 2 + 3
+
+
+def test_two_files_give_one_column_each_and_labelled_rows(tmp_path) -> None:
+    text = render([gpu_file(tmp_path), cpu_file(tmp_path)])
+    environment = [cells(line) for line in section(text, "Environment").splitlines() if line.startswith("|")]
+    assert environment[0] == ["field", "hostA", "hostB"]
+    by_field = {row[0]: row[1:] for row in environment[2:]}
+    assert by_field["device"] == ["NVIDIA RTX 4090", "AMD EPYC"]
+    assert by_field["PCIe link"][1] == by_field["driver"][1] == "n/a"  # a CPU has neither: never invented
+    assert by_field["torch"] == ["2.5.0+cu124 (built with CUDA 12.4)", "—"]
+    assert list(summary_rows(text)) == ["torch/pinned/copy@cuda:0 (hostA)", "torch/pageable/copy@cuda:0 (hostA)",
+                                        "host/numpy/copy@cpu (hostB)"]  # fmt: skip
+    assert "- cpu (hostB): unknown" in text
+
+
+def test_same_host_falls_back_to_file_stems(tmp_path) -> None:
+    other = write(tmp_path / "other.json", {**CPU_ENV, "host": "hostA"}, [curve("host", "numpy", "cpu", {1: 5.0})])
+    text = render([gpu_file(tmp_path), other])
+    assert "| field | gpu | other |" in text and "host/numpy/copy@cpu (other)" in text
+
+
+def test_skipped_and_failed_series_are_listed(tmp_path) -> None:
+    failed = curve("torch", "pinned", "cuda:0", {1: 100.0}, status="failed", reason="worker died")
+    skipped = Series("host", "numpy", "seed", "cpu", [1], status="skipped", reason="the seed op is not defined for host")
+    path = write(tmp_path / "f.json", GPU_ENV, [failed, skipped], status="interrupted")
+    text = render([path])
+    assert f"- {path}: the sweep was interrupted; curves may be short" in section(text, "Notes")
+    assert "torch/pinned/copy@cuda:0 **FAILED**" in summary_rows(text)
+    assert "- **FAILED** torch/pinned/copy@cuda:0: worker died" in text
+    assert "### Not measured\n\n- host/numpy/seed@cpu: the seed op is not defined for host\n" in text
+    assert "Not measured" not in render([path], Selection(frameworks=("torch",)))
+
+
+def test_reproduce_section_has_version_time_and_exact_command(tmp_path) -> None:
+    path = write(tmp_path / "gpu.json", GPU_ENV, [curve("torch", "pinned", "cuda:0", {1: 1.0})],
+                 argv=["xferbench", "sweep", "--shape", "3 x 3", "-o", "a|b.json"])  # fmt: skip
+    reproduce = section(render([path]), "Reproduce")
+    assert f"# hostA: {path} (xferbench 0.1.0, created 2026-01-02T03:04:05+00:00)" in reproduce
+    assert "xferbench sweep --shape '3 x 3' -o 'a|b.json'" in reproduce
+
+
+def test_pipes_in_values_keep_tables_valid(tmp_path) -> None:
+    path = write(tmp_path / "p.json", {**CPU_ENV, "host": "a|b", "os": "x\ny"}, [curve("host", "numpy", "cpu", {1: 1.0})])
+    text = render([path])  # check_tables would fail on a broken row
+    assert "| host | a\\|b |" in text and "| OS | x y |" in text
+
+
+def test_plot_link_is_relative_to_the_report(tmp_path) -> None:
+    path = gpu_file(tmp_path)
+    text = render([path], plot=tmp_path / "plots" / "gpu.png", out=tmp_path / "reports" / "gpu.md")
+    assert "![xferbench plot](../plots/gpu.png)" in text
+    assert "![xferbench plot](<plots/my plot.png>)" in render([path], plot=Path("plots/my plot.png"))
+    assert "![" not in render([path])
+
+
+def test_real_cpu_result_renders_with_an_unknown_ceiling() -> None:
+    text = render([REAL])
+    rows = summary_rows(text)
+    assert list(rows) == ["torch/pageable/copy@cpu", "torch/pageable/seed@cpu", "host/numpy/copy@cpu"]
+    assert all(row[7] == "unknown" for row in rows.values())
+    assert "- cpu: unknown: a CPU series copies host to host, over no PCIe link" in text
+    assert "| PCIe link | n/a |" in text and "torch/pinned/copy@cpu: pinned host memory needs a CUDA device" in text
+    assert text.count("<details>") == 3 and "--op copy --op seed" in text

@@ -1,0 +1,298 @@
+"""A Markdown report for a bug report, from result files only: environment, summary and every point.
+
+GitHub renders it (GFM tables, collapsible per-batch detail) and it still reads as plain text.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xferbench.display import FAULTY, POOR_FIT, noisy_points, rate
+from xferbench.environment import SETTINGS, pcie_ceiling
+from xferbench.errors import XferbenchError
+from xferbench.results import Result, Selected, Selection, Series
+from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
+
+MISSING = "—"  # the file does not record it
+NA = "n/a"  # it does not apply to this device
+
+# The theoretical per-direction PCIe rate of a device NVML described: one table, kept in environment.
+ceiling_gbps = pcie_ceiling
+
+
+def cell(value: Any) -> str:
+    """One GFM table cell: a pipe or newline in a value (a host name, an error) must not break the table."""
+    text = MISSING if value is None or value == "" else str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] = ()) -> list[str]:
+    separator = ["---:" if i < len(right) and right[i] else "---" for i in range(len(header))]
+    return ["| " + " | ".join(cell(c) for c in row) + " |" for row in (header, separator, *rows)]
+
+
+def _files(picks: Sequence[Selected]) -> list[tuple[Path, Result]]:
+    """Each file once, in the order given: select() loads every path into its own Result."""
+    seen: dict[int, tuple[Path, Result]] = {}
+    for pick in picks:
+        seen.setdefault(id(pick.result), (pick.path, pick.result))
+    return list(seen.values())
+
+
+def file_labels(files: Sequence[tuple[Path, Result]]) -> list[str]:
+    """The host names where they tell the files apart, else the file stems, else the paths."""
+    for labels in ([r.environment.get("host") for _, r in files], [p.stem for p, _ in files]):
+        if all(labels) and len(set(labels)) == len(labels):
+            return [str(label) for label in labels]
+    return [str(p) for p, _ in files]
+
+
+def _device(env: dict[str, Any], device_id: str) -> dict[str, Any]:
+    return next((d for d in env.get("devices", []) if d.get("id") == device_id), {})
+
+
+def link_ceiling(series: Series, env: dict[str, Any]) -> tuple[float | None, str]:
+    """The series' link ceiling in GB/s where known, and what it is, or why it is unknown."""
+    kind = series.device.split(":")[0]
+    if kind == "sim":
+        gbps = series.params.get("bandwidth_gbps")
+        return gbps, f"simulated link ({gbps:g} GB/s, as configured)" if gbps else "unknown: simulated link"
+    if kind == "cpu":
+        return None, "unknown: a CPU series copies host to host, over no PCIe link"
+    if kind == "mps":
+        return None, "unknown: Apple unified memory, no PCIe link"
+    device = _device(env, series.device)
+    known = ceiling_gbps(device)
+    if known:
+        return known
+    why = "NVML gave no PCIe link" if device.get("nvml") else (env.get("nvml") or {}).get("reason") or "no NVML facts"
+    return None, f"unknown: {why}"
+
+
+def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dict[str, str]:
+    """The device rows of the environment table; a CPU, MPS or simulated device has no driver or PCIe link."""
+    device = _device(env, device_id)
+    fields = {"device": device.get("name") or name or device_id}
+    if device_id.split(":")[0] != "cuda":
+        return {**fields, "driver": NA, "CUDA (driver)": NA, "PCIe link": NA, "NUMA node": NA}
+    nvml = device.get("nvml") or {}
+
+    def link(gen: Any, width: Any) -> str:
+        return f"Gen{gen} x{width}" if gen and width else "?"
+
+    pcie = (
+        f"current {link(nvml.get('pcie_gen_current'), nvml.get('pcie_width_current'))}"
+        f" / max {link(nvml.get('pcie_gen_max'), nvml.get('pcie_width_max'))}"
+        if nvml
+        else MISSING
+    )
+    numa = nvml.get("numa_node")
+    return {**fields, "driver": device.get("driver") or MISSING, "CUDA (driver)": device.get("cuda_driver") or MISSING,
+            "PCIe link": pcie, "NUMA node": MISSING if numa is None else str(numa)}  # fmt: skip
+
+
+def _framework(env: dict[str, Any], name: str) -> str:
+    info = (env.get("frameworks") or {}).get(name)
+    if not info:
+        return MISSING
+    text = str(info.get("version") or MISSING)
+    cuda = info.get("cuda") or info.get("cuda_build")
+    if cuda:
+        text += f" (built with CUDA {cuda})"
+    if info.get("python") and info["python"] != env.get("python"):
+        text += f", Python {info['python']}"
+    return text
+
+
+def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str]) -> list[str]:
+    """One column per file; the device rows describe the devices its picked series ran on."""
+    columns: list[dict[str, str]] = []
+    frameworks: dict[str, None] = {}
+    for path, result in files:
+        env = result.environment
+        mine = [p.series for p in picks if p.result is result]
+        ids = list(dict.fromkeys(s.device for s in mine))
+        ids = [d for d in ids if d != "cpu"] or ids
+        names = {s.device: s.device_name for s in mine}
+        per_device = [_device_fields(env, d, names.get(d)) for d in ids]
+        column = {"file": str(path), "host": env.get("host") or MISSING}
+        for key in per_device[0]:
+            values = [fields[key] for fields in per_device]
+            column[key] = "; ".join(f"{d}: {v}" for d, v in zip(ids, values)) if len(ids) > 1 else values[0]
+        cores = f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""
+        column.update(CPU=f"{env.get('cpu') or MISSING}{cores}", OS=env.get("os") or MISSING,
+                      Python=env.get("python") or MISSING)  # fmt: skip
+        for name in env.get("frameworks") or {}:
+            frameworks[name] = None
+            column[name] = _framework(env, name)
+        column["numpy"] = (env.get("versions") or {}).get("numpy") or MISSING
+        settings = {k: v for k, v in (env.get("settings") or {}).items() if k in SETTINGS}
+        column["settings"] = "; ".join(f"{k}={v}" for k, v in settings.items()) or ("none" if "settings" in env else MISSING)
+        column.update(xferbench=result.xferbench_version or MISSING, created=result.created, status=result.status)
+        columns.append(column)
+    rows = ["file", "host", "device", "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU", "OS", "Python",
+            *frameworks, "numpy", "settings", "xferbench", "created", "status"]  # fmt: skip
+    return table(["field", *labels], [[row, *(c.get(row, MISSING) for c in columns)] for row in rows])
+
+
+def summary_table(
+    picks: Sequence[Selected], names: list[str], files: list[str]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """One row per series, and the link ceilings the % column refers to, each with the devices it
+    applies to (`files`: each pick's file label, or "" for a single file)."""
+    best = max(p.series.summary.peak_mbps or 0.0 for p in picks)
+    rows: list[list[str]] = []
+    ceilings: dict[str, list[str]] = {}
+    for pick, name, file in zip(picks, names, files):
+        series, summary = pick.series, pick.series.summary
+        peak = summary.peak_mbps
+        gbps, about = link_ceiling(series, pick.result.environment)
+        ceilings.setdefault(about, []).append(series.device + (f" ({file})" if file else ""))
+        if summary.latency_s is None:
+            latency = bandwidth = "-"
+        else:
+            latency = rate(summary.latency_s * 1e6) if summary.latency_s > 0 else "≈0 (clamped)"
+            bandwidth = rate(summary.bandwidth_mbps) if summary.bandwidth_mbps else "unbounded"
+            bandwidth += " (poor fit)" if (summary.fit_rel_rms or 0) > POOR_FIT else ""
+        cliff = "no"
+        if summary.cliff:
+            cliff = f"**yes**: <{CLIFF_FRACTION:.0%} of peak from batch {summary.cliff_batch_size}"
+            cliff += f" (worst −{summary.cliff_drop:.0%})" if summary.cliff_drop is not None else ""
+        rows.append([
+            name + (" **FAILED**" if series.status == "failed" else ""),
+            series.device_name or series.device,
+            f"{rate(peak)} @ {summary.peak_batch_size}",
+            f"{peak / best:.2f}×" if peak and best else "-",
+            str(summary.saturation_batch_size or "-"),
+            latency,
+            bandwidth,
+            f"{peak / (gbps * 1e3):.0%} of {gbps:.1f} GB/s" if peak and gbps else "unknown",
+            cliff,
+        ])  # fmt: skip
+    header = ["series", "device", "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
+              "asymptotic MB/s", "% of link (theoretical)", "cliff"]  # fmt: skip
+    return table(header, rows, [False, False, True, True, True, True, True, True, False]), ceilings
+
+
+def detail(series: Series, name: str) -> list[str]:
+    """The original report's columns for every batch, folded away so the summary stays on screen."""
+    device_clock = any(p.device_mbps for p in series.points)
+    # As in the terminal table: page faults per call explain host-side cliffs, shown only where they happen.
+    faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
+    header = ["batch size", "batch time (s)", "BPS", "FPS", "MB/S", "MB/s p10–p90", "n"]
+    header += (["device MB/s"] if device_clock else []) + (["faults/call"] if faults else [])
+    rows = []
+    for p in series.points:
+        if p.status != "ok":
+            rows.append([str(p.batch_size), f"{p.status}: {p.error or ''}", *[""] * (len(header) - 2)])
+            continue
+        row = [str(p.batch_size), f"{p.median_s:.4g}" if p.median_s else "-", rate(p.batches_per_s), rate(p.images_per_s), rate(p.mbps),
+               f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}", str(p.n)]  # fmt: skip
+        row += [rate(p.device_mbps)] if device_clock else []
+        row += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if faults else []
+        rows.append(row)
+    summary = series.summary
+    title = f"{name}: peak {rate(summary.peak_mbps)} MB/s @ batch {summary.peak_batch_size}"
+    how = (f"{series.device_name or series.device}; {series.transfer or MISSING}; {'x'.join(map(str, series.shape))}"
+           f" uint8 per item from {series.host_buffer}; clock {series.clock or MISSING}; sync {series.sync or MISSING}"
+           + (f"; device clock {series.device_clock}" if series.device_clock else ""))  # fmt: skip
+    return ["<details>", f"<summary>{html.escape(title)}</summary>", "", how, "",
+            *table(header, rows, [True] * len(header)), "", "</details>", ""]  # fmt: skip
+
+
+def _plot_link(plot: Path, out: Path | None) -> str:
+    """The plot's path as seen from the report's folder, so the link works where both are committed."""
+    target = plot.as_posix()
+    if out is not None:
+        try:
+            target = Path(os.path.relpath(plot, out.parent)).as_posix()
+        except ValueError:  # another drive on Windows: keep the path as given
+            pass
+    return f"![xferbench plot](<{target}>)" if set(target) & set(" ()") else f"![xferbench plot]({target})"
+
+
+def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, Result]],
+           warnings: Sequence[str]) -> list[str]:  # fmt: skip
+    """What a reader must know before trusting a number: failures, what a path really computes, noise."""
+    notes = [f"- **FAILED** {name}: {p.series.reason or 'see the per-batch detail'}"
+             for p, name in zip(picks, names) if p.series.status == "failed"]  # fmt: skip
+    noted: dict[str, list[str]] = {}  # one line per note: many series of a file often share one
+    for pick, name in zip(picks, names):
+        if pick.series.note:
+            noted.setdefault(pick.series.note, []).append(name)
+    notes += [f"- {', '.join(on)}: {note}" for note, on in noted.items()]
+    for pick, name in zip(picks, names):
+        noisy = noisy_points(pick.series)
+        if noisy:
+            batches = ", ".join(str(p.batch_size) for p in noisy)
+            notes.append(f"- {name}: wide p10–p90 spread at batch {batches}; the machine may have been busy")
+    unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}
+    notes += [f"- {path}: the sweep {unfinished[r.status]}; curves may be short" for path, r in files if r.status in unfinished]
+    return notes + [f"- warning: {w}" for w in warnings]
+
+
+def reproduce(result: Result) -> str:
+    """The recorded command line, preceded by the recorded settings (GLIBC_TUNABLES=...) it ran under."""
+    settings = result.environment.get("settings") or {}
+    prefix = [f"{name}={value}" for name, value in settings.items() if name in SETTINGS]
+    return shlex.join([*prefix, *result.config.get("argv", [])])
+
+
+def render(
+    picks: list[Selected],
+    warnings: Sequence[str] = (),
+    plot: Path | None = None,
+    out: Path | None = None,
+    selection: Selection | None = None,
+) -> str:
+    """The report as Markdown. `out` is where it will be written (for the plot's relative link);
+    `selection` keeps series outside it from the "Not measured" list."""
+    files = _files(picks)
+    labels = file_labels(files)
+    label_of = {id(r): label for (_, r), label in zip(files, labels)}
+    several = len(files) > 1
+    where = [label_of[id(p.result)] if several else "" for p in picks]
+    names = [p.series.label() + (f" ({file})" if file else "") for p, file in zip(picks, where)]
+    lines = ["## xferbench report", "",
+             f"Host-to-device transfer throughput: {len(picks)} series from {len(files)} result file(s)."
+             " MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.", ""]  # fmt: skip
+    if plot is not None:
+        lines += [_plot_link(plot, out), ""]
+    summary, ceilings = summary_table(picks, names, where)
+    lines += ["### Summary", "", *summary, "",
+              f"Peak and saturation (the smallest batch reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
+              " latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.", "",
+              "Link ceilings (per direction):",
+              *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in ceilings.items()), ""]  # fmt: skip
+    notes = _notes(picks, names, files, warnings)
+    if notes:
+        lines += ["### Notes", "", *notes, ""]
+    skipped = [f"- {s.label()}" + (f" ({label_of[id(r)]})" if several else "") + f": {s.reason or 'no reason recorded'}"
+               for _, r in files for s in r.series
+               if s.status == "skipped" and (selection is None or selection.matches(s))]  # fmt: skip
+    if skipped:
+        lines += ["### Not measured", "", *skipped, ""]
+    lines += ["### Environment", "", *environment_table(picks, files, labels), "", "### Reproduce", ""]
+    for (path, result), label in zip(files, labels):
+        argv = result.config.get("argv") or []
+        lines += ["```", f"# {label}: {path} (xferbench {result.xferbench_version or MISSING}, created {result.created})",
+                  reproduce(result) if argv else "# command line not recorded", "```", ""]  # fmt: skip
+    lines += ["### Per-batch detail", ""]
+    for pick, name in zip(picks, names):
+        lines += detail(pick.series, name)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def save(text: str, path: Path) -> Path:
+    """Write the report; a one-line XferbenchError when that is impossible."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise XferbenchError(f"cannot write the report to {path}: {error.strerror or error}; choose another --out") from None
+    return path
