@@ -400,6 +400,11 @@ def test_report_and_compare_bad_input_is_one_line(tmp_path) -> None:
         (["report", str(result_file), "-o", str(result_file)], "is one of the result files"),
         (["report", str(result_file), "-o", "/proc/no-such-dir/r.md"], "/proc/no-such-dir/r.md"),
         (["report", str(result_file), "-f", "tf"], "no series matches the selection"),
+        (["report", str(result_file), "--plot", str(result_file)], "--plot"),
+        (["report", str(result_file), "-o", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.md")], "--plot"),
+        (["report", str(result_file), "--plot", str(tmp_path / "r.gif")], "--plot"),
+        (["report", str(result_file), str(result_file)], "given twice"),
+        (["plot", str(result_file), str(result_file)], "given twice"),
         (["compare", str(result_file), str(tmp_path / "missing.json")], "missing.json: no such file"),
         (["compare", str(result_file), str(result_file), "--threshold", "lots"], "--threshold 'lots'"),
         (["compare", str(result_file), str(tmp_path / "other.json")], "no matching series between"),
@@ -410,3 +415,14 @@ def test_report_and_compare_bad_input_is_one_line(tmp_path) -> None:
         assert message in r.stderr.replace("\n", " ") and "Traceback" not in r.output, (args, r.stderr)
     same = invoke("compare", str(result_file), str(result_file))
     assert same.exit_code == 0 and "0 slower" in same.stdout
+
+
+def test_compare_exits_1_when_a_point_measured_in_base_failed_in_new(tmp_path) -> None:
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    assert invoke("sweep", "-f", "sim", "--batch-sizes", "1,2", "-o", str(base), *FAST_ARGS).exit_code == 0
+    data = json.loads(base.read_text())
+    data["series"][0]["points"][1].update(status="error", error="verification failed: bytes differ", times_s=[], median_s=None)
+    new.write_text(json.dumps(data))
+    r = invoke("compare", str(base), str(new))
+    assert r.exit_code == 1, r.output
+    assert "FAILED in" in r.stdout and "batch 2: verification failed: bytes differ" in r.stdout.replace("\n", "")

@@ -8,16 +8,19 @@ from rich.console import Console
 
 from xferbench.backends import SimLink
 from xferbench.compare import (
+    INCONCLUSIVE,
     MANN_WHITNEY,
     OVERLAP,
+    TOO_FEW,
     compare,
     compare_files,
+    compare_point,
     mann_whitney_u,
     parse_threshold,
     render,
 )
 from xferbench.errors import XferbenchError
-from xferbench.results import Result
+from xferbench.results import Point, Result
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.timing import TimingConfig
 
@@ -49,7 +52,7 @@ def test_planted_slowdown_is_flagged(base) -> None:
         truth = SimLink(10, 25).cost_s(row.batch_size * 256 * 256 * 3) / SimLink(10, 20).cost_s(row.batch_size * 256 * 256 * 3)
         assert row.ratio == pytest.approx(truth, rel=0.03)
     assert comparison.rows[-1].ratio == pytest.approx(0.8, rel=0.03)
-    assert comparison.summary() == "4 slower, 0 faster, 0 no change at threshold 5%"
+    assert comparison.summary() == "4 slower, 0 faster, 0 no change, 0 inconclusive at threshold 5%"
     reverse = compare(slow, base)  # the other way round it is a speed-up, not a failure
     assert not reverse.slower and len(reverse.faster) == 4
     assert not compare(base, slow, threshold=0.25).slower  # a 20% drop is within a 25% threshold
@@ -65,14 +68,52 @@ def test_jitter_alone_is_no_change(base) -> None:
 
 
 def test_few_samples_fall_back_to_p10_p90_overlap() -> None:
-    base3, slow3, noise3 = sim_run(samples=3), sim_run(bandwidth_gbps=20, seed=2, samples=3), sim_run(seed=2, samples=3)
-    slower = compare(base3, slow3)
+    base5, slow5, noise5 = sim_run(samples=5), sim_run(bandwidth_gbps=20, seed=2, samples=5), sim_run(seed=2, samples=5)
+    slower = compare(base5, slow5)
     assert {(r.method, r.p_value) for r in slower.rows} == {(OVERLAP, None)}
     assert slower.rows[-1].verdict == "slower" and slower.rows[-1].significant
-    assert not compare(base3, noise3).slower
+    assert not compare(base5, noise5).slower
     console = Console(record=True, width=200)
     console.print(render(slower, "a.json", "b.json"))
     assert "p10–p90 apart" in console.export_text()
+
+
+def test_below_five_samples_there_is_no_verdict() -> None:
+    comparison = compare(sim_run(samples=3), sim_run(bandwidth_gbps=20, seed=2, samples=3))
+    assert {(r.method, r.verdict) for r in comparison.rows} == {(TOO_FEW, INCONCLUSIVE)}
+    assert not comparison.regressed
+    console = Console(record=True, width=200)
+    console.print(render(comparison, "a.json", "b.json"))
+    assert "fewer than 5 samples: sweep with --min-samples 8" in console.export_text()
+
+
+def test_a_large_change_without_significance_is_inconclusive() -> None:
+    base = Point(1, 10**6, times_s=[1.0, 2, 3, 4, 5, 6, 7, 8])
+    new = Point(1, 10**6, times_s=[1.0, 2, 3, 4, 6, 7, 8, 9])  # median 5 s against 4.5 s: 10% slower, all noise
+    row = compare_point("s", base, new)
+    assert row.ratio == pytest.approx(0.9) and row.method == MANN_WHITNEY and row.p_value > 0.5
+    assert row.verdict == INCONCLUSIVE
+
+
+def test_a_failure_in_new_where_base_measured_is_a_regression(base) -> None:
+    broken = sim_run(seed=2)
+    broken.series[0].points[1].status, broken.series[0].points[1].error = "error", "verification failed: bytes differ"
+    dead = sim_run(seed=2)
+    dead.series[0].status, dead.series[0].reason = "failed", "worker died (killed by SIGKILL)"
+    for point in dead.series[0].points[2:]:
+        point.status, point.times_s, point.median_s = "skipped", [], None
+    for new, failed in ((broken, [(8, "verification failed: bytes differ")]),
+                        (dead, [(64, "worker died (killed by SIGKILL)"), (512, "worker died (killed by SIGKILL)")])):  # fmt: skip
+        comparison = compare(base, new)
+        assert [(f.batch_size, f.error) for f in comparison.failed] == failed
+        assert comparison.regressed and not comparison.slower and not comparison.unmatched
+    for point in dead.series[0].points:
+        point.status, point.times_s, point.median_s = "skipped", [], None
+    whole = compare(base, dead)  # nothing measured in NEW at all: still a regression, not "no matching series"
+    assert [(f.series, f.batch_size) for f in whole.failed] == [("sim/link/copy@sim (256x256x3)", None)]
+    console = Console(record=True, width=200)
+    console.print(render(whole, "base.json", "new.json"))
+    assert "FAILED in new.json, measured in base.json: sim/link/copy@sim (256x256x3): worker died" in console.export_text()
 
 
 def test_points_and_series_in_one_file_only_are_listed(base, tmp_path) -> None:
@@ -86,7 +127,7 @@ def test_points_and_series_in_one_file_only_are_listed(base, tmp_path) -> None:
     console.print(render(compare_files(tmp_path / "base.json", tmp_path / "new.json"), "base.json", "new.json"))
     text = console.export_text()
     for expected in ("series", "base MB/s", "new MB/s", "ratio", "verdict", "no change", "only in base.json: sim/link/copy@sim batch 1",
-                     "only in new.json: sim/link/copy@sim batch 1024", "0 slower, 0 faster, 3 no change at threshold 5%; 2 measured in one file only"):  # fmt: skip
+                     "only in new.json: sim/link/copy@sim batch 1024", "0 slower, 0 faster, 3 no change, 0 inconclusive at threshold 5%; 2 measured in one file only"):  # fmt: skip
         assert expected in text
 
 

@@ -186,6 +186,10 @@ def test_series_label_and_point_size() -> None:
     spec = SeriesKey("torch", "pinned", "copy", "cuda:0", (256, 256, 3)).at(171)
     assert spec.series.label() == "torch/pinned/copy@cuda:0"
     assert spec.nbytes == 171 * 196_608 and spec.batch_shape == (171, 256, 256, 3)
+    # The host buffer shows wherever it is not the path's own source, so two sources never share a label.
+    assert SeriesKey("host", "numpy", "copy", "cpu", (1,), "aligned").label() == "host/numpy/copy@cpu"
+    assert SeriesKey("host", "numpy", "copy", "cpu", (1,), "numpy").label() == "host/numpy/copy+numpy@cpu"
+    assert SeriesKey("tf", "eager", "copy", "cpu", (1,), "aligned").label() == "tf/eager/copy+aligned@cpu"
 
 
 def test_aligned_buffers_start_on_64_bytes() -> None:

@@ -58,6 +58,31 @@ def test_hosts_label_series_when_files_come_from_several_machines(tmp_path) -> N
         "sim/link/copy @ simulated link (10 µs, 25 GB/s) (alpha)", "sim/link/copy @ simulated link (10 µs, 25 GB/s) (beta)"]  # fmt: skip
 
 
+def test_two_gpus_of_one_model_and_many_series_stay_apart(tmp_path) -> None:
+    path = with_gpu_link(sim_file(tmp_path / "gpu.json"))
+    data = json.loads(path.read_text())
+    twin = json.loads(json.dumps(data["series"][0])) | {"device": "cuda:1"}
+    data["series"] += [twin] + [json.loads(json.dumps(data["series"][0])) | {"mode": f"m{i}"} for i in range(10)]
+    for series in data["series"]:
+        series["device_name"] = "Test GPU"
+    path.write_text(json.dumps(data))
+    picks, _ = select([path])
+    lines = [line for line in figure(picks).axes[0].get_lines() if not line.get_label().startswith("_")]
+    labels = [line.get_label() for line in lines]
+    assert labels[:2] == ["sim/link/copy @ Test GPU [cuda:0]", "sim/link/copy @ Test GPU [cuda:1]"]
+    assert len(set(labels)) == len(labels) == 12 + 1  # and the PCIe ceiling
+    styles = {(line.get_color(), line.get_linestyle()) for line in lines[:12]}
+    assert len(styles) == 12  # the colour cycle has 10: the line style changes after it
+
+
+def test_files_with_one_name_in_two_folders_are_told_apart_by_path(tmp_path) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    picks, _ = select([sim_file(tmp_path / "x" / "run.json"), sim_file(tmp_path / "y" / "run.json")])
+    labels = [line.get_label() for line in figure(picks).axes[0].get_lines() if not line.get_label().startswith("_")]
+    assert labels == [f"sim/link/copy @ simulated link (10 µs, 25 GB/s) ({tmp_path / d / 'run.json'})" for d in "xy"]
+
+
 def test_a_known_link_draws_its_theoretical_ceiling(tmp_path) -> None:
     picks, _ = select([with_gpu_link(sim_file(tmp_path / "gpu.json"))])
     rate = figure(picks).axes[0]

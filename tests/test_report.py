@@ -61,7 +61,7 @@ def gpu_file(tmp_path: Path) -> Path:
 
 
 def cpu_file(tmp_path: Path) -> Path:
-    return write(tmp_path / "cpu.json", CPU_ENV, [curve("host", "numpy", "cpu", {1: 1000.0, 2: 2000.0})])
+    return write(tmp_path / "cpu.json", CPU_ENV, [curve("host", "numpy", "cpu", {1: 1000.0, 2: 2000.0}, transfer="host-to-host")])
 
 
 def render(paths: list[Path], selection: Selection | None = None, **kwargs: Any) -> str:
@@ -176,6 +176,21 @@ def test_skipped_and_failed_series_are_listed(tmp_path) -> None:
     assert "- **FAILED** torch/pinned/copy@cuda:0: worker died" in text
     assert "### Not measured\n\n- host/numpy/seed@cpu: the seed op is not defined for host\n" in text
     assert "Not measured" not in render([path], Selection(frameworks=("torch",)))
+
+
+def test_a_series_that_failed_before_any_point_is_still_in_the_summary(tmp_path) -> None:
+    dead = Series("torch", "pageable", "copy", "cuda:0", list(SHAPE), status="failed", reason="worker died (SIGKILL)")
+    dead.points = [Point(1, 10**6, status="skipped", error="its worker died")]
+    path = write(tmp_path / "gpu.json", GPU_ENV, [curve("torch", "pinned", "cuda:0", {1: 100.0}), dead])
+    text = render([path])
+    assert "torch/pageable/copy@cuda:0 **FAILED**" in summary_rows(text)
+    assert f"- **FAILED** {path}: torch/pageable/copy@cuda:0 FAILED (worker died (SIGKILL)); left out of the curves" in text
+
+
+def test_heading_names_what_was_measured_and_takes_a_title(tmp_path) -> None:
+    assert "Host-to-host copy throughput (CPU only: no GPU in these series)" in render([cpu_file(tmp_path)])
+    text = render([cpu_file(tmp_path)], title="TF eager falls at batch 171")
+    assert text.startswith("## TF eager falls at batch 171\n")
 
 
 def test_reproduce_section_has_version_time_and_exact_command(tmp_path) -> None:

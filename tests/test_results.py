@@ -5,7 +5,7 @@ import pytest
 import xferbench
 from xferbench.backends import SimLink
 from xferbench.errors import XferbenchError
-from xferbench.results import SCHEMA, Result, check_writable, load
+from xferbench.results import SCHEMA, Result, check_writable, load, select
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.timing import TimingConfig
 
@@ -76,14 +76,31 @@ def test_saved_after_every_point(tmp_path) -> None:
         ('[1, 2]', "not an xferbench result"),
         ('{"schema": "xferbench/2"}', "newer than this xferbench reads"),
         ('{"schema": "xferbench/1", "series": []}', "malformed"),
+        ('{"schema": "xferbench/1", "series": "x"}', "'series' is not a list"),
+        ('{"schema": "xferbench/1", "environment": null, "config": {}, "created": ""}', "'environment' is not an object"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"points": "x"}]}',
+         "series 0: 'points' is not a list of objects"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"summary": null}]}',
+         "series 0: 'summary' is not an object"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "",'
+         ' "series": [{"points": [{"batch_size": "8", "bytes": 1}]}]}', "a point's 'batch_size' is not an integer"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "",'
+         ' "series": [{"points": [{"batch_size": 8, "bytes": 1, "times_s": [null]}]}]}', "'times_s' is not a list of numbers"),
     ],
 )
 def test_load_rejects_bad_files(tmp_path, content, message) -> None:
     path = tmp_path / "bad.json"
     if content is not None:
         path.write_text(content)
-    with pytest.raises(XferbenchError, match=message):
+    with pytest.raises(XferbenchError, match=message) as error:
         load(path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_file_given_twice_is_refused(tmp_path, result: Result) -> None:
+    result.save(tmp_path / "r.json")
+    with pytest.raises(XferbenchError, match="given twice"):
+        select([tmp_path / "r.json", tmp_path / "." / "r.json"])
 
 
 def test_fields_from_a_later_minor_version_are_ignored(tmp_path, result: Result) -> None:

@@ -250,7 +250,7 @@ def selection(framework, mode, op, device, host_buffer) -> Selection:  # type: i
 @app.command()
 def plot(
     files: FILES,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix. Default: plots/STEM.png")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix. Default: plots/STEM.png (plots/A-vs-B.png for several files).")] = None,
     title: Annotated[Optional[str], typer.Option(help="Figure title.")] = None,
     framework: SelectFramework = None,
     mode: SelectMode = None,
@@ -262,10 +262,12 @@ def plot(
     from xferbench import plot as plotting
 
     try:
-        picks, warnings = select(files, selection(framework, mode, op, device, host_buffer))
-        for warning in warnings:
-            err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
-        path = plotting.save(plotting.figure(picks, title), out_path or plotting.default_path(files))
+        path = out_path or plotting.default_path(files)
+        refuse_overwriting_input(path, files, "--out")
+        picks, empty = select(files, selection(framework, mode, op, device, host_buffer))
+        for left_out in empty:
+            err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
+        path = plotting.save(plotting.figure(picks, title), path)
     except XferbenchError as error:
         raise fail(str(error)) from None
     out.print(f"saved {path} ({len(picks)} series)", highlight=False)
@@ -276,6 +278,7 @@ def report(
     files: FILES,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the Markdown here. Default: print it.")] = None,
     plot_path: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the same series to this .png/.svg/.pdf and link it.")] = None,
+    title: Annotated[Optional[str], typer.Option(help="Report heading, and the plot's title with --plot.")] = None,
     framework: SelectFramework = None,
     mode: SelectMode = None,
     op: SelectOp = None,
@@ -288,12 +291,16 @@ def report(
 
     chosen = selection(framework, mode, op, device, host_buffer)
     try:
-        if out_path is not None and any(out_path.resolve() == f.resolve() for f in files):
-            raise XferbenchError(f"--out {out_path} is one of the result files; give the report another name, e.g. report.md")
-        picks, warnings = select(files, chosen)
+        if out_path is not None:
+            refuse_overwriting_input(out_path, files, "--out")
         if plot_path is not None:
-            plotting.save(plotting.figure(picks), plot_path)
-        text = reporting.render(picks, warnings, plot=plot_path, out=out_path, selection=chosen)
+            refuse_overwriting_input(plot_path, files, "--plot")
+            if out_path is not None and plot_path.resolve() == out_path.resolve():
+                raise XferbenchError(f"--plot {plot_path} is the same file as --out; give the plot a .png name")
+        picks, empty = select(files, chosen)
+        if plot_path is not None:
+            plotting.save(plotting.figure(picks, title), plot_path, "--plot")
+        text = reporting.render(picks, empty, plot=plot_path, out=out_path, selection=chosen, title=title)
         if out_path is None:
             typer.echo(text, nl=False)
         else:
@@ -301,8 +308,14 @@ def report(
             err.print(f"wrote {out_path}", highlight=False)
     except XferbenchError as error:
         raise fail(str(error)) from None
-    for warning in warnings:
-        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    for left_out in empty:
+        err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
+
+
+def refuse_overwriting_input(path: Path, files: list[Path], option: str) -> None:
+    """An output path that is one of the result files would destroy the only evidence of a run."""
+    if any(path.resolve() == f.resolve() for f in files):
+        raise XferbenchError(f"{option} {path} is one of the result files; give the output another name")
 
 
 @app.command()
@@ -311,15 +324,16 @@ def compare(
     new: Annotated[Path, typer.Argument(help="The result file to check against it.", show_default=False)],
     threshold: Annotated[str, typer.Option(help="Smallest change in MB/s that counts, e.g. 5%.")] = "5%",
 ) -> None:
-    """Compare two result files point by point (Mann-Whitney U on the raw samples); exit 1 when a point is significantly slower."""
+    """Compare two result files point by point (Mann-Whitney U on the raw samples); exit 1 when a point is significantly slower or failed in NEW."""
     from xferbench import compare as comparing
 
     try:
         comparison = comparing.compare_files(base, new, comparing.parse_threshold(threshold))
     except XferbenchError as error:
         raise fail(str(error)) from None
-    out.print(comparing.render(comparison, base, new))
-    if comparison.slower:
+    # Piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line.
+    (out if out.is_terminal else Console(width=160)).print(comparing.render(comparison, base, new))
+    if comparison.regressed:
         raise typer.Exit(1)
 
 

@@ -2,8 +2,14 @@
 
 A ratio of medians alone cannot tell a slowdown from noise, so each point also gets a
 significance test on its raw times (as asv does): Mann-Whitney U where both sides have enough
-samples, otherwise whether the two p10–p90 intervals are apart. A point is slower only when the
-difference is both significant and larger than the threshold.
+samples, otherwise whether the two p10–p90 intervals are apart, and no verdict below that. A point
+is slower only when the difference is both significant and larger than the threshold. A point or
+series that measured in BASE but failed in NEW fails the comparison too.
+
+The samples of one run are not independent draws from every run the machine could make: clocks,
+page placement and neighbours change between runs, not within one. The test therefore sees only
+within-run noise, and two runs of an unchanged setup can differ "significantly" on real hardware.
+The verdict is trustworthy for what it tests; a slowdown near the threshold needs the runs repeated.
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ from xferbench.spec import SeriesKey
 from xferbench.stats import point_stats
 
 MIN_RANK_SAMPLES = 8  # per side; below it the normal approximation is poor and p < 0.01 barely reachable
+MIN_SAMPLES = 5  # per side; below it p10 and p90 are the extreme samples and nothing can be concluded
 MANN_WHITNEY = "mann-whitney"
 OVERLAP = "p10-p90 overlap"
-SLOWER, FASTER, NO_CHANGE = "slower", "faster", "no change"
+TOO_FEW = "too few samples"
+SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE = "slower", "faster", "no change", "inconclusive"
+CAVEAT = ("the test sees the noise within each run, not between runs: on real hardware, repeat both runs"
+          " before trusting a verdict near the threshold")
 
 
 def parse_threshold(text: str) -> float:
@@ -79,10 +89,10 @@ class Row:
     base_mbps: float
     new_mbps: float
     ratio: float  # new / base MB/s: below 1 is slower
-    p_value: float | None  # None for the p10-p90 overlap method
-    method: str  # MANN_WHITNEY or OVERLAP
+    p_value: float | None  # None for the p10-p90 overlap method and for too few samples
+    method: str  # MANN_WHITNEY, OVERLAP or TOO_FEW
     significant: bool  # p < alpha, or the p10-p90 intervals apart
-    verdict: str  # SLOWER, FASTER or NO_CHANGE
+    verdict: str  # SLOWER, FASTER, NO_CHANGE, or INCONCLUSIVE (a change past the threshold, not significant)
 
 
 @dataclass(frozen=True)
@@ -94,25 +104,43 @@ class Unmatched:
     only_in: str  # "base" or "new"
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A series, or one batch size, measured in BASE that failed in NEW: a regression, not a gap."""
+
+    series: str
+    batch_size: int | None  # None: the whole series
+    error: str
+
+
 @dataclass
 class Comparison:
     threshold: float
     alpha: float
     rows: list[Row] = field(default_factory=list)
     unmatched: list[Unmatched] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
 
     @property
     def slower(self) -> list[Row]:
-        """What makes the exit status 1."""
-        return [r for r in self.rows if r.verdict == SLOWER]
+        return self._with(SLOWER)
 
     @property
     def faster(self) -> list[Row]:
-        return [r for r in self.rows if r.verdict == FASTER]
+        return self._with(FASTER)
+
+    @property
+    def regressed(self) -> bool:
+        """What makes the exit status 1: a point significantly slower, or one that failed in NEW."""
+        return bool(self.slower or self.failed)
+
+    def _with(self, verdict: str) -> list[Row]:
+        return [r for r in self.rows if r.verdict == verdict]
 
     def summary(self) -> str:
-        same = len(self.rows) - len(self.slower) - len(self.faster)
-        line = f"{len(self.slower)} slower, {len(self.faster)} faster, {same} no change at threshold {self.threshold * 100:g}%"
+        counts = ", ".join(f"{len(self._with(v))} {v}" for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE))
+        line = f"{counts} at threshold {self.threshold * 100:g}%"
+        line += f"; {len(self.failed)} failed in NEW" if self.failed else ""
         return line + (f"; {len(self.unmatched)} measured in one file only" if self.unmatched else "")
 
 
@@ -121,17 +149,21 @@ def compare_point(series: str, base: Point, new: Point, threshold: float = 0.05,
     b = point_stats(base.times_s, base.bytes, base.batch_size)
     n = point_stats(new.times_s, new.bytes, new.batch_size)
     ratio = n.mbps / b.mbps if 0 < b.mbps < math.inf and n.mbps < math.inf else math.nan
+    p_value: float | None = None
     if min(b.n, n.n) >= MIN_RANK_SAMPLES:
-        p_value: float | None = mann_whitney_u(base.times_s, new.times_s)
+        p_value = mann_whitney_u(base.times_s, new.times_s)
         method, significant = MANN_WHITNEY, p_value < alpha
+    elif min(b.n, n.n) >= MIN_SAMPLES:
+        method, significant = OVERLAP, b.p90_s < n.p10_s or n.p90_s < b.p10_s
     else:
-        p_value, method = None, OVERLAP
-        significant = b.p90_s < n.p10_s or n.p90_s < b.p10_s
-    verdict = NO_CHANGE
-    if significant and ratio < 1 - threshold:
-        verdict = SLOWER
-    elif significant and ratio > 1 + threshold:
-        verdict = FASTER
+        method, significant = TOO_FEW, False
+    past = ratio < 1 - threshold or ratio > 1 + threshold or not math.isfinite(ratio)
+    if method == TOO_FEW or (past and not significant):
+        verdict = INCONCLUSIVE
+    elif past:
+        verdict = SLOWER if ratio < 1 else FASTER
+    else:
+        verdict = NO_CHANGE
     return Row(series, base.batch_size, b.mbps, n.mbps, ratio, p_value, method, significant, verdict)
 
 
@@ -147,21 +179,28 @@ def compare(
     Raises a one-line XferbenchError naming both files (`names`) when no point is in both,
     so a CI gate never passes by comparing nothing.
     """
-    base_series, new_series = _measured(base), _measured(new)
+    base_series, new_series, new_all = _measured(base), _measured(new), _by_key(new)
     comparison = Comparison(threshold, alpha)
     for key, series in base_series.items():
-        other = new_series.get(key)
-        if other is None:
+        other = new_all.get(key)
+        if other is not None and other.status == "failed" and key not in new_series:
+            comparison.failed.append(Failure(_name(series), None, other.reason or "no point measured"))
+            continue
+        if other is None or key not in new_series:
             comparison.unmatched.append(Unmatched(_name(series), None, "base"))
             continue
         base_points, new_points = _points(series), _points(other)
+        tried = {p.batch_size: p for p in other.points}
         for batch in sorted(base_points.keys() | new_points.keys()):
-            if batch not in new_points or batch not in base_points:
-                comparison.unmatched.append(Unmatched(series.label(), batch, "base" if batch in base_points else "new"))
-            else:
+            if batch in base_points and batch in new_points:
                 comparison.rows.append(compare_point(series.label(), base_points[batch], new_points[batch], threshold, alpha))
+            elif batch in base_points and batch in tried and (tried[batch].status == "error" or other.status == "failed"):
+                # An error, or a point skipped after its worker died: the run broke where BASE worked.
+                comparison.failed.append(Failure(series.label(), batch, tried[batch].error or other.reason or "not measured"))
+            else:
+                comparison.unmatched.append(Unmatched(series.label(), batch, "base" if batch in base_points else "new"))
     comparison.unmatched += [Unmatched(_name(s), None, "new") for k, s in new_series.items() if k not in base_series]
-    if not comparison.rows:
+    if not comparison.rows and not comparison.failed:
         base_name, new_name = names
         raise XferbenchError(
             f"no matching series between {base_name} and {new_name}: {base_name} has {_names(base_series)};"
@@ -180,14 +219,15 @@ def compare_files(
 
 def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> RenderableType:
     """The table, the points measured on one side only, and the one-line summary, for the terminal."""
-    table = Table(title=escape(f"{base_path} → {new_path}"), title_justify="left")
-    table.add_column("series")
+    table = Table()
+    table.add_column("series", no_wrap=True)
     for name in ("batch", "base MB/s", "new MB/s", "ratio", "p"):
         table.add_column(name, justify="right")
     table.add_column("verdict")
-    colours = {SLOWER: "bold red", FASTER: "green", NO_CHANGE: "dim"}
+    colours = {SLOWER: "bold red", FASTER: "green", NO_CHANGE: "dim", INCONCLUSIVE: "yellow"}
     for row in comparison.rows:
         p = _p(row.p_value) if row.p_value is not None else "p10–p90 " + ("apart" if row.significant else "overlap")
+        p = f"n<{MIN_SAMPLES}" if row.method == TOO_FEW else p
         table.add_row(
             escape(row.series),
             str(row.batch_size),
@@ -198,11 +238,18 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
             f"[{colours[row.verdict]}]{row.verdict}[/]",
         )
     paths = {"base": str(base_path), "new": str(new_path)}
-    lines: list[RenderableType] = [table]
+    lines: list[RenderableType] = [Text(f"{base_path} → {new_path}", style="bold"), table]  # a title would wrap at the table's width
+    for failure in comparison.failed:
+        where = failure.series if failure.batch_size is None else f"{failure.series} batch {failure.batch_size}"
+        lines.append(Text(f"FAILED in {new_path}, measured in {base_path}: {where}: {failure.error}", style="bold red"))
     for item in comparison.unmatched:
         where = item.series if item.batch_size is None else f"{item.series} batch {item.batch_size}"
         lines.append(Text(f"only in {paths[item.only_in]}: {where}", style="yellow"))
-    colour = "bold red" if comparison.slower else "bold green"
+    if any(r.method == TOO_FEW for r in comparison.rows):
+        lines.append(Text(f"inconclusive where a side has fewer than {MIN_SAMPLES} samples: sweep with --min-samples {MIN_RANK_SAMPLES} or more", style="yellow"))
+    if comparison.slower or comparison.faster:
+        lines.append(Text(f"note: {CAVEAT}", style="dim"))
+    colour = "bold red" if comparison.regressed else "bold green"
     lines.append(Text(comparison.summary() + f" (alpha {comparison.alpha:g})", style=colour))
     return Group(*lines)
 
@@ -213,11 +260,16 @@ def _p(value: float) -> str:
 
 
 def _measured(result: Result) -> dict[SeriesKey, Series]:
-    """Series with at least one measured point, by key; the first wins if a key repeats."""
+    """Series with at least one measured point, by key."""
+    return {key: s for key, s in _by_key(result).items() if _points(s)}
+
+
+def _by_key(result: Result) -> dict[SeriesKey, Series]:
+    """Every series by key; where a key repeats, the first with a measured point wins, else the first."""
     found: dict[SeriesKey, Series] = {}
     for series in result.series:
-        if _points(series):
-            found.setdefault(series.key, series)
+        if series.key not in found or (_points(series) and not _points(found[series.key])):
+            found[series.key] = series
     return found
 
 
@@ -233,5 +285,5 @@ def _names(found: dict[SeriesKey, Series]) -> str:
     return ", ".join(_name(s) for s in found.values()) or "no measured series"
 
 
-__all__ = ["Comparison", "Row", "Unmatched", "compare", "compare_files", "compare_point", "mann_whitney_u",
+__all__ = ["Comparison", "Failure", "Row", "Unmatched", "compare", "compare_files", "compare_point", "mann_whitney_u",
            "parse_threshold", "render"]  # fmt: skip

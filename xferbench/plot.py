@@ -11,29 +11,32 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from xferbench.display import POOR_FIT
 from xferbench.environment import pcie_ceiling
 from xferbench.errors import XferbenchError
-from xferbench.results import Selected
+from xferbench.results import Selected, file_labels
 
 FORMATS = (".png", ".svg", ".pdf")
+LINE_STYLES = ("-", "--", ":", "-.")
 
 
-def series_label(pick: Selected, origin: str) -> str:
-    """framework/mode/op @ device name, plus where it came from ("host" or "file") when files are overlaid."""
-    series = pick.series
-    label = f"{series.label().rsplit('@', 1)[0]} @ {series.device_name or series.device}"
-    if origin == "host":
-        label += f" ({pick.result.environment.get('host') or pick.path.stem})"
-    elif origin == "file":
-        label += f" ({pick.path.stem})"
-    return label
+def series_labels(picks: list[Selected]) -> list[str]:
+    """framework/mode/op @ device name per series, plus whatever else tells two lines apart: the
+    device id (two GPUs of one model), then, with several files, the host, the file name, or the path."""
+    labels = [f"{p.series.label().rsplit('@', 1)[0]} @ {p.series.device_name or p.series.device}" for p in picks]
+    if _collide(labels, [p.series.device for p in picks]):
+        labels = [f"{label} [{p.series.device}]" for label, p in zip(labels, picks)]
+    files = {id(p.result): (p.path, p.result) for p in picks}
+    if len(files) > 1:
+        names = dict(zip(files, file_labels(list(files.values()))))
+        labels = [f"{label} ({names[id(p.result)]})" for label, p in zip(labels, picks)]
+    return labels
 
 
-def origin_of(picks: list[Selected]) -> str:
-    """How to tell overlaid files apart: by host when they come from several machines, else by file name."""
-    if len({id(p.result) for p in picks}) < 2:
-        return ""
-    return "host" if len({p.result.environment.get("host") for p in picks}) > 1 else "file"
+def _collide(labels: list[str], owners: list[str]) -> bool:
+    """Whether one label would stand for the series of two different owners (devices)."""
+    seen: dict[str, str] = {}
+    return any(seen.setdefault(label, owner) != owner for label, owner in zip(labels, owners))
 
 
 def default_path(paths: list[Path]) -> Path:
@@ -57,18 +60,19 @@ def tick_labels(ticks: list[int]) -> list[str]:
 def figure(picks: list[Selected], title: str | None = None) -> Figure:
     """Panel 1: MB/s against batch size with the p10-p90 band, saturation marker and link ceiling.
     Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit."""
-    origin = origin_of(picks)
+    labels = series_labels(picks)
     fig = Figure(figsize=(13, 5.6 + 0.25 * ((len(picks) + len({p.series.device for p in picks})) // 3)), layout="constrained")
     rate_axes, time_axes = fig.subplots(1, 2)
     batches: set[int] = set()
     ceilings: dict[str, float] = {}
-    for pick in picks:
+    for number, (pick, label) in enumerate(zip(picks, labels)):
         series = pick.series
         points = series.ok_points()
         x = [p.batch_size for p in points]
         batches.update(x)
-        label = series_label(pick, origin)
-        (line,) = rate_axes.plot(x, [p.mbps for p in points], marker=".", label=label)
+        # Past the ten colours of the cycle, a colour comes back: the line style tells those apart.
+        style = LINE_STYLES[number // 10 % len(LINE_STYLES)]
+        (line,) = rate_axes.plot(x, [p.mbps for p in points], marker=".", linestyle=style, label=label)
         color = line.get_color()
         rate_axes.fill_between(x, [p.mbps_p10 for p in points], [p.mbps_p90 for p in points], color=color, alpha=0.15)
         saturation = series.summary.saturation_batch_size
@@ -82,7 +86,9 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
         if summary.latency_s is not None and summary.bandwidth_mbps:
             sizes = sorted(p.bytes for p in points)
             model = [summary.latency_s + b / (summary.bandwidth_mbps * 1e6) for b in sizes]
-            time_axes.plot(sizes, model, color=color, linestyle="--", linewidth=1)
+            poor = (summary.fit_rel_rms or 0) > POOR_FIT  # the model does not describe this curve: say so
+            time_axes.plot(sizes, model, color=color, linestyle=":" if poor else "--", linewidth=1,
+                           label="_poor fit" if poor else "_fit")  # fmt: skip
         device = next((d for d in pick.result.environment.get("devices", []) if d.get("id") == series.device), {})
         ceiling = pcie_ceiling(device)
         if ceiling:
@@ -103,20 +109,22 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     time_axes.set_yscale("log")
     time_axes.set_xlabel("bytes per call")
     time_axes.set_ylabel("median time per call (s)")
-    time_axes.set_title("time per call; dashed: fitted latency + bytes / bandwidth", fontsize=9)
+    time_axes.set_title(f"time per call; dashed: fitted latency + bytes / bandwidth (dotted: poor fit, rms > {POOR_FIT:.0%})",
+                        fontsize=9)  # fmt: skip
     time_axes.grid(True, which="both", alpha=0.3)
     if title:
         fig.suptitle(title)
     return fig
 
 
-def save(fig: Figure, path: Path) -> Path:
-    """Write PNG, SVG or PDF by the suffix; a one-line XferbenchError when that is impossible."""
+def save(fig: Figure, path: Path, option: str = "--out") -> Path:
+    """Write PNG, SVG or PDF by the suffix; a one-line XferbenchError, naming the CLI `option` that
+    gave the path, when that is impossible."""
     if path.suffix.lower() not in FORMATS:
-        raise XferbenchError(f"--out {path}: use a .png, .svg or .pdf name")
+        raise XferbenchError(f"{option} {path}: use a .png, .svg or .pdf name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=130)
     except OSError as error:
-        raise XferbenchError(f"cannot write the plot to {path}: {error.strerror or error}; choose another --out") from None
+        raise XferbenchError(f"cannot write the plot to {path}: {error.strerror or error}; choose another {option}") from None
     return path

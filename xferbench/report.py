@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.display import FAULTY, POOR_FIT, noisy_points, rate
 from xferbench.environment import SETTINGS, pcie_ceiling
 from xferbench.errors import XferbenchError
-from xferbench.results import Result, Selected, Selection, Series
+from xferbench.results import Result, Selected, Selection, Series, file_labels
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 
 MISSING = "—"  # the file does not record it
@@ -42,14 +43,6 @@ def _files(picks: Sequence[Selected]) -> list[tuple[Path, Result]]:
     for pick in picks:
         seen.setdefault(id(pick.result), (pick.path, pick.result))
     return list(seen.values())
-
-
-def file_labels(files: Sequence[tuple[Path, Result]]) -> list[str]:
-    """The host names where they tell the files apart, else the file stems, else the paths."""
-    for labels in ([r.environment.get("host") for _, r in files], [p.stem for p, _ in files]):
-        if all(labels) and len(set(labels)) == len(labels):
-            return [str(label) for label in labels]
-    return [str(p) for p, _ in files]
 
 
 def _device(env: dict[str, Any], device_id: str) -> dict[str, Any]:
@@ -141,10 +134,11 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
 
 
 def summary_table(
-    picks: Sequence[Selected], names: list[str], files: list[str]
+    picks: Sequence[Selected], names: list[str], files: list[str], empty: Sequence[tuple[Selected, str]] = ()
 ) -> tuple[list[str], dict[str, list[str]]]:
     """One row per series, and the link ceilings the % column refers to, each with the devices it
-    applies to (`files`: each pick's file label, or "" for a single file)."""
+    applies to (`files`: each pick's file label, or "" for a single file). `empty`: series with no
+    measured point and their names, kept in the table so a failure cannot go unseen."""
     best = max(p.series.summary.peak_mbps or 0.0 for p in picks)
     rows: list[list[str]] = []
     ceilings: dict[str, list[str]] = {}
@@ -174,6 +168,9 @@ def summary_table(
             f"{peak / (gbps * 1e3):.0%} of {gbps:.1f} GB/s" if peak and gbps else "unknown",
             cliff,
         ])  # fmt: skip
+    for pick, name in empty:
+        failed = "**FAILED**" if pick.series.status == "failed" else "**no point measured**"
+        rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * 7])
     header = ["series", "device", "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
               "asymptotic MB/s", "% of link (theoretical)", "cliff"]  # fmt: skip
     return table(header, rows, [False, False, True, True, True, True, True, True, False]), ceilings
@@ -217,7 +214,7 @@ def _plot_link(plot: Path, out: Path | None) -> str:
 
 
 def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, Result]],
-           warnings: Sequence[str]) -> list[str]:  # fmt: skip
+           empty: Sequence[Selected]) -> list[str]:  # fmt: skip
     """What a reader must know before trusting a number: failures, what a path really computes, noise."""
     notes = [f"- **FAILED** {name}: {p.series.reason or 'see the per-batch detail'}"
              for p, name in zip(picks, names) if p.series.status == "failed"]  # fmt: skip
@@ -233,7 +230,7 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
             notes.append(f"- {name}: wide p10–p90 spread at batch {batches}; the machine may have been busy")
     unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}
     notes += [f"- {path}: the sweep {unfinished[r.status]}; curves may be short" for path, r in files if r.status in unfinished]
-    return notes + [f"- warning: {w}" for w in warnings]
+    return notes + [f"- **{'FAILED' if e.series.status == 'failed' else 'EMPTY'}** {e.why_empty()}" for e in empty]
 
 
 def reproduce(result: Result) -> str:
@@ -245,31 +242,40 @@ def reproduce(result: Result) -> str:
 
 def render(
     picks: list[Selected],
-    warnings: Sequence[str] = (),
+    empty: Sequence[Selected] = (),
     plot: Path | None = None,
     out: Path | None = None,
     selection: Selection | None = None,
+    title: str | None = None,
 ) -> str:
-    """The report as Markdown. `out` is where it will be written (for the plot's relative link);
-    `selection` keeps series outside it from the "Not measured" list."""
+    """The report as Markdown. `empty`: selected series with no measured point (select() gives them),
+    shown as FAILED; `out` is where it will be written (for the plot's relative link); `selection`
+    keeps series outside it from the "Not measured" list."""
     files = _files(picks)
     labels = file_labels(files)
     label_of = {id(r): label for (_, r), label in zip(files, labels)}
     several = len(files) > 1
     where = [label_of[id(p.result)] if several else "" for p in picks]
     names = [p.series.label() + (f" ({file})" if file else "") for p, file in zip(picks, where)]
-    lines = ["## xferbench report", "",
-             f"Host-to-device transfer throughput: {len(picks)} series from {len(files)} result file(s)."
+    kinds = {p.series.transfer for p in picks}
+    what = {frozenset({HOST_TO_DEVICE}): "Host-to-device transfer throughput",
+            frozenset({SIMULATED}): "Simulated link throughput (no data moves)",
+            frozenset({HOST_TO_HOST}): "Host-to-host copy throughput (CPU only: no GPU in these series)",
+            }.get(frozenset(kinds), "Transfer throughput")  # fmt: skip
+    lines = [f"## {title or 'xferbench report'}", "",
+             f"{what}: {len(picks)} series from {len(files)} result file(s)."
              " MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.", ""]  # fmt: skip
     if plot is not None:
         lines += [_plot_link(plot, out), ""]
-    summary, ceilings = summary_table(picks, names, where)
+    empty_names = [(e, e.series.label() + (f" ({label_of[id(e.result)]})" if several and id(e.result) in label_of else ""))
+                   for e in empty]  # fmt: skip
+    summary, ceilings = summary_table(picks, names, where, empty_names)
     lines += ["### Summary", "", *summary, "",
               f"Peak and saturation (the smallest batch reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
               " latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.", "",
               "Link ceilings (per direction):",
               *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in ceilings.items()), ""]  # fmt: skip
-    notes = _notes(picks, names, files, warnings)
+    notes = _notes(picks, names, files, empty)
     if notes:
         lines += ["### Notes", "", *notes, ""]
     skipped = [f"- {s.label()}" + (f" ({label_of[id(r)]})" if several else "") + f": {s.reason or 'no reason recorded'}"

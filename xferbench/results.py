@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import SeriesKey, Spec, usual_source
 from xferbench.stats import Summary, point_stats, summarize
 from xferbench.timing import Samples
 
@@ -78,7 +78,7 @@ class Series:
     op: str
     device: str
     shape: list[int]
-    host_buffer: str = "numpy"
+    host_buffer: str = ""  # "" (or absent, in files older than the field): the path's usual_source
     device_name: str | None = None
     transfer: str | None = None
     clock: str | None = None
@@ -90,6 +90,9 @@ class Series:
     reason: str | None = None
     points: list[Point] = field(default_factory=list)
     summary: Summary = field(default_factory=Summary)
+
+    def __post_init__(self) -> None:
+        self.host_buffer = self.host_buffer or usual_source(self.framework, self.mode)
 
     @property
     def key(self) -> SeriesKey:
@@ -229,13 +232,42 @@ def load(path: str | os.PathLike[str]) -> Result:
             f"{path}: written with schema {schema}, newer than this xferbench reads ({SCHEMA});"
             " upgrade: pip install -U xferbench"
         )
+    problem = _malformed(data)
+    if problem:
+        raise XferbenchError(f"{path}: malformed xferbench result: {problem}")
     try:
         return Result.from_dict(data)
-    except TypeError as error:
+    except (TypeError, ValueError, AttributeError) as error:
         raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
 
 
-
+def _malformed(data: dict[str, Any]) -> str | None:
+    """The first part of a tagged file whose type is wrong, so a hand-edited or torn file gets one
+    line, not a traceback from deep inside plot or report."""
+    for name in ("environment", "config"):
+        if not isinstance(data.get(name, {}), dict):
+            return f"'{name}' is not an object"
+    if not isinstance(data.get("series", []), list):
+        return "'series' is not a list"
+    for i, series in enumerate(data.get("series", [])):
+        if not isinstance(series, dict):
+            return f"series {i} is not an object"
+        if not isinstance(series.get("points", []), list) or not all(isinstance(p, dict) for p in series.get("points", [])):
+            return f"series {i}: 'points' is not a list of objects"
+        for name in ("summary", "params"):
+            if not isinstance(series.get(name, {}), dict):
+                return f"series {i}: '{name}' is not an object"
+        if not isinstance(series.get("shape", []), list):
+            return f"series {i}: 'shape' is not a list"
+        for point in series.get("points", []):
+            for name in ("batch_size", "bytes"):
+                if not isinstance(point.get(name), int) or isinstance(point.get(name), bool):
+                    return f"series {i}: a point's '{name}' is not an integer"
+            for name in ("times_s", "device_times_s"):
+                values = point.get(name, [])
+                if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
+                    return f"series {i}: a point's '{name}' is not a list of numbers"
+    return None
 
 
 @dataclass(frozen=True)
@@ -262,17 +294,38 @@ class Selected:
     result: Result
     series: Series
 
+    def why_empty(self) -> str:
+        """Why a matching series has no curve: a warning for the terminal and a line in the report."""
+        series = self.series
+        why = series.reason or next((p.error for p in series.points if p.error), None) or "no point was measured"
+        failed = "FAILED" if series.status == "failed" else "has no measured point"
+        return f"{self.path}: {series.label()} {failed} ({why}); left out of the curves"
 
-def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[Selected], list[str]]:
+
+def file_labels(files: list[tuple[Path, Result]]) -> list[str]:
+    """Short names that tell result files apart: the host names where they differ, else the file
+    stems, else the paths."""
+    for labels in ([r.environment.get("host") for _, r in files], [p.stem for p, _ in files]):
+        if all(labels) and len(set(labels)) == len(labels):
+            return [str(label) for label in labels]
+    return [str(p) for p, _ in files]
+
+
+def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[Selected], list[Selected]]:
     """Load the files and pick the matching series that have measured points.
 
-    Returns the picks and one warning per matching series left out for having no measured point.
-    Raises a one-line XferbenchError for a bad file, or when nothing is left to show.
+    Returns the picks and the matching series left out for having no measured point (a series
+    skipped because it could not run there is not among them: nothing went wrong).
+    Raises a one-line XferbenchError for a bad file, a file given twice, or when nothing is left.
     """
     if not paths:
         raise XferbenchError("give at least one result file")
+    resolved = [Path(p).resolve() for p in paths]
+    for i, where in enumerate(resolved):
+        if where in resolved[:i]:
+            raise XferbenchError(f"{paths[i]} is given twice; give each result file once")
     selection = selection or Selection()
-    picked, warnings, matching = [], [], 0
+    picked, empty, matching = [], [], 0
     for path in paths:
         result = load(path)
         for series in result.series:
@@ -281,13 +334,14 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
             matching += 1
             if series.ok_points():
                 picked.append(Selected(Path(path), result, series))
-            elif series.status != "skipped":  # a skipped series could not run there: nothing to warn about
-                why = series.reason or "no point was measured"
-                warnings.append(f"{path}: {series.label()} has no measured point ({why}); left out")
+            elif series.status != "skipped":
+                empty.append(Selected(Path(path), result, series))
     if not picked:
         if matching:
-            detail = warnings[0] if warnings else "the selected series were skipped where they were measured"
+            detail = empty[0].why_empty() if empty else "the selected series were skipped where they were measured"
             raise XferbenchError(f"nothing to show: every selected series is empty ({detail})")
         raise XferbenchError("nothing to show: no series matches the selection in " + ", ".join(map(str, paths)))
-    return picked, warnings
-__all__ = ["SCHEMA", "Point", "Result", "Selected", "Selection", "Series", "check_writable", "csv_path", "load", "select"]
+    return picked, empty
+
+
+__all__ = ["SCHEMA", "Point", "Result", "Selected", "Selection", "Series", "check_writable", "csv_path", "file_labels", "load", "select"]

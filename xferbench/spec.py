@@ -10,6 +10,15 @@ from dataclasses import dataclass
 HOST_BUFFERS = ("numpy", "aligned", "pinned")
 
 
+def usual_source(framework: str, mode: str) -> str:
+    """The host buffer a path starts from unless --host-buffer says otherwise (and the one files
+    written before the host_buffer field existed used): the host copy reads an aligned buffer, a
+    pinned mode its pinned one, every other path a NumPy array as users have it."""
+    if framework == "host":
+        return "aligned"
+    return "pinned" if mode.startswith("pinned") else "numpy"
+
+
 @dataclass(frozen=True)
 class SeriesKey:
     """One curve: a framework path on one device, swept over batch sizes."""
@@ -19,11 +28,15 @@ class SeriesKey:
     op: str
     device: str
     shape: tuple[int, ...]  # one item's shape; the batch adds a leading dimension
-    host_buffer: str = "numpy"  # where the batch starts: a HOST_BUFFERS kind
+    host_buffer: str = ""  # where the batch starts: a HOST_BUFFERS kind; "" means the path's usual_source
+
+    def __post_init__(self) -> None:
+        if not self.host_buffer:
+            object.__setattr__(self, "host_buffer", usual_source(self.framework, self.mode))
 
     def label(self) -> str:
         """framework/mode/op@device, plus +host_buffer where the source is not the path's usual one."""
-        usual = self.host_buffer == "numpy" or self.framework == "host" or self.mode.startswith(self.host_buffer)
+        usual = self.host_buffer == usual_source(self.framework, self.mode)
         return f"{self.framework}/{self.mode}/{self.op}{'' if usual else '+' + self.host_buffer}@{self.device}"
 
     def at(self, batch_size: int) -> Spec:
