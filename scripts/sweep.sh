@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
 # Set up .venv (first run only), then run the default sweep on the best device present (CUDA, MPS, else CPU).
 # Extra arguments go to `xferbench sweep`, e.g. scripts/sweep.sh --op seed --batch-sizes 1,8,64
-source "$(dirname "$0")/setup.sh" "torch,tf,nvml"
+# With an NVIDIA driver present, CuPy comes too: it runs the raw CUDA reference that every curve is read against.
+extras="torch,tf,jax,nvml"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    extras="$extras,cupy"
+fi
+source "$(dirname "$0")/setup.sh" "$extras"
 exec .venv/bin/xferbench sweep "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up .venv (first run only), then run the test suite. Extra arguments go to pytest.
-source "$(dirname "$0")/setup.sh" "torch,tf,nvml,dev"
+source "$(dirname "$0")/setup.sh" "torch,tf,jax,nvml,dev"
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
 if [ "$status" -eq 5 ]; then

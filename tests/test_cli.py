@@ -56,8 +56,8 @@ def test_default_sweep_runs_torch_and_host_on_cpu(tmp_path) -> None:
     assert "skipping torch/pinned/copy@cpu" in r.stdout
 
 
-def test_default_sweep_without_torch_runs_host(tmp_path, monkeypatch) -> None:
-    for name in ("torch", "tensorflow"):
+def test_default_sweep_without_any_framework_runs_host(tmp_path, monkeypatch) -> None:
+    for name in ("torch", "tensorflow", "jax", "cupy"):
         monkeypatch.setitem(sys.modules, name, None)  # find_spec now reports them as not installed
     out = tmp_path / "r.json"
     r = invoke("sweep", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
@@ -105,7 +105,7 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["--shape", "256x"], "give positive integers joined by 'x'"),
         (["--shape", "256x0x3"], "give positive integers joined by 'x'"),
         (["--shape", "big"], "give positive integers joined by 'x'"),
-        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: torch, tf, host, sim"),
+        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: cuda, torch, tf, jax, cupy, host, sim"),
         (["-f", "host", "-m", "warp"], "unknown mode 'warp'; valid modes are host: numpy"),
         (["--op", "cast"], "unknown op 'cast'; choose from: copy, seed"),
         (["-f", "host", "--op", "seed"], "the seed op is not defined for host"),
@@ -166,6 +166,7 @@ def test_paths_lists_availability_and_reasons() -> None:
     r = runner.invoke(app, ["paths"], env={"COLUMNS": "250"})
     assert r.exit_code == 0
     rows = [line for line in r.stdout.splitlines() if "│" in line]
+    rows = [row for row in rows if "torch" in row or "sim" in row]
     pinned_cpu = next(row for row in rows if "pinned_into" in row and " cpu " in row)
     assert "unavailable" in pinned_cpu and "pinned host memory needs a CUDA device" in pinned_cpu
     pageable_cpu = next(row for row in rows if "pageable" in row and " cpu " in row)
@@ -203,9 +204,27 @@ def test_default_names_do_not_collide(tmp_path, monkeypatch) -> None:
     assert default_out_path("sim").name == first.name.replace(".json", "-2.json")
 
 
-def test_planned_framework_says_so() -> None:
-    r = invoke("sweep", "-f", "jax")
-    assert r.exit_code == 2 and "JAX paths are planned but not in this version" in r.stderr
+@pytest.mark.parametrize("framework, module, message", [
+    ("jax", "jax", "JAX is not installed: pip install 'xferbench[jax]'"),
+    ("cupy", "cupy", "CuPy is not installed: pip install 'xferbench[cupy]'"),
+    ("cuda", "cupy", "The raw CUDA reference (CuPy) is not installed: pip install 'xferbench[cupy]'"),
+])  # fmt: skip
+def test_a_framework_not_installed_names_its_extra(monkeypatch, framework, module, message) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # find_spec now reports it as not installed
+    r = invoke("sweep", "-f", framework)
+    assert r.exit_code == 2 and message in r.stderr.replace("\n", " ") and "Traceback" not in r.output
+
+
+def test_cuda_only_paths_name_the_devices_they_support() -> None:
+    from xferbench.backends import BACKENDS
+    from xferbench.spec import SeriesKey
+
+    for framework, mode in (("cuda", "raw_pinned"), ("cuda", "raw_pageable"), ("cupy", "asarray")):
+        backend = BACKENDS[framework]
+        for device in ("cpu", "mps"):
+            assert "needs a CUDA GPU (cuda:N)" in backend.absent_reason(device, [])
+            key = SeriesKey(framework, mode, "copy", device, (1,), "pinned" if mode == "raw_pinned" else "numpy")
+            assert f"is CUDA-only: it runs on cuda:N devices, not on {device}" in backend.skip_reason(key)
 
 
 def test_sim_only_sweep_names_its_target(tmp_path) -> None:

@@ -1,8 +1,8 @@
-"""GPU checks: run only where PyTorch sees CUDA or MPS; skipped cleanly elsewhere."""
-
-import pytest
+"""GPU checks: run only where a framework sees CUDA or MPS; skipped cleanly elsewhere."""
 
 import importlib.util
+
+import pytest
 
 from conftest import FAST, HAS_TORCH
 from xferbench.backends import BACKENDS
@@ -81,6 +81,44 @@ def test_tensorflow_gpu_every_mode_delivers() -> None:
     config = SweepConfig(frameworks=("tf",), ops=("copy", "seed"), device=gpus[0], batch_sizes=(1, 64), timing=FAST)
     result = sweep(config)
     assert len(result.series) == 6
+    for s in result.series:
+        assert s.status == "ok" and s.transfer == "host-to-device", s.reason
+        assert all(p.status == "ok" for p in s.points), [p.error for p in s.points]
+
+
+def _cuda_devices(framework: str) -> list[str]:
+    """The CUDA devices a framework's own worker sees ([] when it is not installed)."""
+    if BACKENDS[framework].missing():
+        return []
+    runners = start_runners([BACKENDS[framework]])
+    try:
+        return [d for d in runners[framework].devices() if d.startswith("cuda")]
+    finally:
+        runners[framework].close()
+
+
+def test_raw_cuda_reference_delivers_with_event_time_near_wall_time() -> None:
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    config = SweepConfig(frameworks=("cuda",), device="cuda", batch_sizes=(1, 256), timing=FAST)
+    result = sweep(config)
+    assert [s.label() for s in result.series] == ["cuda/raw_pinned/copy@cuda:0", "cuda/raw_pageable/copy@cuda:0"]
+    for s in result.series:
+        assert s.status == "ok" and s.device_clock and s.transfer == "host-to-device", s.reason
+        for p in s.points:
+            assert p.status == "ok" and len(p.device_times_s) == p.n, p.error
+        large = s.points[-1]
+        assert abs(large.device_mbps / large.mbps - 1) < 0.10  # 50 MB: launch overhead is small beside the copy
+    pinned, pageable = (s.points[-1].mbps for s in result.series)
+    assert pinned > pageable  # the staging through the driver's buffers costs something
+
+
+@pytest.mark.parametrize("framework", ["cupy", "jax"])
+def test_cupy_and_jax_deliver_on_cuda(framework) -> None:
+    if not _cuda_devices(framework):
+        pytest.skip(f"{framework} sees no CUDA GPU (or is not installed)")
+    result = sweep(SweepConfig(frameworks=(framework,), ops=("copy", "seed"), device="cuda", batch_sizes=(1, 64), timing=FAST))
+    assert len(result.series) == 2
     for s in result.series:
         assert s.status == "ok" and s.transfer == "host-to-device", s.reason
         assert all(p.status == "ok" for p in s.points), [p.error for p in s.points]

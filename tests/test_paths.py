@@ -213,8 +213,10 @@ def test_path_availability_without_torch(monkeypatch) -> None:
 
     from xferbench.backends import path_availability
 
-    monkeypatch.setitem(sys.modules, "torch", None)
+    for name in ("torch", "jax", "cupy"):
+        monkeypatch.setitem(sys.modules, name, None)  # find_spec now reports them as not installed
     rows = path_availability({"tf": ["cpu"], "host": ["cpu"], "sim": ["sim"]})
+    assert all("pip install 'xferbench[cupy]'" in r.reason for r in rows if r.framework in ("cuda", "cupy"))
     torch_rows = [r for r in rows if r.framework == "torch"]
     assert len(torch_rows) == 9  # 3 modes x cpu, cuda, mps
     assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)

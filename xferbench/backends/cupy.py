@@ -1,0 +1,102 @@
+"""`cupy`: `cupy.asarray(x)` of a NumPy batch, as CuPy users move data to the GPU.
+
+Modes: asarray. Ops:
+- copy: cupy.asarray(x) on a stream of its own, then that stream is synchronized;
+- seed: the report's expression in CuPy, `cupy.asarray(x).astype(float32)[0, 0]` fetched with .get().
+
+CUDA events around each call give the device-side time beside the wall time. asarray allocates a
+new device array every call (from CuPy's memory pool, so after warm-up no cudaMalloc is timed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xferbench.backends.base import HOST_TO_DEVICE, Backend, SeriesInfo, Transfer
+from xferbench.backends.cuda import EVENTS, _cupy, cuda_absent_reason, cuda_devices, cuda_environment, device_index, gpu_count
+from xferbench.buffers import address_offset, check_arrived, fill_pattern, make_source, sample_indices
+from xferbench.errors import VerificationError
+from xferbench.spec import SeriesKey, Spec
+
+
+class AsArray(Transfer):
+    def __init__(self, spec: Spec) -> None:
+        cupy = self.cupy = _cupy()
+        key = spec.series
+        self.label, self.seed = key.label(), key.op == "seed"
+        self.device = cupy.cuda.Device(device_index(key.device))
+        self.device.use()
+        self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
+        self.host_offset = address_offset(self.host)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def _run(self) -> tuple[Any, Any, float]:
+        """One transfer and its wait: the device array, the seed op's host result, device seconds."""
+        cupy = self.cupy
+        with self.stream:
+            self.start.record()
+            moved = cupy.asarray(self.host)
+            result = moved.astype(cupy.float32)[0, 0].get() if self.seed else None
+            self.end.record()
+        self.end.synchronize()
+        return moved, result, cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+
+    def __call__(self) -> float:
+        return self._run()[2]
+
+    def verify(self) -> None:
+        fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
+        moved, result, _ = self._run()
+        if moved.data.device_id != self.device.id:
+            raise VerificationError(f"{self.label}: data landed on cuda:{moved.data.device_id}, not cuda:{self.device.id}")
+        if self.seed:
+            check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
+            return
+        flat_index = sample_indices(self.host.size)
+        got = moved.reshape(-1)[self.cupy.asarray(flat_index)].get()
+        check_arrived(self.host.reshape(-1)[flat_index], got, self.label)
+
+    def close(self) -> None:
+        self.host = self.stream = None
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+    title, module, extra = "CuPy", "cupy", "cupy"
+    modes = default_modes = ("asarray",)
+    ops = ("copy", "seed")
+    isolated = True
+    host_buffers = ("numpy", "aligned")
+
+    def devices(self) -> list[str]:
+        return [f"cuda:{i}" for i in range(gpu_count())]
+
+    def absent_reason(self, device: str, present: list[str]) -> str:
+        return cuda_absent_reason(device, "CuPy") or super().absent_reason(device, present)
+
+    def skip_reason(self, key: SeriesKey) -> str | None:
+        if key.host_buffer == "pinned":
+            return "cupy.asarray takes a NumPy array; cuda/raw_pinned and torch's pinned modes show what pinning buys"
+        if not key.device.startswith("cuda"):
+            return f"cupy/{key.mode} is CUDA-only: it runs on cuda:N devices, not on {key.device}"
+        return None
+
+    def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        name = next((d["name"] for d in cuda_devices() if d["id"] == key.device), "CUDA GPU")
+        sync = "the result fetched with .get()" if key.op == "seed" else "cupy.cuda.Event.synchronize on the copy's stream"
+        return SeriesInfo(device_name=name, transfer=HOST_TO_DEVICE, clock="time.perf_counter", sync=sync, device_clock=EVENTS)
+
+    def host_bytes(self, spec: Spec) -> int:
+        return spec.nbytes
+
+    def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        return AsArray(spec)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        return isinstance(error, (MemoryError, _cupy().cuda.memory.OutOfMemoryError))
+
+    def environment(self) -> dict[str, Any]:
+        return cuda_environment()
