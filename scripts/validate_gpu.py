@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""One GPU validation run: every available path, both ops, the default batch sweep and a sweep up
+to about 1 GiB per call, then the checks (xferbench.validate), a plot and a report.
+
+    python scripts/validate_gpu.py OUT_DIR [--device cuda:0] [-f FRAMEWORK ...] [--quick]
+
+Writes into OUT_DIR: default.json, large.json (raw result files), checks.md, report.md,
+default.png and large.png. Exit status: 0 when every check passes, 1 when one fails or could not
+run, 2 for bad input (no CUDA device, an OUT_DIR that holds results already).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from xferbench import plot, report, validate
+from xferbench.errors import XferbenchError
+from xferbench.results import load, select
+
+# One 512 x 512 RGBA uint8 image is 1 MiB, so batch b moves b MiB: batch 1024 is the 1 GiB asked for.
+LARGE_SHAPE = "512x512x4"
+LARGE_BATCHES = "1,4,16,64,128,256,512,1024"
+
+
+def sweep(out: Path, device: str, frameworks: list[str], extra: list[str]) -> int:
+    """Run `xferbench sweep` as a user would, in this interpreter, so progress and errors show as usual."""
+    command = [sys.executable, "-m", "xferbench", "sweep", "--device", device, "--op", "copy", "--op", "seed",
+               *(f"--framework={f}" for f in frameworks), "-o", str(out), *extra]  # fmt: skip
+    print(f"$ {shlex.join(command)}", flush=True)
+    return subprocess.run(command).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path, help="folder for the result files, checks, plot and report")
+    parser.add_argument("--device", default="cuda", help="the CUDA device to validate (default: cuda = cuda:0)")
+    parser.add_argument("--framework", "-f", action="append", default=[], help="repeatable; default: every installed framework")
+    parser.add_argument("--quick", action="store_true", help="fewer batch sizes and samples: a smoke test, not a validation")
+    args = parser.parse_args(argv)
+    default, large = args.out_dir / "default.json", args.out_dir / "large.json"
+    if any(p.exists() for p in (default, large)):
+        print(f"error: {args.out_dir} already holds results; give another folder so nothing is overwritten", file=sys.stderr)
+        return 2
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    quick = ["--batch-sizes", "1,16,256", "--max-samples", "20"] if args.quick else []
+    rc = sweep(default, args.device, args.framework, quick)
+    if rc == 2 or not default.exists():  # bad input, e.g. no CUDA device: the sweep said why
+        return 2
+    large_batches = "1,64,1024" if args.quick else LARGE_BATCHES
+    sweep(large, args.device, args.framework, ["--shape", LARGE_SHAPE, "--batch-sizes", large_batches, *quick[2:]])
+    files = [p for p in (default, large) if p.exists()]
+    try:
+        results = [load(p) for p in files]
+        checks = validate.run_checks(results)
+        table = validate.render(checks)
+        (args.out_dir / "checks.md").write_text(table)
+        for path in files:
+            picks, _ = select([path])
+            plot.save(plot.figure(picks, title=f"xferbench validation: {path.stem}"), path.with_suffix(".png"))
+        picks, empty = select(files)
+        text = report.render(picks, empty, plot=default.with_suffix(".png"), out=args.out_dir / "report.md",
+                             title="xferbench GPU validation")  # fmt: skip
+        report.save(text + "\n### Validation checks\n\n" + table, args.out_dir / "report.md")
+    except XferbenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print("\n" + table)
+    print(f"wrote {', '.join(str(p) for p in sorted(args.out_dir.iterdir()))}")
+    return 0 if all(c.status == validate.PASS for c in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
