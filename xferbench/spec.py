@@ -16,7 +16,7 @@ def usual_source(framework: str, mode: str) -> str:
     pinned mode its pinned one, every other path a NumPy array as users have it."""
     if framework == "host":
         return "aligned"
-    return "pinned" if mode.startswith("pinned") else "numpy"
+    return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned
 
 
 @dataclass(frozen=True)
