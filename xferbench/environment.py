@@ -71,6 +71,51 @@ def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def parse_cpu_list(text: str) -> list[int]:
+    """'0-3,8,10-11' (the kernel's cpulist format) -> [0, 1, 2, 3, 8, 10, 11]."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if part.strip():
+            first, _, last = part.partition("-")
+            cpus.update(range(int(first), int(last or first) + 1))
+    return sorted(cpus)
+
+
+def cpu_ranges(cpus: list[int]) -> str:
+    """[0, 1, 2, 3, 8] -> '0-3,8': the form numactl and taskset take."""
+    runs: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
+def process_cpus() -> list[int] | None:
+    """The CPUs this process may run on (its workers inherit them), or None where the OS does not say."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS and Windows have no sched_getaffinity
+        return None
+
+
+def numa_node_cpus(node: Any) -> list[int] | None:
+    """The CPUs of a NUMA node, from sysfs; None off Linux or for an unknown node (NVML gives -1 then)."""
+    if not isinstance(node, int) or node < 0:
+        return None
+    try:
+        with open(f"/sys/devices/system/node/node{node}/cpulist") as cpulist:
+            return parse_cpu_list(cpulist.read()) or None
+    except (OSError, ValueError):
+        return None
+
+
+def _mask_cpus(words: Any) -> list[int]:
+    """NVML's CPU affinity bitmask (64-bit words, lowest CPU in bit 0 of the first) -> CPU ids."""
+    return [64 * i + bit for i, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1]
+
+
 def nvml_info() -> dict[str, Any]:
     """Driver, CUDA and per-GPU PCIe link and NUMA facts from NVML, or why they are missing."""
     try:
@@ -82,19 +127,27 @@ def nvml_info() -> dict[str, Any]:
     except Exception as error:  # NVMLError subclasses: no driver, no library, no permission
         return {"available": False, "reason": f"NVML could not start: {error}"}
 
-    def read(function: Callable[..., Any], *args: Any) -> Any:
+    def read(function: Callable[..., Any] | None, *args: Any) -> Any:
         try:
-            return _text(function(*args))
+            return _text(function(*args)) if function is not None else None
         except Exception:  # NVML raises per-field errors for unsupported queries: record null
             return None
+
+    words = -(-(os.cpu_count() or 64) // 64)  # 64 CPUs per word of NVML's affinity mask
 
     try:
         cuda = read(pynvml.nvmlSystemGetCudaDriverVersion)
         gpus = []
         for index in range(read(pynvml.nvmlDeviceGetCount) or 0):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            except Exception as error:  # no permission on this GPU, or it fell off the bus: say so, go on
+                gpus.append({"index": index, "uuid": None, "reason": f"NVML could not open GPU {index}: {error}"})
+                continue
             pci = read(pynvml.nvmlDeviceGetPciInfo, handle)
             memory = read(pynvml.nvmlDeviceGetMemoryInfo, handle)
+            numa = read(getattr(pynvml, "nvmlDeviceGetNumaNodeId", None), handle)  # absent from older bindings
+            affinity = read(getattr(pynvml, "nvmlDeviceGetCpuAffinity", None), handle, words)
             gpus.append(
                 {
                     "index": index,
@@ -106,9 +159,10 @@ def nvml_info() -> dict[str, Any]:
                     "pcie_width_current": read(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
                     "pcie_gen_max": read(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
                     "pcie_width_max": read(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
-                    "numa_node": read(pynvml.nvmlDeviceGetNumaNodeId, handle)
-                    if hasattr(pynvml, "nvmlDeviceGetNumaNodeId")
-                    else None,
+                    "numa_node": numa,
+                    # The CPUs NVML calls ideal for this GPU (those nearest its PCIe root), and its node's CPUs.
+                    "cpu_affinity": _mask_cpus(affinity) if affinity is not None else None,
+                    "numa_cpus": numa_node_cpus(numa),
                 }
             )
         return {
@@ -118,12 +172,12 @@ def nvml_info() -> dict[str, Any]:
             "gpus": gpus,
         }
     finally:
-        pynvml.nvmlShutdown()
+        read(pynvml.nvmlShutdown)  # a failing shutdown must not cost the facts already read
 
 
 def _attach_nvml(devices: list[dict[str, Any]], nvml: dict[str, Any]) -> None:
     """Give each CUDA device its NVML facts, matched by UUID (CUDA and NVML may number GPUs differently)."""
-    by_uuid = {str(gpu["uuid"]).removeprefix("GPU-"): gpu for gpu in nvml.get("gpus", []) if gpu["uuid"]}
+    by_uuid = {str(gpu["uuid"]).removeprefix("GPU-"): gpu for gpu in nvml.get("gpus", []) if gpu.get("uuid")}
     for device in devices:
         gpu = by_uuid.get(str(device.get("uuid", "")).removeprefix("GPU-"))
         if gpu:
@@ -160,6 +214,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "machine": platform.machine(),
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
+        "process_cpus": process_cpus(),
         "memory_bytes": _total_memory(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
