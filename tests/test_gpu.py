@@ -122,3 +122,24 @@ def test_cupy_and_jax_deliver_on_cuda(framework) -> None:
     for s in result.series:
         assert s.status == "ok" and s.transfer == "host-to-device", s.reason
         assert all(p.status == "ok" for p in s.points), [p.error for p in s.points]
+
+
+@pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
+def test_the_link_is_sampled_under_load_with_real_nvml() -> None:
+    pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
+    from xferbench import environment
+    from xferbench.timing import TimingConfig
+
+    timing = TimingConfig(min_samples=100, min_time_s=1.5, max_samples=100_000)  # long enough for 0.1 s samples
+    config = SweepConfig(frameworks=("torch",), modes=("pinned_into",), device="cuda", batch_sizes=(512,), timing=timing)
+    plan = make_plan(config)
+    try:
+        result = run_plan(plan, new_result(plan, environment.capture(plan.environments())), save=lambda r: None)
+    finally:
+        plan.close()
+    link = result.series[0].link
+    assert link["reason"] is None and link["matched_by"] == "uuid", link.get("reason")
+    summary = link["summary"]
+    assert summary["samples"] >= 5 and summary["loaded_samples"] >= 1, summary  # 100 MB copies for over 1.5 s
+    assert 1 <= summary["gen_under_load"][1] <= link["pcie_gen_max"]
+    assert summary["rx_mbps_peak"] > 1000  # host-to-device bytes are the GPU's RX

@@ -90,6 +90,8 @@ class Series:
     reason: str | None = None
     points: list[Point] = field(default_factory=list)
     summary: Summary = field(default_factory=Summary)
+    # NVML samples of the GPU's PCIe link taken while the series ran (telemetry.LinkSampler); {} off CUDA
+    link: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.host_buffer = self.host_buffer or usual_source(self.framework, self.mode)
@@ -254,7 +256,7 @@ def _malformed(data: dict[str, Any]) -> str | None:
             return f"series {i} is not an object"
         if not isinstance(series.get("points", []), list) or not all(isinstance(p, dict) for p in series.get("points", [])):
             return f"series {i}: 'points' is not a list of objects"
-        for name in ("summary", "params"):
+        for name in ("summary", "params", "link"):
             if not isinstance(series.get(name, {}), dict):
                 return f"series {i}: '{name}' is not an object"
         if not isinstance(series.get("shape", []), list):

@@ -16,6 +16,7 @@ from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.results import Point, Result, Series
 from xferbench.spec import HOST_BUFFERS, SeriesKey
+from xferbench.telemetry import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
 from xferbench.worker import LocalRunner, Runner, WorkerDied, WorkerRunner
 
@@ -261,11 +262,15 @@ def run_plan(
     save: Callable[[Result], None],
     on_point: OnPoint | None = None,
     on_start: OnStart | None = None,
+    link_interval_s: float | None = INTERVAL_S,
 ) -> Result:
     """Measure every runnable series, saving the result after every point.
 
     A framework's worker that dies costs only its own series: they are marked failed with the
     reason, and the other frameworks' series go on. Ctrl-C leaves the file marked interrupted.
+    While a series on a CUDA device runs, its GPU's PCIe link is sampled every `link_interval_s`
+    (None: not at all) into `series.link`: an idle link drops its generation, so only a reading
+    under load tells a slow link from a resting one.
     """
     config = plan.config
 
@@ -285,6 +290,10 @@ def run_plan(
                 save(result)
                 continue
             runner = plan.runners[key.framework]
+            sampler = None
+            if link_interval_s is not None and key.device.startswith("cuda"):
+                sampler = LinkSampler.for_device(result.environment, key.device, interval_s=link_interval_s)
+                sampler.start()
             try:
                 runner.measure_series(
                     key, config.batch_sizes, config.params(key.framework), config.timing, series, on_start, point_done
@@ -296,6 +305,9 @@ def run_plan(
                     if batch_size not in done:
                         series.points.append(Point.failed(key.at(batch_size), "skipped", "not measured: the worker died"))
                 series.refresh_summary()
+            finally:
+                if sampler is not None:
+                    series.link = sampler.stop()
             save(result)
         result.status = "complete"
     except KeyboardInterrupt:

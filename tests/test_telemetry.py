@@ -1,0 +1,317 @@
+"""PCIe link sampling and the link and NUMA warnings, against a fake pynvml: no GPU or driver needed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from conftest import FAST, FakeBackend
+from rich.console import Console
+
+from xferbench import display, environment, telemetry
+from xferbench.results import Result, Series, load
+from xferbench.spec import SeriesKey
+from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
+from xferbench.telemetry import LinkSampler, link_below_max, link_warnings, numa_warning
+from xferbench.worker import LocalRunner
+
+BUSY_KBPS = 20_000_000  # 20.5 GB/s of NVML "KB/s" (1024 B): data moving
+UUID = "GPU-11111111-2222-3333-4444-555555555555"
+
+
+class FakeNVMLError(Exception):
+    """Stands for pynvml.NVMLError and its subclasses (NVMLError_NoPermission, ...)."""
+
+
+class FakeNVML:
+    """The pynvml calls xferbench makes, answered from settable attributes; it counts what it is asked."""
+
+    NVML_PCIE_UTIL_TX_BYTES = 0
+    NVML_PCIE_UTIL_RX_BYTES = 1
+    NVMLError = FakeNVMLError
+
+    def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int = BUSY_KBPS,
+                 tx_kbps: int = 500, init_error: Exception | None = None, fail_after: int | None = None) -> None:  # fmt: skip
+        self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
+        self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
+        self.init_error, self.fail_after = init_error, fail_after
+        self.samples = self.shutdowns = 0
+        self.opened: list[tuple[str, Any]] = []
+
+    def nvmlInit(self) -> None:
+        if self.init_error:
+            raise self.init_error
+
+    def nvmlShutdown(self) -> None:
+        self.shutdowns += 1
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
+        self.opened.append(("uuid", uuid))
+        return uuid
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        self.opened.append(("index", index))
+        return index
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
+        return self.gen_max
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
+        return self.width_max
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+        if self.fail_after is not None and self.samples >= self.fail_after:
+            raise FakeNVMLError("GPU is lost")
+        return self.gen
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
+        return self.width
+
+    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
+        if counter == self.NVML_PCIE_UTIL_RX_BYTES:
+            self.samples += 1
+            return self.rx_kbps
+        return self.tx_kbps
+
+    # What environment.nvml_info reads once before the run.
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 12040
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "550.54"
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetName(self, handle: Any) -> str:
+        return "NVIDIA H100"
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        return UUID
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        raise FakeNVMLError("Not Supported")
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
+        raise FakeNVMLError("Not Supported")
+
+    def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int:
+        return 1
+
+    def nvmlDeviceGetCpuAffinity(self, handle: Any, words: int) -> list[int]:
+        return [0xF0] + [0] * (words - 1)  # CPUs 4-7
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeNVML]:
+    """Install a FakeNVML as the pynvml module; the test picks its answers."""
+
+    def install(**kwargs: Any) -> FakeNVML:
+        fake = FakeNVML(**kwargs)
+        monkeypatch.setitem(sys.modules, "pynvml", fake)
+        return fake
+
+    return install
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+def cuda_series(gens: Sequence[int], widths: Sequence[int] | None = None, rx: Sequence[int] | None = None,
+                gen_max: int = 4, width_max: int = 16) -> Series:  # fmt: skip
+    """A cuda:0 series whose link record holds these samples."""
+    widths = widths or [16] * len(gens)
+    rx = rx or [BUSY_KBPS] * len(gens)
+    link = {"pcie_gen_max": gen_max, "pcie_width_max": width_max, "t_s": [0.1 * i for i in range(len(gens))],
+            "gen": list(gens), "width": list(widths), "tx_kbps": [0] * len(gens), "rx_kbps": list(rx), "reason": None}  # fmt: skip
+    return Series("torch", "pinned", "copy", "cuda:0", [4], link=link)
+
+
+def gpu_env(gen_current: int = 1, process_cpus: list[int] | None = None, ideal: list[int] | None = None) -> dict[str, Any]:
+    nvml = {"pcie_gen_current": gen_current, "pcie_width_current": 16, "pcie_gen_max": 4, "pcie_width_max": 16,
+            "numa_node": 0, "cpu_affinity": ideal, "uuid": UUID}  # fmt: skip
+    return {"process_cpus": process_cpus, "devices": [{"id": "cuda:0", "kind": "cuda", "uuid": UUID, "nvml": nvml}]}
+
+
+def test_sampler_collects_samples_and_stops_cleanly(fake_nvml) -> None:
+    fake = fake_nvml()
+    with LinkSampler(UUID, interval_s=0.002) as sampler:
+        wait_for(lambda: fake.samples >= 5)
+    link = sampler.stop()
+    taken = fake.samples
+    time.sleep(0.05)
+    assert fake.samples == taken and fake.shutdowns == 1  # the thread ended and gave NVML back
+    assert fake.opened == [("uuid", UUID)]
+    assert link["reason"] is None and link["matched_by"] == "uuid"
+    n = len(link["t_s"])
+    assert n >= 5 and link["gen"] == [4] * n and link["width"] == [16] * n and link["rx_kbps"] == [BUSY_KBPS] * n
+    assert link["t_s"] == sorted(link["t_s"]) and link["t_s"][0] < 1.0
+    assert link["summary"] == {"samples": n, "loaded_samples": n, "gen_under_load": [4, 4], "width_under_load": [16, 16],
+                               "rx_mbps_peak": 20480.0, "tx_mbps_peak": 0.5}  # fmt: skip
+
+
+def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml) -> None:
+    fake = fake_nvml()
+    environment = {"devices": [{"id": "cuda:3", "kind": "cuda"}]}  # no UUID known: fall back to the CUDA index
+    with LinkSampler.for_device(environment, "cuda:3", interval_s=0.002):
+        wait_for(lambda: fake.samples >= 1)
+    assert fake.opened == [("index", 3)]
+    matched = {"devices": [{"id": "cuda:0", "uuid": UUID.removeprefix("GPU-")}]}  # torch's form of the UUID
+    assert telemetry.nvml_target(matched, "cuda:0") == (UUID, None)
+
+
+def test_an_nvml_error_mid_run_records_why_and_keeps_the_samples(fake_nvml) -> None:
+    fake = fake_nvml(fail_after=3)
+    sampler = LinkSampler(UUID, interval_s=0.002)
+    sampler.start()
+    wait_for(lambda: sampler.reason is not None)
+    link = sampler.stop()  # no exception reaches the sweep
+    assert link["reason"] == "NVML failed after 3 sample(s): GPU is lost"
+    assert len(link["t_s"]) == 3 and fake.shutdowns == 1
+
+
+def test_without_pynvml_the_sampler_says_why_and_does_nothing(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    with LinkSampler(UUID) as sampler:
+        pass
+    link = sampler.stop()
+    assert link["reason"] == "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"
+    assert link["t_s"] == [] and link["summary"]["samples"] == 0
+
+
+def test_a_long_series_is_thinned_to_a_bounded_count(fake_nvml) -> None:
+    fake = fake_nvml()
+    with LinkSampler(UUID, interval_s=0.001, max_samples=10) as sampler:
+        wait_for(lambda: sampler.thinned >= 2)
+    link = sampler.stop()
+    assert len(link["t_s"]) < 10 and fake.samples >= 15
+    assert link["interval_s"] == pytest.approx(0.001 * 2 ** link["thinned"])
+    assert link["t_s"] == sorted(link["t_s"])
+
+
+def test_nvml_without_permission_is_recorded_and_the_sweep_runs_on(fake_nvml) -> None:
+    fake_nvml(init_error=FakeNVMLError("Insufficient Permissions"))
+    env = environment.capture()
+    assert env["nvml"] == {"available": False, "reason": "NVML could not start: Insufficient Permissions"}
+
+    backend = FakeBackend()
+    config = SweepConfig(frameworks=("fake",), batch_sizes=(1, 2), shape=(4,), timing=FAST)
+    planned = [PlannedSeries(SeriesKey("fake", "a", "copy", "cuda:0", (4,)), backend)]
+    plan = Plan(config, "cuda:0", planned, {"fake": LocalRunner(backend)})
+    result = run_plan(plan, new_result(plan, env), lambda r: None, link_interval_s=0.002)
+    assert result.status == "complete" and [p.status for p in result.series[0].points] == ["ok", "ok"]
+    assert result.series[0].link["reason"] == "NVML could not start: Insufficient Permissions"
+
+
+class WaitingRunner(LocalRunner):
+    """Measures as usual, then lingers until the fake NVML was sampled: a real series lasts seconds."""
+
+    def __init__(self, backend: FakeBackend, fake: FakeNVML) -> None:
+        super().__init__(backend)
+        self.fake = fake
+
+    def measure_series(self, key: SeriesKey, *args: Any) -> None:
+        super().measure_series(key, *args)
+        if key.device.startswith("cuda"):
+            seen = self.fake.samples
+            wait_for(lambda: self.fake.samples >= seen + 3)
+
+
+def test_run_plan_samples_the_link_of_cuda_series_only(fake_nvml, tmp_path) -> None:
+    fake = fake_nvml(gen=1)  # a Gen4 link stuck at Gen1 under load
+    backend = FakeBackend()
+    config = SweepConfig(frameworks=("fake",), batch_sizes=(1,), shape=(4,), timing=FAST)
+    keys = [SeriesKey("fake", "a", "copy", "cuda:0", (4,)), SeriesKey("fake", "b", "copy", "cpu", (4,))]
+    plan = Plan(config, "cuda:0", [PlannedSeries(k, backend) for k in keys], {"fake": WaitingRunner(backend, fake)})
+    env = gpu_env(gen_current=1)
+    result = run_plan(plan, new_result(plan, env), lambda r: None, link_interval_s=0.002)
+    gpu, cpu = result.series
+    assert cpu.link == {} and gpu.link["summary"]["gen_under_load"] == [1, 1] and gpu.link["reason"] is None
+    assert fake.opened == [("uuid", UUID)]  # matched by the environment's UUID, not by index
+    assert link_warnings(gpu, env)[0].startswith("the PCIe link ran below its maximum (Gen4 x16) while data moved")
+    result.save(tmp_path / "r.json")
+    assert load(tmp_path / "r.json").series[0].link == gpu.link
+
+
+def test_the_below_max_warning_fires_from_samples_under_load() -> None:
+    slow = cuda_series(gens=[1, 1, 1, 4])
+    assert link_below_max(slow) == ("the PCIe link ran below its maximum (Gen4 x16) while data moved: down to Gen1 x16"
+                                    " in 3 of 4 samples; check the slot, riser, BIOS link speed and power settings")  # fmt: skip
+    assert "down to Gen4 x8 in 4 of 4" in (link_below_max(cuda_series(gens=[4] * 4, widths=[8] * 4)) or "")
+    assert link_below_max(cuda_series(gens=[4, 4, 4, 4])) is None
+    assert link_below_max(cuda_series(gens=[1, 4, 4, 4])) is None  # one slow read while it trained up: no alarm
+    idle_then_busy = cuda_series(gens=[1, 1, 1, 4], rx=[0, 0, 0, BUSY_KBPS])
+    assert link_below_max(idle_then_busy, gpu_env(gen_current=1)) is None  # idle samples are not held against it
+    assert telemetry.link_summary(idle_then_busy.link)["gen_under_load"] == [4, 4]
+
+
+def test_without_samples_under_load_the_idle_reading_is_used_and_said_to_be_idle() -> None:
+    unsampled = Series("torch", "pinned", "copy", "cuda:0", [4], link={"reason": "NVML could not start: Driver Not Loaded"})
+    warning = link_below_max(unsampled, gpu_env(gen_current=1))
+    assert warning == ("the PCIe link read Gen1 x16 (max Gen4 x16) before the run, idle, where a lower generation is"
+                       " normal; no reading under load (NVML could not start: Driver Not Loaded)")  # fmt: skip
+    assert link_below_max(unsampled, gpu_env(gen_current=4)) is None
+    assert link_warnings(Series("host", "numpy", "copy", "cpu", [4]), gpu_env(gen_current=1)) == []
+
+
+def test_the_numa_warning_fires_when_the_process_may_leave_the_gpus_node() -> None:
+    env = gpu_env(gen_current=4, process_cpus=list(range(16)), ideal=list(range(8)))
+    assert numa_warning(env, "cuda:0") == (
+        "the process may run on CPUs 8-15, outside the GPU's NUMA node 0 (CPUs 0-7); a remote node can cut host-to-device"
+        " throughput several-fold. Pin it: numactl --cpunodebind=0 --membind=0 xferbench sweep ..."
+    )
+    assert numa_warning(gpu_env(process_cpus=[0, 1, 2], ideal=list(range(8))), "cuda:0") is None  # pinned to the node
+    assert numa_warning(gpu_env(process_cpus=list(range(16)), ideal=None), "cuda:0") is None  # unknown: no guess
+
+
+def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml, monkeypatch) -> None:
+    fake = fake_nvml()
+    opened = []
+
+    def open_gpu(index: int) -> int:
+        if index == 1:
+            raise FakeNVMLError("Insufficient Permissions")
+        opened.append(index)
+        return index
+
+    monkeypatch.setattr(fake, "nvmlDeviceGetHandleByIndex", open_gpu)
+    info = environment.nvml_info()
+    first, second = info["gpus"]
+    assert first["cpu_affinity"] == [4, 5, 6, 7] and first["numa_node"] == 1 and first["pci_bus_id"] is None
+    assert second == {"index": 1, "uuid": None, "reason": "NVML could not open GPU 1: Insufficient Permissions"}
+    assert environment.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert environment.cpu_ranges([11, 0, 1, 2, 3, 8, 10]) == "0-3,8,10-11"
+    if hasattr(os, "sched_getaffinity"):  # Linux
+        assert environment.capture()["process_cpus"] == sorted(os.sched_getaffinity(0))
+
+
+def test_the_terminal_shows_the_fractions_and_the_warnings() -> None:
+    from test_report import GPU_ENV, curve
+
+    gpu = {**GPU_ENV["devices"][1], "nvml": {**GPU_ENV["devices"][1]["nvml"], "cpu_affinity": list(range(8))}}
+    env = {**GPU_ENV, "process_cpus": list(range(16)), "devices": [GPU_ENV["devices"][0], gpu]}
+    pinned = curve("torch", "pinned", "cuda:0", {1: 6300.0, 4: 25200.0})
+    pinned.link = cuda_series(gens=[2, 2, 2]).link
+    raw = curve("cuda", "raw_pinned", "cuda:0", {1: 7000.0, 4: 26000.0})
+    result = Result(env, {}, "2026-01-02T03:04:05+00:00", [raw, pinned])
+    console = Console(record=True, width=400)
+    display.print_series(console, pinned, result)
+    text = " ".join(console.export_text().split())
+    assert "80% of the link's 31.5 GB/s (theoretical) · 97% of the raw ceiling (cuda/raw_pinned/copy)" in text
+    assert "warning: torch/pinned/copy@cuda:0: the PCIe link ran below its maximum (Gen4 x16)" in text
+    assert "NUMA" not in text  # the sweep says it once, not under every series
+    numa = display.numa_line(result, "cuda:0") or ""
+    assert "warning: cuda:0: the process may run on CPUs 8-15, outside the GPU's NUMA node 0 (CPUs 0-7)" in numa
+    assert display.numa_line(result, "cpu") is None
+    console = Console(record=True, width=400)
+    display.print_series(console, pinned)  # without the result: the samples still speak, the fractions cannot
+    text = console.export_text()
+    assert "the PCIe link ran below its maximum" in text and "raw ceiling" not in text and "NUMA" not in text

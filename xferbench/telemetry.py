@@ -1,0 +1,277 @@
+"""The PCIe link under load: NVML samples taken while a series runs, and what they, the environment
+and the run's raw reference say about a curve.
+
+An idle link drops its generation to save power, so the reading taken before the run cannot tell
+a healthy link from a slow one; a reading taken while bytes move can. The sampler runs in a daemon
+thread of the main process (the series itself runs in a worker process), only reads NVML, and
+stops at its first error with the reason: it can neither break nor slow a sweep.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from xferbench.environment import cpu_ranges, pcie_ceiling
+from xferbench.results import Series
+
+INTERVAL_S = 0.1
+MAX_SAMPLES = 2000  # per series: past it, every other sample is dropped and the interval doubles
+LOADED_MBPS = 100.0  # RX + TX at or above this: data was moving when the link was read
+STOP_WAIT_S = 2.0  # the longest the end of a series waits for the thread (NVML's start can take seconds)
+KB = 1024  # NVML reports throughput in "KB/s" without saying which KB; taken as 1024 B
+FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps")
+RAW_REFERENCE = ("cuda", "raw_pinned", "copy")  # framework, mode, op: the run's own ceiling
+NOT_INSTALLED = "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"
+
+
+def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
+    """The environment's description of a device, or {} when it has none."""
+    return next((d for d in environment.get("devices", []) if d.get("id") == device_id), {})
+
+
+def nvml_target(environment: dict[str, Any], device_id: str) -> tuple[str | None, int | None]:
+    """The NVML UUID of a CUDA device, else an NVML index: CUDA and NVML may number GPUs differently,
+    so the index (NVML's own where known, else the CUDA one) is only the fallback."""
+    device = device_entry(environment, device_id)
+    nvml = device.get("nvml") or {}
+    uuid = nvml.get("uuid") or device.get("uuid")
+    if uuid:
+        uuid = str(uuid)
+        return (uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"), None
+    if isinstance(nvml.get("index"), int):
+        return None, nvml["index"]
+    number = device_id.partition(":")[2]
+    return None, int(number) if number.isdigit() else 0
+
+
+class LinkSampler:
+    """Reads one GPU's current PCIe generation and width and its TX and RX throughput every
+    `interval_s`, from start() to stop(), in a daemon thread. Use it as a context manager, or call
+    start() and stop(); stop() returns the series' `link` record and never raises."""
+
+    def __init__(self, uuid: str | None = None, index: int | None = None, interval_s: float = INTERVAL_S,
+                 max_samples: int = MAX_SAMPLES) -> None:  # fmt: skip
+        self.uuid, self.index = uuid, index
+        self.interval_s, self.max_samples = interval_s, max(2, max_samples)
+        self.samples: dict[str, list[Any]] = {name: [] for name in FIELDS}
+        self.gpu: dict[str, Any] = {}  # which GPU NVML read, and its link's maximum
+        self.reason: str | None = None  # why sampling stopped early or never started
+        self.thinned = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._record: dict[str, Any] | None = None
+
+    @classmethod
+    def for_device(cls, environment: dict[str, Any], device_id: str, **kwargs: Any) -> LinkSampler:
+        uuid, index = nvml_target(environment, device_id)
+        return cls(uuid, index, **kwargs)
+
+    def __enter__(self) -> LinkSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        try:
+            import pynvml
+        except ImportError:
+            self.reason = NOT_INSTALLED
+            return
+        self._thread = threading.Thread(target=self._run, args=(pynvml,), name="xferbench-link", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[str, Any]:
+        """End sampling and return the `link` record: samples, the GPU read, its summary and any reason."""
+        if self._record is None:
+            self._stopping.set()
+            if self._thread is not None:
+                self._thread.join(STOP_WAIT_S)
+            with self._lock:
+                self._closed = True  # a thread still stuck in NVML drops whatever it reads later
+                if self._thread is not None and self._thread.is_alive() and self.reason is None:
+                    self.reason = f"NVML did not answer within {STOP_WAIT_S:g} s of the series' end; samples so far kept"
+                samples = {name: list(values) for name, values in self.samples.items()}
+                link = {"source": "nvml", **self.gpu, "interval_s": self.interval_s, "thinned": self.thinned,
+                        **samples, "reason": self.reason}  # fmt: skip
+            link["summary"] = link_summary(link)
+            self._record = link
+        return self._record
+
+    def _fail(self, reason: str) -> None:
+        with self._lock:
+            self.reason = self.reason or reason
+
+    def _run(self, pynvml: Any) -> None:
+        try:
+            pynvml.nvmlInit()
+        except Exception as error:  # NVMLError: no driver, no permission, no library
+            self._fail(f"NVML could not start: {error}")
+            return
+        try:
+            self._sample(pynvml)
+        except Exception as error:  # any NVML error ends sampling; the series goes on
+            self._fail(f"NVML failed after {len(self.samples['t_s'])} sample(s): {error}")
+        finally:
+            try:
+                pynvml.nvmlShutdown()
+            except Exception:
+                pass
+
+    def _sample(self, pynvml: Any) -> None:
+        if self.uuid:
+            handle = pynvml.nvmlDeviceGetHandleByUUID(self.uuid)
+            gpu: dict[str, Any] = {"uuid": self.uuid, "matched_by": "uuid"}
+        else:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index or 0)
+            gpu = {"nvml_index": self.index or 0, "matched_by": "index"}
+        gpu.update(pcie_gen_max=pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle),
+                   pcie_width_max=pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle))  # fmt: skip
+        with self._lock:
+            self.gpu = gpu
+        start = due = time.monotonic()
+        while not self._stopping.is_set():
+            row = (
+                round(time.monotonic() - start, 3),
+                pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
+                pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle),
+                pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_TX_BYTES),  # 20 ms window each
+                pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES),
+            )
+            with self._lock:
+                if self._closed:
+                    return
+                for name, value in zip(FIELDS, row):
+                    self.samples[name].append(value)
+                if len(self.samples["t_s"]) >= self.max_samples:  # a long series: keep its whole span, coarser
+                    for values in self.samples.values():
+                        del values[1::2]
+                    self.interval_s *= 2
+                    self.thinned += 1
+            due = max(due + self.interval_s, time.monotonic())
+            self._stopping.wait(max(0.0, due - time.monotonic()))
+
+
+def loaded_samples(link: dict[str, Any]) -> list[int]:
+    """The indexes of samples taken while data moved: an idle link runs below its maximum by design."""
+    tx, rx = link.get("tx_kbps") or [], link.get("rx_kbps") or []
+    return [i for i, (t, r) in enumerate(zip(tx, rx)) if (t + r) * KB / 1e6 >= LOADED_MBPS]
+
+
+def link_summary(link: dict[str, Any]) -> dict[str, Any]:
+    """The samples in brief: the generation and width seen while data moved, as [lowest, highest],
+    and the peak RX and TX in MB/s (10^6 B)."""
+    loaded = loaded_samples(link)
+    gens = [link["gen"][i] for i in loaded]
+    widths = [link["width"][i] for i in loaded]
+
+    def peak(name: str) -> float | None:
+        values = link.get(name) or []
+        return round(max(values) * KB / 1e6, 1) if values else None
+
+    return {
+        "samples": len(link.get("t_s") or []),
+        "loaded_samples": len(loaded),
+        "gen_under_load": [min(gens), max(gens)] if gens else None,
+        "width_under_load": [min(widths), max(widths)] if widths else None,
+        "rx_mbps_peak": peak("rx_kbps"),
+        "tx_mbps_peak": peak("tx_kbps"),
+    }
+
+
+def link_below_max(series: Series, environment: dict[str, Any] | None = None) -> str | None:
+    """A warning when the link ran below its maximum generation or width in most samples taken while
+    data moved; without such samples, when the reading before the run was below it (said to be idle,
+    where a lower generation is normal)."""
+    nvml = device_entry(environment or {}, series.device).get("nvml") or {}
+    link = series.link or {}
+    gen_max = link.get("pcie_gen_max") or nvml.get("pcie_gen_max")
+    width_max = link.get("pcie_width_max") or nvml.get("pcie_width_max")
+    if not gen_max or not width_max:
+        return None
+    best = f"Gen{gen_max} x{width_max}"
+    loaded = loaded_samples(link)
+    if loaded:
+        below = [i for i in loaded if link["gen"][i] < gen_max or link["width"][i] < width_max]
+        if 2 * len(below) <= len(loaded):
+            return None
+        gen, width = min(link["gen"][i] for i in below), min(link["width"][i] for i in below)
+        return (f"the PCIe link ran below its maximum ({best}) while data moved: down to Gen{gen} x{width}"
+                f" in {len(below)} of {len(loaded)} samples; check the slot, riser, BIOS link speed and power settings")  # fmt: skip
+    gen, width = nvml.get("pcie_gen_current"), nvml.get("pcie_width_current")
+    if gen is None or width is None or (gen >= gen_max and width >= width_max):
+        return None
+    why = link.get("reason") or ("no sample caught data moving" if link.get("t_s") else "it was not sampled")
+    return (f"the PCIe link read Gen{gen} x{width} (max {best}) before the run, idle, where a lower"
+            f" generation is normal; no reading under load ({why})")  # fmt: skip
+
+
+def numa_warning(environment: dict[str, Any], device_id: str) -> str | None:
+    """A warning when the process may run on CPUs outside the GPU's ideal set (its NUMA node): a remote
+    node has cut Gen3 host-to-device from 12 to 3.8 GB/s."""
+    nvml = device_entry(environment, device_id).get("nvml") or {}
+    ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
+    process = environment.get("process_cpus")
+    if not ideal or not process:
+        return None
+    outside = sorted(set(process) - set(ideal))
+    if not outside:
+        return None
+    node = nvml.get("numa_node")
+    on_node = isinstance(node, int) and node >= 0
+    where = f"NUMA node {node}" if on_node else "ideal CPU set"
+    pin = f"numactl --cpunodebind={node} --membind={node}" if on_node else f"taskset -c {cpu_ranges(ideal)}"
+    return (f"the process may run on CPUs {cpu_ranges(outside)}, outside the GPU's {where}"
+            f" (CPUs {cpu_ranges(ideal)}); a remote node can cut host-to-device throughput several-fold."
+            f" Pin it: {pin} xferbench sweep ...")  # fmt: skip
+
+
+def link_warnings(series: Series, environment: dict[str, Any] | None = None) -> list[str]:
+    """What a reader must know about a CUDA series' link before trusting its numbers."""
+    if not series.device.startswith("cuda"):
+        return []
+    found = (link_below_max(series, environment), numa_warning(environment or {}, series.device))
+    return [warning for warning in found if warning]
+
+
+def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | None, str]:
+    """The series' link ceiling in GB/s where known, and what it is, or why it is unknown."""
+    kind = series.device.split(":")[0]
+    if kind == "sim":
+        gbps = series.params.get("bandwidth_gbps")
+        return gbps, f"simulated link ({gbps:g} GB/s, as configured)" if gbps else "unknown: simulated link"
+    if kind == "cpu":
+        return None, "unknown: a CPU series copies host to host, over no PCIe link"
+    if kind == "mps":
+        return None, "unknown: Apple unified memory, no PCIe link"
+    device = device_entry(environment, series.device)
+    known = pcie_ceiling(device)
+    if known:
+        return known
+    nvml = environment.get("nvml") or {}
+    why = "NVML gave no PCIe link" if device.get("nvml") else nvml.get("reason") or "no NVML facts"
+    return None, f"unknown: {why}"
+
+
+def raw_reference(series: Series, siblings: Iterable[Series]) -> Series | None:
+    """The run's own ceiling for a series: the raw pinned cudaMemcpyAsync on the same device, from the
+    same result file, where it ran and measured something."""
+    return next((s for s in siblings if (s.framework, s.mode, s.op) == RAW_REFERENCE and s.device == series.device
+                 and s.summary.peak_mbps), None)  # fmt: skip
+
+
+def is_raw_reference(series: Series) -> bool:
+    return (series.framework, series.mode, series.op) == RAW_REFERENCE
+
+
+def fraction_of_raw(series: Series, siblings: Iterable[Series]) -> float | None:
+    """The series' peak MB/s over the raw reference's peak, or None where no raw reference ran."""
+    reference = raw_reference(series, siblings)
+    peak = series.summary.peak_mbps
+    return peak / reference.summary.peak_mbps if reference and peak else None  # type: ignore[operator]
