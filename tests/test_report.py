@@ -116,8 +116,48 @@ def test_summary_has_one_row_per_measured_series(tmp_path) -> None:
     rows = summary_rows(render([gpu_file(tmp_path)]))
     assert list(rows) == ["torch/pinned/copy@cuda:0", "torch/pageable/copy@cuda:0"]  # the skipped one is not a row
     pinned, pageable = rows.values()
-    assert pinned[2:5] == ["25,200 @ 4", "1.00×", "4"] and pinned[8] == "no"
-    assert pageable[2:5] == ["12,600 @ 4", "0.50×", "4"] and pageable[8].startswith("**yes**: <80% of peak from batch 16")
+    assert pinned[2:5] == ["25,200 @ 4", "1.00×", "4"] and pinned[9] == "no"
+    assert pageable[2:5] == ["12,600 @ 4", "0.50×", "4"] and pageable[9].startswith("**yes**: <80% of peak from batch 16")
+
+
+def test_raw_ceiling_is_the_same_runs_raw_pinned_copy_on_the_same_gpu(tmp_path) -> None:
+    other_gpu = {"id": "cuda:1", "kind": "cuda", "name": "NVIDIA RTX 4090"}
+    env = {**GPU_ENV, "devices": [*GPU_ENV["devices"], other_gpu]}
+    path = write(tmp_path / "gpu.json", env, [
+        curve("cuda", "raw_pinned", "cuda:0", {1: 7000.0, 4: 26000.0, 16: 26250.0}),
+        curve("torch", "pinned", "cuda:0", {1: 6300.0, 4: 25200.0}),
+        curve("torch", "pageable", "cuda:0", {1: 3000.0, 4: 13125.0}),
+        curve("torch", "pinned", "cuda:1", {1: 6300.0, 4: 25200.0}),  # no raw reference ran on this GPU
+    ])  # fmt: skip
+    text = render([path])
+    rows = summary_rows(text)
+    assert [row[8] for row in rows.values()] == ["reference", "96%", "50%", "-"]  # 25,200 and 13,125 / 26,250
+    assert rows["torch/pinned/copy@cuda:0"][7] == "80% of 31.5 GB/s"  # the theoretical column stays
+    assert "Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):" in text
+    assert "- cuda:0: cuda/raw_pinned/copy peaked at 26,250 MB/s @ batch 16" in text
+    assert "- cuda:1: no raw reference ran (cuda/raw_pinned/copy" in text
+
+
+def test_without_a_raw_reference_the_column_says_so(tmp_path) -> None:
+    text = render([gpu_file(tmp_path)])
+    assert all(row[8] == "-" for row in summary_rows(text).values())
+    assert "| % of link (theoretical) | % of raw ceiling | cliff |" in text
+    assert "- cuda:0: no raw reference ran" in text
+
+
+def test_link_and_numa_warnings_are_notes_once_per_gpu(tmp_path) -> None:
+    gpu = {**GPU_ENV["devices"][1], "nvml": {**GPU_ENV["devices"][1]["nvml"], "cpu_affinity": list(range(8))}}
+    env = {**GPU_ENV, "process_cpus": list(range(16)), "devices": [GPU_ENV["devices"][0], gpu]}
+    slow = {"pcie_gen_max": 4, "pcie_width_max": 16, "t_s": [0.0, 0.1], "gen": [1, 1], "width": [16, 16],
+            "tx_kbps": [0, 0], "rx_kbps": [10**7, 10**7], "reason": None}  # fmt: skip
+    path = write(tmp_path / "gpu.json", env, [curve("torch", "pinned", "cuda:0", {1: 100.0}, link=slow),
+                                              curve("torch", "pageable", "cuda:0", {1: 50.0}, link=slow)])  # fmt: skip
+    notes = section(render([path]), "Notes")
+    assert ("- **warning** the PCIe link ran below its maximum (Gen4 x16) while data moved: down to Gen1 x16 in 2 of 2"
+            " samples; check the slot, riser, BIOS link speed and power settings"
+            " (affects torch/pinned/copy@cuda:0, torch/pageable/copy@cuda:0)") in notes  # fmt: skip
+    assert notes.count("outside the GPU's NUMA node 0 (CPUs 0-7)") == 1
+    assert "| CPU affinity | process 0-15; GPU's ideal CPUs 0-7 |" in render([path])
 
 
 def test_fit_from_a_simulated_link_matches_its_settings(tmp_path) -> None:

@@ -195,6 +195,9 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
     for planned in plan.series:
         if planned.skip:
             out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
+    numa = display.numa_line(result, target)  # before measuring: the user may want to pin and start again
+    if numa:
+        err.print(numa, highlight=False)
 
     def save(r: Result) -> None:
         r.save(path, csv=csv)
@@ -227,7 +230,9 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         raise fail(f"interrupted: {measured} measured point(s) saved to {path}", 130) from None
     out.print()
     for series in result.series:
-        display.print_series(out, series)
+        display.print_series(out, series, result)
+    if numa:
+        out.print(numa, highlight=False)
     out.print(f"saved {path}", highlight=False)
     return result
 

@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from xferbench.results import Point, Series
+from xferbench.results import Point, Result, Series
 from xferbench.stats import Summary
+from xferbench.telemetry import fraction_of_raw, is_raw_reference, link_below_max, link_ceiling, numa_warning
 
 NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
 FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages)
@@ -45,12 +46,12 @@ def series_title(series: Series) -> str:
     return title
 
 
-def series_table(series: Series) -> Table:
+def series_table(series: Series, result: Result | None = None) -> Table:
     has_device_clock = any(p.device_median_s for p in series.points)
     # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
     has_faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
-    table = Table(title=escape(series_title(series)), title_justify="left", caption=summary_line(series.summary),
-                  caption_justify="left")  # fmt: skip
+    caption = " · ".join([summary_line(series.summary), *ceiling_parts(series, result)])
+    table = Table(title=escape(series_title(series)), title_justify="left", caption=caption, caption_justify="left")
     for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "MB/s p10–p90", "n"):
         table.add_column(name, justify="right")
     if has_device_clock:
@@ -100,6 +101,23 @@ def summary_line(summary: Summary) -> str:
     return " · ".join(parts)
 
 
+def ceiling_parts(series: Series, result: Result | None) -> list[str]:
+    """The peak as a fraction of the link's theoretical rate and of the run's raw copy, where known
+    (the same figures as the report's summary); both need the result the series belongs to."""
+    peak = series.summary.peak_mbps
+    if result is None or not peak:
+        return []
+    parts = []
+    gbps, _ = link_ceiling(series, result.environment)
+    if gbps:
+        which = "as configured" if series.device == "sim" else "theoretical"
+        parts.append(f"{peak / (gbps * 1e3):.0%} of the link's {gbps:.1f} GB/s ({which})")
+    of_raw = fraction_of_raw(series, result.series)
+    if of_raw and not is_raw_reference(series):
+        parts.append(f"{of_raw:.0%} of the raw ceiling (cuda/raw_pinned/copy)")
+    return parts
+
+
 def point_line(series: Series, point: Point) -> str:
     where = f"{series.label()} batch {point.batch_size}"
     if point.status != "ok":
@@ -118,10 +136,12 @@ def noisy_points(series: Series) -> list[Point]:
     return [p for p in series.ok_points() if p.median_s and (p.p90_s - p.p10_s) / p.median_s > NOISY_SPREAD]  # type: ignore[operator]
 
 
-def print_series(console: Console, series: Series) -> None:
+def print_series(console: Console, series: Series, result: Result | None = None) -> None:
+    """The series' table and warnings; with the result it came from, also its fractions of the link's
+    and of the raw copy's ceilings. The NUMA warning is the sweep's, printed once (numa_line)."""
     if series.status == "skipped":  # announced before measuring; nothing to show
         return
-    console.print(series_table(series))
+    console.print(series_table(series, result))
     if series.note:
         console.print(f"[yellow]note: {series.label()}: {escape(series.note)}[/]")
     if series.status == "failed":
@@ -133,4 +153,14 @@ def print_series(console: Console, series: Series) -> None:
             f"[yellow]warning: {series.label()}: wide p10–p90 spread (>{NOISY_SPREAD:.0%} of the median)"
             f" at batch {batches}; the machine may be busy. All samples are kept in the file.[/]"
         )
+    if series.device.startswith("cuda"):
+        warning = link_below_max(series, result.environment if result else None)
+        if warning:
+            console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()
+
+
+def numa_line(result: Result, device: str) -> str | None:
+    """The warning about CPUs off the GPU's NUMA node, once per sweep: it holds for every series on it."""
+    warning = numa_warning(result.environment, device) if device.startswith("cuda") else None
+    return f"[bold yellow]warning: {device}: {escape(warning)}[/]" if warning else None

@@ -14,13 +14,23 @@ from typing import Any
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.display import FAULTY, POOR_FIT, noisy_points, rate
-from xferbench.environment import SETTINGS, pcie_ceiling
+from xferbench.environment import SETTINGS, cpu_ranges, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Selected, Selection, Series, file_labels
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
+from xferbench.telemetry import (
+    RAW_REFERENCE,
+    device_entry,
+    fraction_of_raw,
+    is_raw_reference,
+    link_ceiling,
+    link_warnings,
+    raw_reference,
+)
 
 MISSING = "—"  # the file does not record it
 NA = "n/a"  # it does not apply to this device
+RAW_LABEL = "/".join(RAW_REFERENCE)  # cuda/raw_pinned/copy: the run's own ceiling on each GPU
 
 # The theoretical per-direction PCIe rate of a device NVML described: one table, kept in environment.
 ceiling_gbps = pcie_ceiling
@@ -45,34 +55,12 @@ def _files(picks: Sequence[Selected]) -> list[tuple[Path, Result]]:
     return list(seen.values())
 
 
-def _device(env: dict[str, Any], device_id: str) -> dict[str, Any]:
-    return next((d for d in env.get("devices", []) if d.get("id") == device_id), {})
-
-
-def link_ceiling(series: Series, env: dict[str, Any]) -> tuple[float | None, str]:
-    """The series' link ceiling in GB/s where known, and what it is, or why it is unknown."""
-    kind = series.device.split(":")[0]
-    if kind == "sim":
-        gbps = series.params.get("bandwidth_gbps")
-        return gbps, f"simulated link ({gbps:g} GB/s, as configured)" if gbps else "unknown: simulated link"
-    if kind == "cpu":
-        return None, "unknown: a CPU series copies host to host, over no PCIe link"
-    if kind == "mps":
-        return None, "unknown: Apple unified memory, no PCIe link"
-    device = _device(env, series.device)
-    known = ceiling_gbps(device)
-    if known:
-        return known
-    why = "NVML gave no PCIe link" if device.get("nvml") else (env.get("nvml") or {}).get("reason") or "no NVML facts"
-    return None, f"unknown: {why}"
-
-
 def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dict[str, str]:
     """The device rows of the environment table; a CPU, MPS or simulated device has no driver or PCIe link."""
-    device = _device(env, device_id)
+    device = device_entry(env, device_id)
     fields = {"device": device.get("name") or name or device_id}
     if device_id.split(":")[0] != "cuda":
-        return {**fields, "driver": NA, "CUDA (driver)": NA, "PCIe link": NA, "NUMA node": NA}
+        return {**fields, "driver": NA, "CUDA (driver)": NA, "PCIe link": NA, "NUMA node": NA, "CPU affinity": NA}
     nvml = device.get("nvml") or {}
 
     def link(gen: Any, width: Any) -> str:
@@ -85,8 +73,11 @@ def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dic
         else MISSING
     )
     numa = nvml.get("numa_node")
+    process, ideal = env.get("process_cpus"), nvml.get("cpu_affinity") or nvml.get("numa_cpus")
+    affinity = f"process {cpu_ranges(process) if process else '?'}; GPU's ideal CPUs {cpu_ranges(ideal) if ideal else '?'}"
     return {**fields, "driver": device.get("driver") or MISSING, "CUDA (driver)": device.get("cuda_driver") or MISSING,
-            "PCIe link": pcie, "NUMA node": MISSING if numa is None else str(numa)}  # fmt: skip
+            "PCIe link": pcie, "NUMA node": MISSING if numa is None else str(numa),
+            "CPU affinity": affinity if process or ideal else MISSING}  # fmt: skip
 
 
 def _framework(env: dict[str, Any], name: str) -> str:
@@ -128,25 +119,40 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
         column["settings"] = "; ".join(f"{k}={v}" for k, v in settings.items()) or ("none" if "settings" in env else MISSING)
         column.update(xferbench=result.xferbench_version or MISSING, created=result.created, status=result.status)
         columns.append(column)
-    rows = ["file", "host", "device", "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU", "OS", "Python",
+    rows = ["file", "host", "device", "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU affinity", "CPU", "OS", "Python",
             *frameworks, "numpy", "settings", "xferbench", "created", "status"]  # fmt: skip
     return table(["field", *labels], [[row, *(c.get(row, MISSING) for c in columns)] for row in rows])
 
 
+def raw_ceiling(series: Series, result: Result) -> str:
+    """What the "% of raw ceiling" column divides by on this series' device: the run's own raw copy."""
+    reference = raw_reference(series, result.series)
+    if reference is None:
+        return (f"no raw reference ran ({RAW_LABEL}, the pinned cudaMemcpyAsync that CuPy runs:"
+                " pip install 'xferbench[cupy]' and sweep with -f cuda too)")  # fmt: skip
+    return f"{RAW_LABEL} peaked at {rate(reference.summary.peak_mbps)} MB/s @ batch {reference.summary.peak_batch_size}"
+
+
 def summary_table(
     picks: Sequence[Selected], names: list[str], files: list[str], empty: Sequence[tuple[Selected, str]] = ()
-) -> tuple[list[str], dict[str, list[str]]]:
-    """One row per series, and the link ceilings the % column refers to, each with the devices it
-    applies to (`files`: each pick's file label, or "" for a single file). `empty`: series with no
-    measured point and their names, kept in the table so a failure cannot go unseen."""
+) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
+    """One row per series; the link ceilings the "% of link" column refers to and the raw ceilings
+    the "% of raw ceiling" column refers to, each with the devices it applies to (`files`: each
+    pick's file label, or "" for a single file). `empty`: series with no measured point and their
+    names, kept in the table so a failure cannot go unseen."""
     best = max(p.series.summary.peak_mbps or 0.0 for p in picks)
     rows: list[list[str]] = []
     ceilings: dict[str, list[str]] = {}
+    raw: dict[str, list[str]] = {}
     for pick, name, file in zip(picks, names, files):
         series, summary = pick.series, pick.series.summary
         peak = summary.peak_mbps
+        where = series.device + (f" ({file})" if file else "")
         gbps, about = link_ceiling(series, pick.result.environment)
-        ceilings.setdefault(about, []).append(series.device + (f" ({file})" if file else ""))
+        ceilings.setdefault(about, []).append(where)
+        of_raw = fraction_of_raw(series, pick.result.series)
+        if series.device.startswith("cuda"):
+            raw.setdefault(raw_ceiling(series, pick.result), []).append(where)
         if summary.latency_s is None:
             latency = bandwidth = "-"
         else:
@@ -166,14 +172,15 @@ def summary_table(
             latency,
             bandwidth,
             f"{peak / (gbps * 1e3):.0%} of {gbps:.1f} GB/s" if peak and gbps else "unknown",
+            "reference" if is_raw_reference(series) and of_raw else f"{of_raw:.0%}" if of_raw else "-",
             cliff,
         ])  # fmt: skip
     for pick, name in empty:
         failed = "**FAILED**" if pick.series.status == "failed" else "**no point measured**"
-        rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * 7])
+        rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * 8])
     header = ["series", "device", "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
-              "asymptotic MB/s", "% of link (theoretical)", "cliff"]  # fmt: skip
-    return table(header, rows, [False, False, True, True, True, True, True, True, False]), ceilings
+              "asymptotic MB/s", "% of link (theoretical)", "% of raw ceiling", "cliff"]  # fmt: skip
+    return table(header, rows, [False, False, True, True, True, True, True, True, True, False]), ceilings, raw
 
 
 def detail(series: Series, name: str) -> list[str]:
@@ -223,6 +230,11 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
         if pick.series.note:
             noted.setdefault(pick.series.note, []).append(name)
     notes += [f"- {', '.join(on)}: {note}" for note, on in noted.items()]
+    warned: dict[str, list[str]] = {}  # the link's and the CPUs' warnings: every series on that GPU shares them
+    for pick, name in zip(picks, names):
+        for warning in link_warnings(pick.series, pick.result.environment):
+            warned.setdefault(warning, []).append(name)
+    notes += [f"- **warning** {warning} (affects {', '.join(on)})" for warning, on in warned.items()]
     for pick, name in zip(picks, names):
         noisy = noisy_points(pick.series)
         if noisy:
@@ -269,12 +281,15 @@ def render(
         lines += [_plot_link(plot, out), ""]
     empty_names = [(e, e.series.label() + (f" ({label_of[id(e.result)]})" if several and id(e.result) in label_of else ""))
                    for e in empty]  # fmt: skip
-    summary, ceilings = summary_table(picks, names, where, empty_names)
+    summary, ceilings, raw = summary_table(picks, names, where, empty_names)
     lines += ["### Summary", "", *summary, "",
               f"Peak and saturation (the smallest batch reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
               " latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.", "",
               "Link ceilings (per direction):",
               *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in ceilings.items()), ""]  # fmt: skip
+    if raw:
+        lines += ["Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):",
+                  *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in raw.items()), ""]  # fmt: skip
     notes = _notes(picks, names, files, empty)
     if notes:
         lines += ["### Notes", "", *notes, ""]
