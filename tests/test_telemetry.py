@@ -34,8 +34,8 @@ class FakeNVML:
     NVML_PCIE_UTIL_RX_BYTES = 1
     NVMLError = FakeNVMLError
 
-    def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int = BUSY_KBPS,
-                 tx_kbps: int = 500, init_error: Exception | None = None, fail_after: int | None = None) -> None:  # fmt: skip
+    def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int | None = BUSY_KBPS,
+                 tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None) -> None:  # fmt: skip
         self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
         self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
         self.init_error, self.fail_after = init_error, fail_after
@@ -63,18 +63,27 @@ class FakeNVML:
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
         return self.width_max
 
-    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+    def _lost(self) -> None:
         if self.fail_after is not None and self.samples >= self.fail_after:
             raise FakeNVMLError("GPU is lost")
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+        self._lost()
         return self.gen
 
     def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
+        self._lost()
         return self.width
 
     def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
+        self._lost()
         if counter == self.NVML_PCIE_UTIL_RX_BYTES:
             self.samples += 1
+            if self.rx_kbps is None:
+                raise FakeNVMLError("Not Supported")
             return self.rx_kbps
+        if self.tx_kbps is None:
+            raise FakeNVMLError("Not Supported")
         return self.tx_kbps
 
     # What environment.nvml_info reads once before the run.
@@ -176,6 +185,18 @@ def test_an_nvml_error_mid_run_records_why_and_keeps_the_samples(fake_nvml) -> N
     link = sampler.stop()  # no exception reaches the sweep
     assert link["reason"] == "NVML failed after 3 sample(s): GPU is lost"
     assert len(link["t_s"]) == 3 and fake.shutdowns == 1
+
+
+def test_a_query_nvml_does_not_support_costs_only_its_own_field(fake_nvml) -> None:
+    fake = fake_nvml(rx_kbps=None, tx_kbps=None)  # throughput Not Supported, as under MIG or vGPU
+    with LinkSampler(UUID, interval_s=0.002) as sampler:
+        wait_for(lambda: fake.samples >= 3)
+    link = sampler.stop()
+    n = len(link["t_s"])
+    assert link["reason"] is None and n >= 3 and link["gen"] == [4] * n and link["rx_kbps"] == [None] * n
+    assert link["field_errors"] == {"tx_kbps": "Not Supported", "rx_kbps": "Not Supported"}
+    assert link["summary"]["loaded_samples"] == 0 and link["summary"]["rx_mbps_peak"] is None
+    assert link_below_max(Series("torch", "pinned", "copy", "cuda:0", [4], link=link), gpu_env(gen_current=4)) is None
 
 
 def test_without_pynvml_the_sampler_says_why_and_does_nothing(monkeypatch) -> None:
@@ -290,7 +311,9 @@ def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml,
     assert environment.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert environment.cpu_ranges([11, 0, 1, 2, 3, 8, 10]) == "0-3,8,10-11"
     if hasattr(os, "sched_getaffinity"):  # Linux
-        assert environment.capture()["process_cpus"] == sorted(os.sched_getaffinity(0))
+        captured = environment.capture()
+        assert captured["process_cpus"] == sorted(os.sched_getaffinity(0))
+        assert len(captured["load_average"]) == 3 and all(x >= 0 for x in captured["load_average"])
 
 
 def test_the_terminal_shows_the_fractions_and_the_warnings() -> None:
@@ -315,3 +338,23 @@ def test_the_terminal_shows_the_fractions_and_the_warnings() -> None:
     display.print_series(console, pinned)  # without the result: the samples still speak, the fractions cannot
     text = console.export_text()
     assert "the PCIe link ran below its maximum" in text and "raw ceiling" not in text and "NUMA" not in text
+
+
+def test_gpus_are_matched_to_nvml_by_pci_bus_id_where_the_uuid_is_missing() -> None:
+    assert environment.pci_key("00000000:3B:00.0") == environment.pci_key("0000:3b:00.0") == (0, 0x3B, 0, 0)
+    assert environment.pci_key(None) is None and environment.pci_key("garbage") is None
+    nvml = {"driver": "580.1", "gpus": [{"index": 0, "uuid": UUID, "pci_bus_id": "00000000:3B:00.0", "pcie_gen_max": 5}]}
+    devices = [{"id": "cuda:0", "kind": "cuda", "uuid": None, "pci_bus_id": "0000:3b:00.0"},  # CuPy cut the UUID short
+               {"id": "cuda:1", "kind": "cuda", "uuid": None, "pci_bus_id": "0000:5e:00.0"}]  # fmt: skip
+    environment._attach_nvml(devices, nvml)
+    assert devices[0]["nvml"]["uuid"] == UUID and "nvml" not in devices[1]
+    assert telemetry.nvml_target({"devices": devices}, "cuda:0") == (UUID, None)
+
+
+def test_a_device_takes_the_facts_its_first_describer_lacked(fake_nvml) -> None:
+    fake_nvml(init_error=FakeNVMLError("Driver Not Loaded"))
+    frameworks = {"cuda": {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "H200 (CuPy)", "uuid": None}]},
+                  "torch": {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "H200 (torch)", "uuid": "abc"}]}}  # fmt: skip
+    (gpu,) = [d for d in environment.capture(frameworks)["devices"] if d["id"] == "cuda:0"]
+    assert gpu["name"] == "H200 (CuPy)" and gpu["uuid"] == "abc"
+    assert frameworks["cuda"]["devices"][0]["uuid"] is None  # the framework's own record is left as it was

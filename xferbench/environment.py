@@ -23,7 +23,9 @@ SETTINGS = (
     "TF_GPU_THREAD_MODE", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_XLA_FLAGS", "XLA_FLAGS",
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
     "NVIDIA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_ENABLE_MPS_FALLBACK",
+    "PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_ENABLE_MPS_FALLBACK", "CUPY_ENABLE_UMP",
+    "CUPY_ACCELERATORS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
 )  # fmt: skip
 
 
@@ -97,6 +99,15 @@ def process_cpus() -> list[int] | None:
     try:
         return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # macOS and Windows have no sched_getaffinity
+        return None
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages as the sweep starts: another busy process skews CPU-side
+    figures (a torch CPU copy's threads stall behind it), and a bug report should show it."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):  # Windows
         return None
 
 
@@ -175,11 +186,24 @@ def nvml_info() -> dict[str, Any]:
         read(pynvml.nvmlShutdown)  # a failing shutdown must not cost the facts already read
 
 
+def pci_key(bus_id: Any) -> tuple[int, ...] | None:
+    """'00000000:3B:00.0' (NVML) and '0000:3b:00.0' (CUDA) -> (0, 59, 0, 0): one key for both forms."""
+    try:
+        domain, bus, rest = str(bus_id).strip().split(":")
+        device, function = rest.split(".")
+        return tuple(int(part, 16) for part in (domain, bus, device, function))
+    except (ValueError, AttributeError):
+        return None
+
+
 def _attach_nvml(devices: list[dict[str, Any]], nvml: dict[str, Any]) -> None:
-    """Give each CUDA device its NVML facts, matched by UUID (CUDA and NVML may number GPUs differently)."""
-    by_uuid = {str(gpu["uuid"]).removeprefix("GPU-"): gpu for gpu in nvml.get("gpus", []) if gpu.get("uuid")}
+    """Give each CUDA device its NVML facts, matched by UUID, else by PCI bus id: CUDA and NVML may
+    number GPUs differently, so an index is never trusted."""
+    gpus = nvml.get("gpus", [])
+    by_uuid = {str(gpu["uuid"]).removeprefix("GPU-"): gpu for gpu in gpus if gpu.get("uuid")}
+    by_pci = {pci_key(gpu.get("pci_bus_id")): gpu for gpu in gpus if pci_key(gpu.get("pci_bus_id"))}
     for device in devices:
-        gpu = by_uuid.get(str(device.get("uuid", "")).removeprefix("GPU-"))
+        gpu = by_uuid.get(str(device.get("uuid") or "").removeprefix("GPU-")) or by_pci.get(pci_key(device.get("pci_bus_id")))
         if gpu:
             device["nvml"] = gpu
             device.update(driver=nvml.get("driver"), cuda_driver=nvml.get("cuda_driver"))
@@ -194,18 +218,22 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
     """Host, OS, CPU, Python, settings, package versions, devices and NVML facts, captured before measuring.
 
     `frameworks` maps each framework to its environment() as its own process saw it; a device seen
-    by several frameworks is listed once, as the first one described it.
+    by several frameworks is listed once, as the first one described it, with the facts it lacked
+    (a UUID, say) taken from the others.
     """
     devices: list[dict[str, Any]] = [{"id": "cpu", "kind": "cpu", "name": cpu_name()}]
-    known = {"cpu"}
+    known = {"cpu": devices[0]}
     recorded = {}
     for name, info in (frameworks or {}).items():
         if info:
             recorded[name] = {k: v for k, v in info.items() if k != "devices"}
             for device in info.get("devices", []):
                 if device["id"] not in known:
-                    known.add(device["id"])
-                    devices.append(device)
+                    known[device["id"]] = dict(device)
+                    devices.append(known[device["id"]])
+                else:
+                    first = known[device["id"]]
+                    first.update({k: v for k, v in device.items() if first.get(k) is None and v is not None})
     nvml = nvml_info()
     _attach_nvml(devices, nvml)
     return {
@@ -215,6 +243,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
         "process_cpus": process_cpus(),
+        "load_average": load_average(),
         "memory_bytes": _total_memory(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),

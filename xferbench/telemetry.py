@@ -4,7 +4,7 @@ and the run's raw reference say about a curve.
 An idle link drops its generation to save power, so the reading taken before the run cannot tell
 a healthy link from a slow one; a reading taken while bytes move can. The sampler runs in a daemon
 thread of the main process (the series itself runs in a worker process), only reads NVML, and
-stops at its first error with the reason: it can neither break nor slow a sweep.
+stops once NVML answers nothing, with the reason: it can neither break nor slow a sweep.
 """
 
 from __future__ import annotations
@@ -131,19 +131,34 @@ class LinkSampler:
         else:
             handle = pynvml.nvmlDeviceGetHandleByIndex(self.index or 0)
             gpu = {"nvml_index": self.index or 0, "matched_by": "index"}
-        gpu.update(pcie_gen_max=pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle),
-                   pcie_width_max=pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle))  # fmt: skip
+        errors: dict[str, str] = {}  # each field's first error: MIG, vGPU and some VMs answer Not Supported
+        latest: list[str] = []  # this sample's errors
+
+        def read(name: str, function: Any, *args: Any) -> Any:
+            try:
+                return function(handle, *args)
+            except Exception as error:
+                errors.setdefault(name, str(error))
+                latest.append(str(error))
+                return None
+
+        gpu.update(pcie_gen_max=read("pcie_gen_max", pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
+                   pcie_width_max=read("pcie_width_max", pynvml.nvmlDeviceGetMaxPcieLinkWidth),
+                   field_errors=errors)  # fmt: skip
         with self._lock:
             self.gpu = gpu
         start = due = time.monotonic()
         while not self._stopping.is_set():
+            latest.clear()
             row = (
                 round(time.monotonic() - start, 3),
-                pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
-                pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle),
-                pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_TX_BYTES),  # 20 ms window each
-                pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES),
+                read("gen", pynvml.nvmlDeviceGetCurrPcieLinkGeneration),
+                read("width", pynvml.nvmlDeviceGetCurrPcieLinkWidth),
+                read("tx_kbps", pynvml.nvmlDeviceGetPcieThroughput, pynvml.NVML_PCIE_UTIL_TX_BYTES),  # 20 ms window each
+                read("rx_kbps", pynvml.nvmlDeviceGetPcieThroughput, pynvml.NVML_PCIE_UTIL_RX_BYTES),
             )
+            if all(value is None for value in row[1:]):  # nothing answers any more: stop, say why
+                raise RuntimeError(latest[0])
             with self._lock:
                 if self._closed:
                     return
@@ -161,18 +176,18 @@ class LinkSampler:
 def loaded_samples(link: dict[str, Any]) -> list[int]:
     """The indexes of samples taken while data moved: an idle link runs below its maximum by design."""
     tx, rx = link.get("tx_kbps") or [], link.get("rx_kbps") or []
-    return [i for i, (t, r) in enumerate(zip(tx, rx)) if (t + r) * KB / 1e6 >= LOADED_MBPS]
+    return [i for i, (t, r) in enumerate(zip(tx, rx)) if ((t or 0) + (r or 0)) * KB / 1e6 >= LOADED_MBPS]
 
 
 def link_summary(link: dict[str, Any]) -> dict[str, Any]:
     """The samples in brief: the generation and width seen while data moved, as [lowest, highest],
     and the peak RX and TX in MB/s (10^6 B)."""
     loaded = loaded_samples(link)
-    gens = [link["gen"][i] for i in loaded]
-    widths = [link["width"][i] for i in loaded]
+    gens = [link["gen"][i] for i in loaded if link["gen"][i] is not None]
+    widths = [link["width"][i] for i in loaded if link["width"][i] is not None]
 
     def peak(name: str) -> float | None:
-        values = link.get(name) or []
+        values = [v for v in link.get(name) or [] if v is not None]
         return round(max(values) * KB / 1e6, 1) if values else None
 
     return {
@@ -196,7 +211,7 @@ def link_below_max(series: Series, environment: dict[str, Any] | None = None) ->
     if not gen_max or not width_max:
         return None
     best = f"Gen{gen_max} x{width_max}"
-    loaded = loaded_samples(link)
+    loaded = [i for i in loaded_samples(link) if link["gen"][i] is not None and link["width"][i] is not None]
     if loaded:
         below = [i for i in loaded if link["gen"][i] < gen_max or link["width"][i] < width_max]
         if 2 * len(below) <= len(loaded):

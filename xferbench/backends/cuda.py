@@ -1,7 +1,9 @@
 """`cuda`: the raw reference, one cudaMemcpyAsync into a preallocated device buffer, timed with CUDA events.
 
 Modes:
-- raw_pinned: from page-locked host memory, the ceiling as nvbandwidth measures it;
+- raw_pinned: from page-locked host memory by the copy engine, as nvbandwidth copies. Unlike
+  nvbandwidth, which times many queued copies, each call is one copy and its wait, so the launch
+  and synchronization latency is in every sample: it weighs at small batches, not at large ones;
 - raw_pageable: the same call from an ordinary NumPy array, which the driver stages through its
   own pinned buffers.
 
@@ -53,8 +55,16 @@ def _uuid(raw: Any) -> str | None:
     return f"GPU-{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
+def _pci_bus_id(cupy: Any, index: int) -> str | None:
+    try:
+        return str(cupy.cuda.runtime.deviceGetPCIBusId(index))
+    except Exception:  # an older CuPy or a driver that does not say: the UUID may still match
+        return None
+
+
 def cuda_devices() -> list[dict[str, Any]]:
-    """Each CUDA device as the environment records it, as CuPy's runtime describes it."""
+    """Each CUDA device as the environment records it, as CuPy's runtime describes it. The PCI bus
+    id matches it to NVML where the UUID cannot: CuPy cuts a UUID short at its first zero byte."""
     cupy, devices = _cupy(), []
     for index in range(gpu_count()):
         props = cupy.cuda.runtime.getDeviceProperties(index)
@@ -66,6 +76,7 @@ def cuda_devices() -> list[dict[str, Any]]:
             "memory_bytes": props.get("totalGlobalMem"),
             "capability": f"{props.get('major')}.{props.get('minor')}",
             "uuid": _uuid(props.get("uuid")),
+            "pci_bus_id": _pci_bus_id(cupy, index),
         })  # fmt: skip
     return devices
 
@@ -76,13 +87,31 @@ def cuda_environment() -> dict[str, Any]:
             "devices": cuda_devices()}  # fmt: skip
 
 
-def cuda_absent_reason(device: str, title: str) -> str | None:
-    """Why a CuPy-based path cannot use this device kind, or None to use the generic message."""
+def cuda_absent_reason(device: str, title: str, present: list[str]) -> str | None:
+    """Why a CuPy-based path cannot use this device, or None to use the generic message."""
     if device == "mps" or device == "cpu":
         return f"{title} needs a CUDA GPU (cuda:N); it has no {device} path"
+    gpus = [d for d in present if d.startswith("cuda")]
+    if device.startswith("cuda") and gpus:
+        return f"CuPy sees no {device}; it sees {', '.join(gpus)}"
     if device.startswith("cuda"):  # called in the main process: no CuPy import here
         return "CuPy sees no CUDA GPU: there is none, or no NVIDIA driver that its CUDA runtime can use"
     return None
+
+
+def free_pinned_pool(cupy: Any) -> None:
+    """Give CuPy's cached pinned blocks back, so a sweep up to 1 GiB does not hold every earlier size."""
+    try:
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+    except Exception:  # a cache we cannot empty costs host memory, not correctness
+        pass
+
+
+def is_cuda_out_of_memory(cupy: Any, error: BaseException) -> bool:
+    """Device memory, pinned host memory (cudaErrorMemoryAllocation = 2) or host memory ran out."""
+    if isinstance(error, (MemoryError, cupy.cuda.memory.OutOfMemoryError)):
+        return True
+    return isinstance(error, cupy.cuda.runtime.CUDARuntimeError) and getattr(error, "status", None) == 2
 
 
 class RawCopy(Transfer):
@@ -125,6 +154,7 @@ class RawCopy(Transfer):
 
     def close(self) -> None:
         self.dest = self.host = self.pinned = self.stream = None
+        free_pinned_pool(self.cupy)
 
 
 class CudaBackend(Backend):
@@ -141,7 +171,7 @@ class CudaBackend(Backend):
         return [f"cuda:{i}" for i in range(gpu_count())]
 
     def absent_reason(self, device: str, present: list[str]) -> str:
-        return cuda_absent_reason(device, "the raw CUDA reference") or super().absent_reason(device, present)
+        return cuda_absent_reason(device, "the raw CUDA reference", present) or super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
         if key.host_buffer == "pinned" and key.mode != "raw_pinned":
@@ -170,7 +200,7 @@ class CudaBackend(Backend):
         return RawCopy(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
-        return isinstance(error, (MemoryError, _cupy().cuda.memory.OutOfMemoryError))
+        return is_cuda_out_of_memory(_cupy(), error)
 
     def environment(self) -> dict[str, Any]:
         return cuda_environment()

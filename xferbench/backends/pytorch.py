@@ -28,6 +28,12 @@ def _torch() -> Any:
     return torch
 
 
+
+def _pci_bus_id(props: Any) -> str | None:
+    """The GPU's PCI address in CUDA's form, where this PyTorch reports it: NVML's facts match by it too."""
+    parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    return None if any(p is None for p in parts) else "{:04x}:{:02x}:{:02x}.0".format(*parts)
+
 class TorchTransfer(Transfer):
     def __init__(self, spec: Spec) -> None:
         torch = self.torch = _torch()
@@ -197,6 +203,7 @@ class TorchBackend(Backend):
                     "memory_bytes": props.total_memory,
                     "capability": f"{props.major}.{props.minor}",
                     "uuid": str(getattr(props, "uuid", "")) or None,
+                    "pci_bus_id": _pci_bus_id(props),
                 }
             )
         if torch.backends.mps.is_available():
