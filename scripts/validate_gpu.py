@@ -12,14 +12,20 @@ run, 2 for bad input (no CUDA device, an OUT_DIR that holds results already).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from xferbench import plot, report, validate
-from xferbench.errors import XferbenchError
-from xferbench.results import load, select
+# Run from a checkout with any Python that has the frameworks (a GPU image's own python3, say),
+# not only from an environment where xferbench is installed.
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from xferbench import plot, report, validate  # noqa: E402
+from xferbench.errors import XferbenchError  # noqa: E402
+from xferbench.results import load, select  # noqa: E402
 
 # One 512 x 512 RGBA uint8 image is 1 MiB, so batch b moves b MiB: batch 1024 is the 1 GiB asked for.
 LARGE_SHAPE = "512x512x4"
@@ -31,7 +37,8 @@ def sweep(out: Path, device: str, frameworks: list[str], extra: list[str]) -> in
     command = [sys.executable, "-m", "xferbench", "sweep", "--device", device, "--op", "copy", "--op", "seed",
                *(f"--framework={f}" for f in frameworks), "-o", str(out), *extra]  # fmt: skip
     print(f"$ {shlex.join(command)}", flush=True)
-    return subprocess.run(command).returncode
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return subprocess.run(command, env={**os.environ, "PYTHONPATH": path}).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     sweep(large, args.device, args.framework, ["--shape", LARGE_SHAPE, "--batch-sizes", large_batches, *quick[2:]])
     files = [p for p in (default, large) if p.exists()]
     try:
-        results = [load(p) for p in files]
-        checks = validate.run_checks(results)
+        loaded = {p.name: (load(p) if p.exists() else None) for p in (default, large)}
+        results = [r for r in loaded.values() if r is not None]
+        checks = [validate.completed_check(loaded), *validate.run_checks(results)]
         table = validate.render(checks)
         (args.out_dir / "checks.md").write_text(table)
         for path in files:

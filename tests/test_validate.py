@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,7 @@ def test_a_good_run_passes_every_check() -> None:
     assert [c.status for c in checks] == ["pass"] * 4, checks
     assert checks[0].figure == "26,000 MB/s = 82.5% of PCIe Gen4 x16 theoretical (31.5 GB/s)"
     assert checks[1].figure.startswith("25,500 / 26,000 MB/s = 98.1% at batch 1024 (1,024 MiB)")
-    assert "worst -1.0% (wall vs device) at torch/pinned_into/copy@cuda:0 batch 64" in checks[2].figure
+    assert "worst -1.0% (wall vs device) at torch/pinned_into/copy@cuda:0 batch 1024, over 2 points" in checks[2].figure
     assert checks[3].figure == "2 series, 4 points verified"
 
 
@@ -70,6 +71,22 @@ def test_each_check_fails_on_its_own_fault() -> None:
     assert statuses(result(oom))[3] == "pass"  # running out of memory is a limit, not a wrong byte
 
 
+def test_the_clocks_are_compared_on_large_pinned_copies_only() -> None:
+    pageable = series("torch", "pageable", {64: 10_000, 1024: 12_000}, device_ratio=1.5)  # host staging: not judged
+    small = series("cuda", "raw_pinned", {64: 20_000}, device_ratio=1.2)  # 64 MiB: launch costs still weigh
+    check = validate.clock_check([result(pageable, small)])
+    assert check.status == "n/a" and "no pinned copy of 256 MiB or more" in check.figure
+
+
+def test_a_sweep_that_did_not_finish_fails_the_run() -> None:
+    done = result(series("cuda", "raw_pinned", {1024: 26_000}))
+    assert validate.completed_check({"default.json": done, "large.json": done}).status == "pass"
+    cut = Result(GEN4_X16, {}, "2026-11-22T00:00:00+00:00", [], "interrupted")
+    check = validate.completed_check({"default.json": done, "large.json": cut})
+    assert check.status == "fail" and check.figure == "large.json: interrupted"
+    assert validate.completed_check({"default.json": done, "large.json": None}).figure == "large.json: not written"
+
+
 def test_a_check_that_cannot_run_says_why_and_never_passes() -> None:
     checks = validate.run_checks([result(series("torch", "pinned_into", {1024: 25_000}, device_ratio=None), environment={})])
     assert [c.status for c in checks[:3]] == ["n/a"] * 3
@@ -82,13 +99,18 @@ def test_a_check_that_cannot_run_says_why_and_never_passes() -> None:
 
 def test_script_runs_end_to_end_on_the_cpu(tmp_path) -> None:
     out = tmp_path / "val"
-    command = [sys.executable, str(REPO / "scripts" / "validate_gpu.py"), str(out), "--device", "cpu", "--quick", "-f", "host"]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    # As with a GPU image's own python3: the packages are there, xferbench is not installed (-S skips
+    # the .pth that installs it in this environment), and the script runs from another folder.
+    site = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    command = [sys.executable, "-S", str(REPO / "scripts" / "validate_gpu.py"), str(out), "--device", "cpu", "--quick", "-f", "host"]
+    env = {**os.environ, "PYTHONPATH": site}
+    assert subprocess.run([sys.executable, "-S", "-c", "import xferbench"], env=env, cwd=tmp_path).returncode != 0
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert run.returncode == 1, run.stderr  # the GPU checks cannot run on the CPU: not a pass
     assert sorted(p.name for p in out.iterdir()) == ["checks.md", "default.json", "default.png", "large.json", "large.png", "report.md"]
     assert "| every path's bytes verified | **PASS** |" in (out / "checks.md").read_text()
     assert "### Validation checks" in (out / "report.md").read_text()
-    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert again.returncode == 2 and "already holds results" in again.stderr
 
 
