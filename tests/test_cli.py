@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FAST_ARGS, needs_torch
+from conftest import FAST_ARGS, HAS_TORCH, needs_torch
 from xferbench import load
 from xferbench.cli import app
 
@@ -225,6 +225,8 @@ def test_cuda_only_paths_name_the_devices_they_support() -> None:
             assert "needs a CUDA GPU (cuda:N)" in backend.absent_reason(device, [])
             key = SeriesKey(framework, mode, "copy", device, (1,), "pinned" if mode == "raw_pinned" else "numpy")
             assert f"is CUDA-only: it runs on cuda:N devices, not on {device}" in backend.skip_reason(key)
+        assert backend.absent_reason("cuda:3", ["cuda:0"]) == "CuPy sees no cuda:3; it sees cuda:0"
+        assert "CuPy sees no CUDA GPU: there is none" in backend.absent_reason("cuda:0", [])
 
 
 def test_sim_only_sweep_names_its_target(tmp_path) -> None:
@@ -307,7 +309,7 @@ def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
     died.points = [Point(1, 2, status="skipped", error="not measured: the worker died")]
     oom = Series("torch", "pinned_into", "copy", "cuda:0", [2], points=[Point(1, 2, status="error", error="out of memory: CUDA")])
     result.series = [ok, died, oom]
-    assert failures(result) == ["tf/eager/copy@cpu (its worker died)"]
+    assert failures(result) == ["tf/eager/copy@cpu (the tf worker process was killed by SIGKILL)"]
 
 
 def _fake_python(tmp_path, body: str):
@@ -332,6 +334,71 @@ def test_a_torn_message_from_a_worker_fails_its_series_not_the_sweep(tmp_path) -
     saved = load(out)
     assert saved.status == "complete" and [s.status for s in saved.series] == ["failed", "failed"]
     assert "its last message was cut short" in saved.series[0].reason
+
+
+def test_a_hung_worker_is_killed_and_costs_only_its_series(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("xferbench.worker.STALL_TIMEOUT_S", 0.5)
+    marker = tmp_path / "hung-once"  # the first worker hangs in its series; the next one measures
+    python = _fake_python(tmp_path, f"""import json, os, runpy, sys, time
+if not os.path.exists({str(marker)!r}):
+    open({str(marker)!r}, "w").close()
+    print(json.dumps({{"hello": {{"devices": ["cpu"], "environment": {{}}}}}}), flush=True)
+    sys.stdin.readline()
+    print(json.dumps({{"start": 1}}), flush=True)
+    time.sleep(600)
+sys.argv = ["xferbench.worker", sys.argv[-1]]
+runpy.run_module("xferbench.worker", run_name="__main__")
+""")
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "host", "-f", "torch", "-m", "numpy", "-m", "pageable", "--op", "copy", "--op", "seed",
+               "--device", "cpu", "--python", f"torch={python}", "--batch-sizes", "1,2", "-o", str(out), *FAST_ARGS,
+               "--max-time", "0.5")  # fmt: skip
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    hung, *others = [s for s in load(out).series if s.framework == "torch"]
+    assert hung.status == "failed" and "after sending nothing for" in hung.reason and "killed" in hung.reason
+    assert [p.status for p in hung.points] == ["error", "skipped"]
+    assert "torch/pageable/copy@cpu batch 1" in r.stderr
+    if HAS_TORCH:
+        assert [s.status for s in others] == ["ok"]
+
+
+def test_error_lines_in_a_framework_log_are_found_without_the_noise() -> None:
+    from xferbench.worker import errors_said, logged_errors
+
+    log = """WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+I0000 00:00:1795356587.174267   13315 cudart_stub.cc:31] Could not find cuda drivers on your machine
+E0000 00:00:1795356588.112137   13315 cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)
+2021-08-01 12:00:00.000000: W tensorflow/core/x.cc:1] a warning
+2021-08-01 12:00:00.000001: E tensorflow/core/y.cc:2] an old-style error
+E0000 00:00:1795356589.0 13315 cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)
+"""
+    errors = logged_errors(log)
+    assert errors == ["failed call to cuInit: UNKNOWN ERROR (303)", "an old-style error"]
+    assert errors_said(errors) == "failed call to cuInit: UNKNOWN ERROR (303) (+1 more)" and errors_said([]) == ""
+
+
+@needs_torch
+def test_errors_a_framework_logs_during_a_series_land_in_its_note(tmp_path) -> None:
+    python = _fake_python(tmp_path, """import sys
+import xferbench.worker as worker
+measure = worker.measure_series
+
+def measure_and_complain(*args, **kwargs):
+    print("I0000 00:00:1.0 7 chatty.cc:1] noise", file=sys.stderr, flush=True)
+    print("E0000 00:00:1.5 7 gpu.cc:9] the device went away and came back", file=sys.stderr, flush=True)
+    return measure(*args, **kwargs)
+
+worker.measure_series = measure_and_complain
+sys.argv = ["xferbench.worker", sys.argv[-1]]
+worker.main()
+""")
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "torch", "-m", "pageable", "--device", "cpu", "--python", f"torch={python}",
+               "--batch-sizes", "1", "-o", str(out), *FAST_ARGS)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (series,) = load(out).series
+    assert series.note.endswith("torch logged errors during this series: the device went away and came back")
+    assert "noise" not in series.note and "torch logged errors" in " ".join(r.stdout.split())
 
 
 @needs_torch
@@ -368,7 +435,7 @@ def test_workers_import_this_xferbench_not_one_in_the_working_directory(tmp_path
 
 
 @needs_torch
-@pytest.mark.parametrize("presses", [1, 2])
+@pytest.mark.parametrize("presses", [1, 2, "SIGTERM"])
 def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path, presses) -> None:
     import os
     import signal
@@ -385,12 +452,15 @@ def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path,
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (out.exists() and load(out).series and load(out).series[0].points):
         time.sleep(0.05)
-    for _ in range(presses):  # a terminal's Ctrl-C reaches the whole process group, workers included
+    if presses == "SIGTERM":  # kill, or a CI job's timeout: the main process alone is told
+        os.kill(process.pid, signal.SIGTERM)
+    for _ in range(0 if presses == "SIGTERM" else presses):  # a terminal's Ctrl-C reaches the whole process group
         os.killpg(process.pid, signal.SIGINT)
         time.sleep(0.02)
     stdout, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and "interrupted: " in stderr
+    code, said = (143, "terminated: ") if presses == "SIGTERM" else (130, "interrupted: ")
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and said in stderr
     saved = load(out)
     assert saved.status == "interrupted" and saved.series[0].points[0].status == "ok"
     worker = saved.environment["frameworks"]["torch"]["pid"]

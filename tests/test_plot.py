@@ -129,7 +129,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path) -> None:
         ([str(tmp_path / "missing.json")], "missing.json: no such file"),
         ([write(tmp_path / "t.json", "not json")], "not JSON"),
         ([write(tmp_path / "o.json", '{"a": 1}')], "not an xferbench result"),
-        ([write(tmp_path / "n.json", json.dumps(newer))], "written with schema xferbench/99"),
+        ([write(tmp_path / "n.json", json.dumps(newer))], "with schema xferbench/99, newer than this xferbench"),
         ([write(tmp_path / "f.json", json.dumps(failed))], "every selected series is empty"),
         ([good, "-f", "torch"], "no series matches the selection"),
         ([good, "-o", str(tmp_path / "x.gif")], "use a .png, .svg or .pdf name"),
@@ -139,3 +139,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path) -> None:
         r = CliRunner().invoke(app, ["plot", *args])
         assert r.exit_code == 2, (args, r.output)
         assert message in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.output, r.stderr
+
+
+def test_a_series_cut_short_says_so_in_the_legend(tmp_path) -> None:
+    path = sim_file(tmp_path / "a.json")
+    data = json.loads(path.read_text())
+    data["series"][0].update(status="failed", reason="the torch worker process was killed by SIGKILL")
+    path.write_text(json.dumps(data))
+    picks, _ = select([path])
+    rate = figure(picks).axes[0]
+    assert [line.get_label() for line in rate.get_lines() if not line.get_label().startswith("_")] == [
+        "sim/link/copy @ simulated link (10 µs, 25 GB/s) (FAILED)"]  # fmt: skip

@@ -133,7 +133,8 @@ def test_a_killed_worker_costs_only_the_series_it_was_running() -> None:
     by_label = {s.label(): s for s in result.series}
     killed = by_label["torch/pageable/copy@cpu"]
     assert killed.status == "failed" and "killed by SIGKILL" in killed.reason
-    assert [p.status for p in killed.points] == ["ok", "skipped", "skipped"]  # batch 1 was measured and is kept
+    assert [p.status for p in killed.points] == ["ok", "error", "skipped"]  # batch 1 was measured and is kept
+    assert killed.points[1].error == "the worker died while measuring this batch"
     assert killed.points[-1].error == "not measured: the worker died"
     for label in ("torch/pageable/seed@cpu", "tf/eager/copy@cpu", "tf/eager/seed@cpu"):  # fresh workers go on
         assert by_label[label].status == "ok" and [p.status for p in by_label[label].points] == ["ok"] * 3

@@ -42,8 +42,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
+def console(stderr: bool = False) -> Console:
+    """The terminal's own width; 160 columns when piped to a file or CI log, so tables keep every column."""
+    made = Console(stderr=stderr)
+    return made if made.is_terminal else Console(stderr=stderr, width=160)
+
+
+out = console()
+err = console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -136,7 +142,8 @@ def failures(result: Result) -> list[str]:
     found = []
     for series in result.series:
         if series.status == "failed" and not any(p.status == "error" for p in series.points):
-            found.append(f"{series.label()} (its worker died)")
+            why = (series.reason or "failed").splitlines()[0]
+            found.append(f"{series.label()} ({why[:97] + '...' if len(why) > 100 else why})")
         found += [
             f"{series.label()} batch {p.batch_size}"
             for p in series.points
@@ -178,6 +185,14 @@ def parse_pythons(values: Sequence[str], frameworks: Sequence[str]) -> dict[str,
     return pythons
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
     """Measure with progress on stderr, print the tables on stdout; Ctrl-C keeps what was measured."""
     from xferbench import environment
@@ -202,6 +217,8 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
     def save(r: Result) -> None:
         r.save(path, csv=csv)
 
+    previous_term = signal.signal(signal.SIGTERM, _terminate)  # kill, a CI timeout: stop as Ctrl-C does
+
     try:
         if err.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -219,7 +236,7 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
                 run_plan(plan, result, save, on_point, on_start)
         else:
             run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
         try:
             result.status = "interrupted"
@@ -227,7 +244,10 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         finally:
             signal.signal(signal.SIGINT, previous)
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
-        raise fail(f"interrupted: {measured} measured point(s) saved to {path}", 130) from None
+        how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
+        raise fail(f"{how}: {measured} measured point(s) saved to {path}", code) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
     out.print()
     for series in result.series:
         display.print_series(out, series, result)
@@ -337,7 +357,7 @@ def compare(
     except XferbenchError as error:
         raise fail(str(error)) from None
     # Piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line.
-    (out if out.is_terminal else Console(width=160)).print(comparing.render(comparison, base, new))
+    out.print(comparing.render(comparison, base, new))
     if comparison.regressed:
         raise typer.Exit(1)
 

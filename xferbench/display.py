@@ -50,7 +50,8 @@ def series_table(series: Series, result: Result | None = None) -> Table:
     has_device_clock = any(p.device_median_s for p in series.points)
     # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
     has_faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
-    caption = " · ".join([summary_line(series.summary), *ceiling_parts(series, result)])
+    sizes = len({p.bytes for p in series.ok_points()})
+    caption = " · ".join([summary_line(series.summary, sizes), *ceiling_parts(series, result)])
     table = Table(title=escape(series_title(series)), title_justify="left", caption=caption, caption_justify="left")
     for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "MB/s p10–p90", "n"):
         table.add_column(name, justify="right")
@@ -76,7 +77,8 @@ def series_table(series: Series, result: Result | None = None) -> Table:
     return table
 
 
-def summary_line(summary: Summary) -> str:
+def summary_line(summary: Summary, sizes: int | None = None) -> str:
+    """The curve in one line; `sizes`, the distinct sizes measured, tells an exact two-point fit from a good one."""
     if summary.peak_mbps is None:
         return "no successful points"
     parts = [
@@ -90,7 +92,8 @@ def summary_line(summary: Summary) -> str:
         if summary.half_bandwidth_bytes:
             fit += f", half bandwidth at {size(summary.half_bandwidth_bytes)}"
         quality = "poor fit, " if (summary.fit_rel_rms or 0) > POOR_FIT else ""
-        parts.append(fit + f" ({quality}rms error {summary.fit_rel_rms:.1%})")
+        exact = sizes == 2  # two unknowns, two sizes: any curve fits, so the fit proves nothing
+        parts.append(fit + (" (2 sizes: exact by construction)" if exact else f" ({quality}rms error {summary.fit_rel_rms:.1%})"))
     if summary.cliff:
         parts.append(
             f"[bold yellow]CLIFF: falls below 80% of peak at batch {summary.cliff_batch_size}"

@@ -30,7 +30,8 @@ def series_labels(picks: list[Selected]) -> list[str]:
     if len(files) > 1:
         names = dict(zip(files, file_labels(list(files.values()))))
         labels = [f"{label} ({names[id(p.result)]})" for label, p in zip(labels, picks)]
-    return labels
+    # A series cut short (its worker died) draws only what it measured: the legend must not pass it off as whole.
+    return [f"{label} (FAILED)" if p.series.status == "failed" else label for label, p in zip(labels, picks)]
 
 
 def _collide(labels: list[str], owners: list[str]) -> bool:

@@ -230,9 +230,13 @@ def load(path: str | os.PathLike[str]) -> Result:
     if name != SCHEMA_NAME or not version.isdigit():
         raise XferbenchError(f"{path}: not an xferbench result (no 'schema': '{SCHEMA}' field)")
     if int(version) > SCHEMA_VERSION:
+        from xferbench import __version__
+
+        writer = data.get("xferbench_version")
+        by = f" by xferbench {writer}" if isinstance(writer, str) else ""
         raise XferbenchError(
-            f"{path}: written with schema {schema}, newer than this xferbench reads ({SCHEMA});"
-            " upgrade: pip install -U xferbench"
+            f"{path}: written{by} with schema {schema}, newer than this xferbench ({__version__}) reads ({SCHEMA});"
+            " update xferbench to read it (in a checkout: git pull, then pip install -e .)"
         )
     problem = _malformed(data)
     if problem:

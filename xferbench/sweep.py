@@ -118,7 +118,7 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
         return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
     device = "cuda:0" if requested == "cuda" else requested
     if device not in present:
-        why = "; ".join(r.backend.absent_reason(device, r.devices()) for r in movable)
+        why = "; ".join(r.absent_reason(device, r.devices()) for r in movable)
         raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)} ({why})")
     return device
 
@@ -181,11 +181,12 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     config.sim.check()
 
 
-def _skip_reason(backend: Backend, key: SeriesKey, present: list[str]) -> str | None:
+def _skip_reason(runner: Runner, key: SeriesKey, present: list[str]) -> str | None:
+    backend = runner.backend
     if key.op not in backend.ops:
         return f"the {key.op} op is not defined for {backend.name}; it supports {', '.join(backend.ops)}"
     if key.device not in present:
-        return backend.absent_reason(key.device, present)
+        return runner.absent_reason(key.device, present)
     if key.host_buffer not in backend.sources(key.mode):
         return backend.skip_reason(key) or (
             f"{backend.name} {key.mode} cannot start from a {key.host_buffer} host buffer;"
@@ -214,7 +215,7 @@ def make_plan(config: SweepConfig) -> Plan:
                 for op in config.ops:
                     for kind in kinds:
                         key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind)
-                        series.append(PlannedSeries(key, backend, _skip_reason(backend, key, present)))
+                        series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
         plan = Plan(config, device, series, runners)
         if not plan.runnable:
             reasons = "; ".join(f"{s.key.label()}: {s.skip}" for s in series) or "no series selected"
@@ -294,15 +295,26 @@ def run_plan(
             if link_interval_s is not None and key.device.startswith("cuda"):
                 sampler = LinkSampler.for_device(result.environment, key.device, interval_s=link_interval_s)
                 sampler.start()
+            started: list[int] = []  # the batch the worker was measuring, should it die
+
+            def point_started(series: Series, batch_size: int) -> None:
+                started.append(batch_size)
+                if on_start:
+                    on_start(series, batch_size)
+
             try:
                 runner.measure_series(
-                    key, config.batch_sizes, config.params(key.framework), config.timing, series, on_start, point_done
+                    key, config.batch_sizes, config.params(key.framework), config.timing, series, point_started, point_done
                 )
             except WorkerDied as died:
                 series.status, series.reason = "failed", str(died)
                 done = {p.batch_size for p in series.points}
                 for batch_size in config.batch_sizes:
-                    if batch_size not in done:
+                    if batch_size in done:
+                        continue
+                    if started and batch_size == started[-1]:
+                        series.points.append(Point.failed(key.at(batch_size), "error", "the worker died while measuring this batch"))
+                    else:
                         series.points.append(Point.failed(key.at(batch_size), "skipped", "not measured: the worker died"))
                 series.refresh_summary()
             finally:

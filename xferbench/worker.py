@@ -18,12 +18,14 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -39,6 +41,22 @@ HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "pa
 
 
 STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
+STALL_TIMEOUT_S = 300.0  # the longest a worker may go without a message beyond one point's sampling cap
+
+
+# A C++ error line in a framework's log: absl ("E0000 00:00:1795356588.11 13315 file.cc:52] ...")
+# or older TensorFlow ("2021-08-01 12:00:00.000000: E tensorflow/...] ..."). INFO and WARNING stay hidden.
+ERROR_LINE = re.compile(r"^(?:E\d{4} \d|\d{4}-\d\d-\d\d [\d:.]+: E )")
+
+
+def logged_errors(text: str) -> list[str]:
+    """The distinct error lines of a worker's log, without their time and thread prefix."""
+    found = [line.split("] ", 1)[-1].strip() for line in text.splitlines() if ERROR_LINE.match(line)]
+    return list(dict.fromkeys(found))
+
+
+def errors_said(errors: Sequence[str]) -> str:
+    return errors[0][:300] + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "") if errors else ""
 
 
 class WorkerDied(Exception):
@@ -52,6 +70,7 @@ class Runner(Protocol):
 
     def devices(self) -> list[str]: ...
     def environment(self) -> dict[str, Any]: ...
+    def absent_reason(self, device: str, present: list[str]) -> str: ...
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None,
                        on_point: OnPoint | None) -> None: ...  # fmt: skip
@@ -69,6 +88,9 @@ class LocalRunner:
 
     def environment(self) -> dict[str, Any]:
         return self.backend.environment()
+
+    def absent_reason(self, device: str, present: list[str]) -> str:
+        return self.backend.absent_reason(device, present)
 
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None = None,
@@ -101,6 +123,7 @@ class WorkerRunner:
         # Also on PYTHONPATH, for a user who set PYTHONSAFEPATH (then -m does not add the working directory).
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), os.environ.get("PYTHONPATH")]))}
         self.first_hello: dict[str, Any] | None = None  # the framework as the first worker saw it
+        self.startup_errors: list[str] = []  # error lines the first worker logged before it was ready
         self._spawn()
 
     def _spawn(self) -> None:
@@ -132,11 +155,27 @@ class WorkerRunner:
         except (OSError, ValueError):  # a broken pipe, or a pipe already closed
             raise WorkerDied(self._death()) from None
 
-    def _receive(self) -> dict[str, Any]:
+    def _receive(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """The worker's next message. After `timeout_s` without one, the worker is taken for hung
+        (a wedged driver, a stopped process) and killed, so one series cannot stall the sweep."""
         assert self.process.stdout is not None
-        line = self.process.stdout.readline()
+        stalled: list[str] = []
+
+        def kill_hung() -> None:
+            stalled.append(f" after sending nothing for {timeout_s:g} s (taken for hung and killed)")
+            self.process.kill()
+
+        timer = threading.Timer(timeout_s, kill_hung) if timeout_s else None
+        if timer:
+            timer.daemon = True
+            timer.start()
+        try:
+            line = self.process.stdout.readline()
+        finally:
+            if timer:
+                timer.cancel()
         if not line:
-            raise WorkerDied(self._death())
+            raise WorkerDied(self._death("".join(stalled)))
         try:
             return json.loads(line)
         except json.JSONDecodeError:  # a message cut short by a dying worker, or a stray print
@@ -191,6 +230,8 @@ class WorkerRunner:
             self.log_start = os.fstat(self.log.fileno()).st_size  # start-up noise stays out of a death's reason
             if first:
                 self.first_hello = self._hello
+                self.log.seek(0)
+                self.startup_errors = logged_errors(self.log.read(self.log_start))
         assert self.first_hello is not None
         return self.first_hello
 
@@ -199,6 +240,13 @@ class WorkerRunner:
 
     def environment(self) -> dict[str, Any]:
         return dict(self.hello()["environment"])
+
+    def absent_reason(self, device: str, present: list[str]) -> str:
+        """The backend's reason, and what the framework logged as an error while it started (TensorFlow's
+        "failed call to cuInit: ..." says why it sees no GPU)."""
+        reason = self.backend.absent_reason(device, present)
+        said = errors_said(self.startup_errors) if device != "cpu" else ""
+        return f"{reason}; at start-up it logged: {said}" if said else reason
 
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None = None,
@@ -217,8 +265,10 @@ class WorkerRunner:
         run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
                "timing": dataclasses.asdict(timing)}  # fmt: skip
         self._send({"run": run})
+        # Between two messages a worker prepares, warms up, verifies and samples one point.
+        stall_s = STALL_TIMEOUT_S + timing.warmup_s + timing.max_time_s
         while True:
-            message = self._receive()
+            message = self._receive(stall_s)
             for name in HEADER_FIELDS:
                 if name in message.get("series", {}):
                     setattr(series, name, message["series"][name])
@@ -233,7 +283,17 @@ class WorkerRunner:
                 for name in HEADER_FIELDS:
                     setattr(series, name, message["done"][name])
                 self.busy = False
+                self._note_logged_errors(series)
                 return
+
+    def _note_logged_errors(self, series: Series) -> None:
+        """Error lines the framework logged during the series, kept in its note: the rest of its log is noise."""
+        self.log.flush()
+        self.log.seek(self.log_start)
+        said = errors_said(logged_errors(self.log.read()))
+        if said:
+            logged = f"{self.backend.name} logged errors during this series: {said}"
+            series.note = f"{series.note}; {logged}" if series.note else logged
 
     def _stop(self) -> None:
         """End the process: ask an idle worker to quit; kill one still measuring (an interrupted sweep)."""
