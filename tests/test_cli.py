@@ -515,3 +515,22 @@ def test_compare_exits_1_when_a_point_measured_in_base_failed_in_new(tmp_path) -
     r = invoke("compare", str(base), str(new))
     assert r.exit_code == 1, r.output
     assert "FAILED in" in r.stdout and "batch 2: verification failed: bytes differ" in r.stdout.replace("\n", "")
+
+
+def test_a_default_sweep_says_which_frameworks_it_left_out(monkeypatch, tmp_path) -> None:
+    from xferbench.backends import BACKENDS
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # find_spec now reports them as not installed
+    monkeypatch.setitem(sys.modules, "jax", None)
+    few = {name: BACKENDS[name] for name in ("cuda", "jax", "cupy", "host")}  # no slow framework start-up
+    monkeypatch.setattr("xferbench.sweep.BACKENDS", few)
+    r = invoke("sweep", "--batch-sizes", "1", "-o", str(tmp_path / "r.json"), *FAST_ARGS)
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.stdout.split())
+    assert "left out: JAX is not installed: pip install 'xferbench[jax]'" in said
+    assert "CuPy" not in said  # CUDA-only: nothing to say on a machine without a CUDA GPU
+    from xferbench.sweep import SweepConfig, absent_frameworks
+
+    assert "CuPy is not installed: pip install 'xferbench[cupy]'" in absent_frameworks(SweepConfig(), "cuda:0")
+    explicit = invoke("sweep", "-f", "host", "--batch-sizes", "1", "-o", str(tmp_path / "h.json"), *FAST_ARGS)
+    assert "left out" not in explicit.stdout  # asked for by name: nothing else was expected

@@ -27,6 +27,7 @@ from xferbench.sweep import (
     OUT_OF_MEMORY,
     Plan,
     SweepConfig,
+    absent_frameworks,
     make_plan,
     new_result,
     parse_batch_sizes,
@@ -207,6 +208,8 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         + f", saving to {path}",
         highlight=False,
     )
+    for why in absent_frameworks(plan.config, target):
+        out.print(f"[dim]left out: {escape(why)}[/]", highlight=False)
     for planned in plan.series:
         if planned.skip:
             out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)

@@ -155,6 +155,15 @@ def _select_backends(config: SweepConfig) -> list[Backend]:
     return [b for b in BACKENDS.values() if b.in_default_sweep and not b.missing()]
 
 
+def absent_frameworks(config: SweepConfig, target: str) -> list[str]:
+    """Why a default sweep (no --framework) leaves each absent framework out: absence must not pass
+    unseen. A CUDA-only one is named only when the sweep goes to a CUDA device."""
+    if config.frameworks:
+        return []
+    wanted = [b for b in BACKENDS.values() if b.in_default_sweep and (target.startswith("cuda") or not b.cuda_only)]
+    return [why for b in wanted if (why := b.missing())]
+
+
 def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     """Everything that can be checked without starting a framework."""
     for op in config.ops:

@@ -61,6 +61,7 @@ class Backend(ABC):
     fixed_device: str | None = None  # where the path always runs, whatever --device says
     in_default_sweep: bool = True
     isolated: bool = False  # a GPU framework: runs in its own worker process, never beside another
+    cuda_only: bool = False  # has no path but to a CUDA GPU (the raw reference, CuPy)
     host_buffers: tuple[str, ...] = ("numpy",)  # the --host-buffer kinds it takes; the first is its default
 
     def sources(self, mode: str) -> tuple[str, ...]:

@@ -162,6 +162,7 @@ class CudaBackend(Backend):
     title, module, extra = "The raw CUDA reference (CuPy)", "cupy", "cupy"
     modes = default_modes = RAW_MODES
     isolated = True
+    cuda_only = True
     host_buffers = ("numpy", "aligned")
 
     def sources(self, mode: str) -> tuple[str, ...]:

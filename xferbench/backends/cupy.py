@@ -88,6 +88,7 @@ class CupyBackend(Backend):
     modes = default_modes = ("asarray",)
     ops = ("copy", "seed")
     isolated = True
+    cuda_only = True
     host_buffers = ("numpy", "aligned")
 
     def devices(self) -> list[str]:
