@@ -180,7 +180,11 @@ def summary_table(
         rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * 8])
     header = ["series", "device", "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
               "asymptotic MB/s", "% of link (theoretical)", "% of raw ceiling", "cliff"]  # fmt: skip
-    return table(header, rows, [False, False, True, True, True, True, True, True, True, False]), ceilings, raw
+    right = [False, False, True, True, True, True, True, True, True, False]
+    if not raw:  # no series on a CUDA GPU: a raw copy cannot apply, so the column would be all dashes
+        header, right = header[:8] + header[9:], right[:8] + right[9:]
+        rows = [row[:8] + row[9:] for row in rows]
+    return table(header, rows, right), ceilings, raw
 
 
 def detail(series: Series, name: str) -> list[str]:
