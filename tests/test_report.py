@@ -172,6 +172,7 @@ def test_fit_from_a_simulated_link_matches_its_settings(tmp_path) -> None:
     row = summary_rows(render([tmp_path / "sim.json"]))["sim/link/copy@sim"]
     assert row[5:7] == ["20", "10,000"]  # latency (µs), asymptotic MB/s
     assert row[7].endswith("of 10.0 GB/s")
+    assert len(row) == 9 and "raw ceiling" not in render([tmp_path / "sim.json"])  # no CUDA series: no raw column
 
 
 def test_every_series_has_a_details_block_with_every_point(tmp_path) -> None:
