@@ -241,6 +241,7 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
             run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False))
     except KeyboardInterrupt as stop:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (restored below)
         try:
             result.status = "interrupted"
             save(result)
