@@ -138,6 +138,14 @@ def test_raw_ceiling_is_the_same_runs_raw_pinned_copy_on_the_same_gpu(tmp_path) 
     assert "- cuda:1: no raw reference ran (cuda/raw_pinned/copy" in text
 
 
+def test_a_raw_reference_that_failed_is_not_called_missing(tmp_path) -> None:
+    dead = curve("cuda", "raw_pinned", "cuda:0", {}, status="failed", reason="the cuda worker process was killed by SIGKILL")
+    path = write(tmp_path / "gpu.json", GPU_ENV, [dead, curve("torch", "pinned", "cuda:0", {1: 6300.0, 4: 25200.0})])
+    text = render([path])
+    assert "- cuda:0: cuda/raw_pinned/copy ran but measured nothing: the cuda worker process was killed by SIGKILL" in text
+    assert "pip install 'xferbench[cupy]'" not in text
+
+
 def test_without_a_raw_reference_the_column_says_so(tmp_path) -> None:
     text = render([gpu_file(tmp_path)])
     assert all(row[8] == "-" for row in summary_rows(text).values())

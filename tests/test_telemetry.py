@@ -167,7 +167,8 @@ def test_sampler_collects_samples_and_stops_cleanly(fake_nvml) -> None:
                                "rx_mbps_peak": 20480.0, "tx_mbps_peak": 0.5}  # fmt: skip
 
 
-def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml) -> None:
+def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     fake = fake_nvml()
     environment = {"devices": [{"id": "cuda:3", "kind": "cuda"}]}  # no UUID known: fall back to the CUDA index
     with LinkSampler.for_device(environment, "cuda:3", interval_s=0.002):
@@ -175,6 +176,15 @@ def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml) -> None:
     assert fake.opened == [("index", 3)]
     matched = {"devices": [{"id": "cuda:0", "uuid": UUID.removeprefix("GPU-")}]}  # torch's form of the UUID
     assert telemetry.nvml_target(matched, "cuda:0") == (UUID, None)
+
+
+def test_under_cuda_visible_devices_an_unmatched_gpu_is_not_sampled_by_index(fake_nvml, monkeypatch) -> None:
+    fake = fake_nvml()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # cuda:0 is NVML's GPU 3, or another: no guess
+    with LinkSampler.for_device({"devices": [{"id": "cuda:0", "kind": "cuda"}]}, "cuda:0", interval_s=0.002) as sampler:
+        pass
+    link = sampler.stop()
+    assert fake.opened == [] and link["t_s"] == [] and "CUDA_VISIBLE_DEVICES renumbers" in link["reason"]
 
 
 def test_an_nvml_error_mid_run_records_why_and_keeps_the_samples(fake_nvml) -> None:
@@ -260,6 +270,16 @@ def test_run_plan_samples_the_link_of_cuda_series_only(fake_nvml, tmp_path) -> N
     assert link_warnings(gpu, env)[0].startswith("the PCIe link ran below its maximum (Gen4 x16) while data moved")
     result.save(tmp_path / "r.json")
     assert load(tmp_path / "r.json").series[0].link == gpu.link
+
+
+def test_with_sampling_off_nvml_is_not_touched_and_the_file_says_so(fake_nvml) -> None:
+    fake = fake_nvml()
+    backend = FakeBackend()
+    config = SweepConfig(frameworks=("fake",), batch_sizes=(1,), shape=(4,), timing=FAST)
+    plan = Plan(config, "cuda:0", [PlannedSeries(SeriesKey("fake", "a", "copy", "cuda:0", (4,)), backend)],
+                {"fake": LocalRunner(backend)})  # fmt: skip
+    result = run_plan(plan, new_result(plan, gpu_env()), lambda r: None, link_interval_s=None)
+    assert result.series[0].link == {"reason": "not sampled: --no-link-sampling"} and fake.opened == []
 
 
 def test_the_below_max_warning_fires_from_samples_under_load() -> None:

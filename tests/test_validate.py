@@ -104,7 +104,8 @@ def test_script_runs_end_to_end_on_the_cpu(tmp_path) -> None:
     site = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
     command = [sys.executable, "-S", str(REPO / "scripts" / "validate_gpu.py"), str(out), "--device", "cpu", "--quick", "-f", "host"]
     env = {**os.environ, "PYTHONPATH": site}
-    assert subprocess.run([sys.executable, "-S", "-c", "import xferbench"], env=env, cwd=tmp_path).returncode != 0
+    if subprocess.run([sys.executable, "-S", "-c", "import xferbench"], env=env, cwd=tmp_path).returncode == 0:
+        pytest.skip("xferbench is installed into site-packages here, not as an editable .pth: -S cannot hide it")
     run = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert run.returncode == 1, run.stderr  # the GPU checks cannot run on the CPU: not a pass
     assert sorted(p.name for p in out.iterdir()) == ["checks.md", "default.json", "default.png", "large.json", "large.png", "report.md"]

@@ -35,6 +35,7 @@ from xferbench.sweep import (
     run_plan,
     start_runners,
 )
+from xferbench.telemetry import INTERVAL_S
 from xferbench.timing import TimingConfig
 
 app = typer.Typer(
@@ -86,6 +87,7 @@ def sweep(
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Result file. Default: results/HOST-DEVICE-TIME.json")] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
+    link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
     min_samples: Annotated[int, typer.Option(help="Sample at least this many calls...", rich_help_panel="Timing")] = TimingConfig.min_samples,
@@ -122,13 +124,18 @@ def sweep(
         raise fail(str(error)) from None
     except KeyboardInterrupt:
         raise fail("interrupted while starting; nothing was measured", 130) from None
+    previous_term = signal.signal(signal.SIGTERM, _terminate)  # kill, a CI timeout: stop as Ctrl-C does
     try:
         path = check_writable(out_path or default_out_path(plan.target), csv=csv, overwrite=overwrite)
-        result = run_sweep(plan, path, csv)
+        result = run_sweep(plan, path, csv, link_sampling)
     except XferbenchError as error:
         raise fail(str(error)) from None
+    except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on
+        raise fail("interrupted while starting; nothing was measured", 143 if isinstance(stop, Terminated) else 130) from None
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not leave a worker behind
         plan.close()
+        signal.signal(signal.SIGTERM, previous_term)
     failed = failures(result)
     if failed:
         listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
@@ -194,7 +201,7 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
+def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> Result:
     """Measure with progress on stderr, print the tables on stdout; Ctrl-C keeps what was measured."""
     from xferbench import environment
 
@@ -220,8 +227,7 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
     def save(r: Result) -> None:
         r.save(path, csv=csv)
 
-    previous_term = signal.signal(signal.SIGTERM, _terminate)  # kill, a CI timeout: stop as Ctrl-C does
-
+    link_interval_s = INTERVAL_S if link_sampling else None
     try:
         if err.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -236,12 +242,13 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
                 def on_point(series: Series, point: Point) -> None:
                     progress.update(task, advance=1, last=display.point_brief(point))
 
-                run_plan(plan, result, save, on_point, on_start)
+                run_plan(plan, result, save, on_point, on_start, link_interval_s)
         else:
-            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False))
+            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False),
+                     link_interval_s=link_interval_s)  # fmt: skip
     except KeyboardInterrupt as stop:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (restored below)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (the caller restores it)
         try:
             result.status = "interrupted"
             save(result)
@@ -250,8 +257,6 @@ def run_sweep(plan: Plan, path: Path, csv: bool) -> Result:
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
         how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
         raise fail(f"{how}: {measured} measured point(s) saved to {path}", code) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous_term)
     out.print()
     for series in result.series:
         display.print_series(out, series, result)

@@ -92,7 +92,8 @@ def summary_line(summary: Summary, sizes: int | None = None) -> str:
         if summary.half_bandwidth_bytes:
             fit += f", half bandwidth at {size(summary.half_bandwidth_bytes)}"
         quality = "poor fit, " if (summary.fit_rel_rms or 0) > POOR_FIT else ""
-        exact = sizes == 2  # two unknowns, two sizes: any curve fits, so the fit proves nothing
+        # Two unknowns, two sizes: any curve fits exactly, so the fit proves nothing (unless clamped, then it is not exact).
+        exact = sizes == 2 and (summary.fit_rel_rms or 0.0) < 1e-6
         parts.append(fit + (" (2 sizes: exact by construction)" if exact else f" ({quality}rms error {summary.fit_rel_rms:.1%})"))
     if summary.cliff:
         parts.append(

@@ -127,6 +127,9 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
 def raw_ceiling(series: Series, result: Result) -> str:
     """What the "% of raw ceiling" column divides by on this series' device: the run's own raw copy."""
     reference = raw_reference(series, result.series)
+    tried = next((s for s in result.series if is_raw_reference(s) and s.device == series.device and s.status != "skipped"), None)
+    if reference is None and tried is not None:
+        return f"{RAW_LABEL} ran but measured nothing: {tried.reason or 'every point failed'}"
     if reference is None:
         return (f"no raw reference ran ({RAW_LABEL}, the pinned cudaMemcpyAsync that CuPy runs:"
                 " pip install 'xferbench[cupy]' and sweep with -f cuda too)")  # fmt: skip

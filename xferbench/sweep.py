@@ -304,6 +304,8 @@ def run_plan(
             if link_interval_s is not None and key.device.startswith("cuda"):
                 sampler = LinkSampler.for_device(result.environment, key.device, interval_s=link_interval_s)
                 sampler.start()
+            elif key.device.startswith("cuda"):
+                series.link = {"reason": "not sampled: --no-link-sampling"}
             started: list[int] = []  # the batch the worker was measuring, should it die
 
             def point_started(series: Series, batch_size: int) -> None:

@@ -9,6 +9,7 @@ stops once NVML answers nothing, with the reason: it can neither break nor slow 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -34,7 +35,8 @@ def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
 
 def nvml_target(environment: dict[str, Any], device_id: str) -> tuple[str | None, int | None]:
     """The NVML UUID of a CUDA device, else an NVML index: CUDA and NVML may number GPUs differently,
-    so the index (NVML's own where known, else the CUDA one) is only the fallback."""
+    so the index (NVML's own where known, else the CUDA one) is only the fallback, and none at all
+    under CUDA_VISIBLE_DEVICES, which renumbers CUDA's GPUs: (None, None) then."""
     device = device_entry(environment, device_id)
     nvml = device.get("nvml") or {}
     uuid = nvml.get("uuid") or device.get("uuid")
@@ -43,6 +45,8 @@ def nvml_target(environment: dict[str, Any], device_id: str) -> tuple[str | None
         return (uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"), None
     if isinstance(nvml.get("index"), int):
         return None, nvml["index"]
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:  # CUDA's numbering is not NVML's then
+        return None, None
     number = device_id.partition(":")[2]
     return None, int(number) if number.isdigit() else 0
 
@@ -79,6 +83,10 @@ class LinkSampler:
         self.stop()
 
     def start(self) -> None:
+        if self.uuid is None and self.index is None:
+            self.reason = ("no UUID or PCI bus id matched this GPU to NVML, and CUDA_VISIBLE_DEVICES renumbers"
+                           " CUDA's GPUs: the link was not sampled rather than another GPU's")  # fmt: skip
+            return
         try:
             import pynvml
         except ImportError:
@@ -98,7 +106,8 @@ class LinkSampler:
                 if self._thread is not None and self._thread.is_alive() and self.reason is None:
                     self.reason = f"NVML did not answer within {STOP_WAIT_S:g} s of the series' end; samples so far kept"
                 samples = {name: list(values) for name, values in self.samples.items()}
-                link = {"source": "nvml", **self.gpu, "interval_s": self.interval_s, "thinned": self.thinned,
+                gpu = {**self.gpu, "field_errors": dict(self.gpu.get("field_errors") or {})}  # a copy: the thread may live on
+                link = {"source": "nvml", **gpu, "interval_s": self.interval_s, "thinned": self.thinned,
                         **samples, "reason": self.reason}  # fmt: skip
             link["summary"] = link_summary(link)
             self._record = link
@@ -138,7 +147,8 @@ class LinkSampler:
             try:
                 return function(handle, *args)
             except Exception as error:
-                errors.setdefault(name, str(error))
+                with self._lock:  # stop() copies `errors` under the same lock
+                    errors.setdefault(name, str(error))
                 latest.append(str(error))
                 return None
 
@@ -229,7 +239,7 @@ def link_below_max(series: Series, environment: dict[str, Any] | None = None) ->
 
 def numa_warning(environment: dict[str, Any], device_id: str) -> str | None:
     """A warning when the process may run on CPUs outside the GPU's ideal set (its NUMA node): a remote
-    node has cut Gen3 host-to-device from 12 to 3.8 GB/s."""
+    node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s."""
     nvml = device_entry(environment, device_id).get("nvml") or {}
     ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
     process = environment.get("process_cpus")

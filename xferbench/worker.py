@@ -41,7 +41,8 @@ HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "pa
 
 
 STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
-STALL_TIMEOUT_S = 300.0  # the longest a worker may go without a message beyond one point's sampling cap
+STALL_TIMEOUT_S = 300.0  # the longest a worker may go without a message beyond one point's timing caps
+DEATH_WAIT_S = 30.0  # how long a dying worker may take to exit before it is reported as stuck
 
 
 # A C++ error line in a framework's log: absl ("E0000 00:00:1795356588.11 13315 file.cc:52] ...")
@@ -127,7 +128,7 @@ class WorkerRunner:
         self._spawn()
 
     def _spawn(self) -> None:
-        self.log = tempfile.TemporaryFile("w+")
+        self.log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # a framework may log any bytes
         self.log_start = 0  # where this series' part of the log begins
         self._hello: dict[str, Any] | None = None
         self.dead: str | None = None  # why the worker is gone, once it is
@@ -157,13 +158,15 @@ class WorkerRunner:
 
     def _receive(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The worker's next message. After `timeout_s` without one, the worker is taken for hung
-        (a wedged driver, a stopped process) and killed, so one series cannot stall the sweep."""
+        (a stuck framework, a stopped process) and killed, so one series cannot stall the sweep."""
         assert self.process.stdout is not None
         stalled: list[str] = []
+        answered = threading.Lock()  # held by whichever comes first: the line, or the kill
 
         def kill_hung() -> None:
-            stalled.append(f" after sending nothing for {timeout_s:g} s (taken for hung and killed)")
-            self.process.kill()
+            if answered.acquire(blocking=False):
+                stalled.append(f" after sending nothing for {timeout_s:g} s (taken for hung and killed)")
+                self.process.kill()
 
         timer = threading.Timer(timeout_s, kill_hung) if timeout_s else None
         if timer:
@@ -173,6 +176,7 @@ class WorkerRunner:
             line = self.process.stdout.readline()
         finally:
             if timer:
+                answered.acquire(blocking=False)  # too late for the timer to kill a worker that answered
                 timer.cancel()
         if not line:
             raise WorkerDied(self._death("".join(stalled)))
@@ -186,7 +190,11 @@ class WorkerRunner:
         """How the worker ended, with the last lines it logged during this series: the reason recorded."""
         if self.dead:
             return self.dead
-        code = self.process.wait()
+        try:
+            code = self.process.wait(timeout=DEATH_WAIT_S)
+        except subprocess.TimeoutExpired:  # killed, yet still there: stuck in the kernel or a driver
+            self.dead = f"the {self.backend.name} worker process did not exit when killed{detail}"
+            return self.dead
         if code < 0:
             try:
                 how = f"was killed by {signal.Signals(-code).name}"
@@ -265,8 +273,9 @@ class WorkerRunner:
         run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
                "timing": dataclasses.asdict(timing)}  # fmt: skip
         self._send({"run": run})
-        # Between two messages a worker prepares, warms up, verifies and samples one point.
-        stall_s = STALL_TIMEOUT_S + timing.warmup_s + timing.max_time_s
+        # Between two messages a worker prepares, warms up (up to max_time_s), verifies and samples
+        # (up to max_time_s) one point.
+        stall_s = STALL_TIMEOUT_S + 2 * timing.max_time_s
         while True:
             message = self._receive(stall_s)
             for name in HEADER_FIELDS:
@@ -305,7 +314,10 @@ class WorkerRunner:
                 self.process.wait(timeout=10)
             except (WorkerDied, subprocess.TimeoutExpired):
                 self.process.kill()
-                self.process.wait()
+                try:
+                    self.process.wait(timeout=DEATH_WAIT_S)
+                except subprocess.TimeoutExpired:  # stuck in a driver: nothing more can be done from here
+                    pass
         for stream in (self.process.stdin, self.process.stdout):
             if stream:
                 stream.close()

@@ -28,11 +28,11 @@ def _torch() -> Any:
     return torch
 
 
-
 def _pci_bus_id(props: Any) -> str | None:
     """The GPU's PCI address in CUDA's form, where this PyTorch reports it: NVML's facts match by it too."""
     parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
     return None if any(p is None for p in parts) else "{:04x}:{:02x}:{:02x}.0".format(*parts)
+
 
 class TorchTransfer(Transfer):
     def __init__(self, spec: Spec) -> None:
