@@ -260,6 +260,11 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.984375, 4: 1.96875, 5: 3.9375, 6: 7.5625}
 
 
+def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
+    """The environment's description of a device, or {} when it has none."""
+    return next((d for d in environment.get("devices", []) if d.get("id") == device_id), {})
+
+
 def pcie_ceiling(device: dict[str, Any]) -> tuple[float, str] | None:
     """The theoretical per-direction link rate of a device NVML described, and a label that says so.
 

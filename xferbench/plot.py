@@ -12,7 +12,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from xferbench.display import POOR_FIT
-from xferbench.environment import pcie_ceiling
+from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Selected, file_labels
 
@@ -90,8 +90,7 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
             poor = (summary.fit_rel_rms or 0) > POOR_FIT  # the model does not describe this curve: say so
             time_axes.plot(sizes, model, color=color, linestyle=":" if poor else "--", linewidth=1,
                            label="_poor fit" if poor else "_fit")  # fmt: skip
-        device = next((d for d in pick.result.environment.get("devices", []) if d.get("id") == series.device), {})
-        ceiling = pcie_ceiling(device)
+        ceiling = pcie_ceiling(device_entry(pick.result.environment, series.device))
         if ceiling:
             ceilings[ceiling[1]] = ceiling[0] * 1e3  # GB/s -> MB/s
     for text, mbps in ceilings.items():

@@ -14,13 +14,12 @@ from typing import Any
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.display import FAULTY, POOR_FIT, noisy_points, rate
-from xferbench.environment import SETTINGS, cpu_ranges, pcie_ceiling
+from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Selected, Selection, Series, file_labels
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
     RAW_REFERENCE,
-    device_entry,
     fraction_of_raw,
     is_raw_reference,
     link_ceiling,

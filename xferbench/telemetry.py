@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from xferbench.environment import cpu_ranges, pcie_ceiling
+from xferbench.environment import cpu_ranges, device_entry, pcie_ceiling
 from xferbench.results import Series
 
 INTERVAL_S = 0.1
@@ -26,11 +26,6 @@ KB = 1024  # NVML reports throughput in "KB/s" without saying which KB; taken as
 FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps")
 RAW_REFERENCE = ("cuda", "raw_pinned", "copy")  # framework, mode, op: the run's own ceiling
 NOT_INSTALLED = "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"
-
-
-def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
-    """The environment's description of a device, or {} when it has none."""
-    return next((d for d in environment.get("devices", []) if d.get("id") == device_id), {})
 
 
 def nvml_target(environment: dict[str, Any], device_id: str) -> tuple[str | None, int | None]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xferbench.display import rate
-from xferbench.environment import pcie_ceiling
+from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.results import Point, Result, Series
 
 PASS, FAIL, NA = "pass", "fail", "n/a"
@@ -47,8 +47,7 @@ def raw_ceiling_check(results: Sequence[Result]) -> Check:
     if not raw:
         return Check(name, NA, "no cuda/raw_pinned series was measured (pip install 'xferbench[cupy]')")
     result, series = max(raw, key=lambda rs: rs[1].summary.peak_mbps or 0)
-    device = next((d for d in result.environment.get("devices", []) if d.get("id") == series.device), {})
-    ceiling = pcie_ceiling(device)
+    ceiling = pcie_ceiling(device_entry(result.environment, series.device))
     peak = series.summary.peak_mbps or 0.0
     if ceiling is None:
         return Check(name, NA, f"peak {rate(peak)} MB/s; the link is unknown (no NVML PCIe facts for {series.device})")
