@@ -8,7 +8,7 @@ from rich.table import Table
 
 from xferbench.results import Point, Result, Series
 from xferbench.stats import Summary
-from xferbench.telemetry import fraction_of_raw, is_raw_reference, link_below_max, link_ceiling, numa_warning
+from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, link_below_max, numa_warning
 
 NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
 FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages)
@@ -108,14 +108,13 @@ def summary_line(summary: Summary, sizes: int | None = None) -> str:
 def ceiling_parts(series: Series, result: Result | None) -> list[str]:
     """The peak as a fraction of the link's theoretical rate and of the run's raw copy, where known
     (the same figures as the report's summary); both need the result the series belongs to."""
-    peak = series.summary.peak_mbps
-    if result is None or not peak:
+    if result is None or not series.summary.peak_mbps:
         return []
     parts = []
-    gbps, _ = link_ceiling(series, result.environment)
-    if gbps:
+    of_link, gbps = fraction_of_link(series, result.environment)
+    if of_link:
         which = "as configured" if series.device == "sim" else "theoretical"
-        parts.append(f"{peak / (gbps * 1e3):.0%} of the link's {gbps:.1f} GB/s ({which})")
+        parts.append(f"{of_link:.0%} of the link's {gbps:.1f} GB/s ({which})")
     of_raw = fraction_of_raw(series, result.series)
     if of_raw and not is_raw_reference(series):
         parts.append(f"{of_raw:.0%} of the raw ceiling (cuda/raw_pinned/copy)")

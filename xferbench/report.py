@@ -20,11 +20,12 @@ from xferbench.results import Result, Selected, Selection, Series, file_labels
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
     RAW_REFERENCE,
+    fraction_of_link,
     fraction_of_raw,
     is_raw_reference,
     link_ceiling,
     link_warnings,
-    raw_reference,
+    raw_series,
 )
 
 MISSING = "—"  # the file does not record it
@@ -125,13 +126,12 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
 
 def raw_ceiling(series: Series, result: Result) -> str:
     """What the "% of raw ceiling" column divides by on this series' device: the run's own raw copy."""
-    reference = raw_reference(series, result.series)
-    tried = next((s for s in result.series if is_raw_reference(s) and s.device == series.device and s.status != "skipped"), None)
-    if reference is None and tried is not None:
-        return f"{RAW_LABEL} ran but measured nothing: {tried.reason or 'every point failed'}"
+    reference = raw_series(series, result.series)
     if reference is None:
         return (f"no raw reference ran ({RAW_LABEL}, the pinned cudaMemcpyAsync that CuPy runs:"
                 " pip install 'xferbench[cupy]' and sweep with -f cuda too)")  # fmt: skip
+    if not reference.summary.peak_mbps:
+        return f"{RAW_LABEL} ran but measured nothing: {reference.reason or 'every point failed'}"
     return f"{RAW_LABEL} peaked at {rate(reference.summary.peak_mbps)} MB/s @ batch {reference.summary.peak_batch_size}"
 
 
@@ -143,6 +143,8 @@ def summary_table(
     pick's file label, or "" for a single file). `empty`: series with no measured point and their
     names, kept in the table so a failure cannot go unseen."""
     best = max(p.series.summary.peak_mbps or 0.0 for p in picks)
+    # A raw copy applies only to CUDA series: without one, the column would be all dashes.
+    show_raw = any(p.series.device.startswith("cuda") for p in picks)
     rows: list[list[str]] = []
     ceilings: dict[str, list[str]] = {}
     raw: dict[str, list[str]] = {}
@@ -150,8 +152,9 @@ def summary_table(
         series, summary = pick.series, pick.series.summary
         peak = summary.peak_mbps
         where = series.device + (f" ({file})" if file else "")
-        gbps, about = link_ceiling(series, pick.result.environment)
+        _, about = link_ceiling(series, pick.result.environment)
         ceilings.setdefault(about, []).append(where)
+        of_link, gbps = fraction_of_link(series, pick.result.environment)
         of_raw = fraction_of_raw(series, pick.result.series)
         if series.device.startswith("cuda"):
             raw.setdefault(raw_ceiling(series, pick.result), []).append(where)
@@ -173,20 +176,16 @@ def summary_table(
             str(summary.saturation_batch_size or "-"),
             latency,
             bandwidth,
-            f"{peak / (gbps * 1e3):.0%} of {gbps:.1f} GB/s" if peak and gbps else "unknown",
-            "reference" if is_raw_reference(series) and of_raw else f"{of_raw:.0%}" if of_raw else "-",
+            f"{of_link:.0%} of {gbps:.1f} GB/s" if of_link else "unknown",
+            *(["reference" if is_raw_reference(series) and of_raw else f"{of_raw:.0%}" if of_raw else "-"] if show_raw else []),
             cliff,
         ])  # fmt: skip
     for pick, name in empty:
         failed = "**FAILED**" if pick.series.status == "failed" else "**no point measured**"
-        rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * 8])
+        rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * (8 if show_raw else 7)])
     header = ["series", "device", "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
-              "asymptotic MB/s", "% of link (theoretical)", "% of raw ceiling", "cliff"]  # fmt: skip
-    right = [False, False, True, True, True, True, True, True, True, False]
-    if not raw:  # no series on a CUDA GPU: a raw copy cannot apply, so the column would be all dashes
-        header, right = header[:8] + header[9:], right[:8] + right[9:]
-        rows = [row[:8] + row[9:] for row in rows]
-    return table(header, rows, right), ceilings, raw
+              "asymptotic MB/s", "% of link (theoretical)", *(["% of raw ceiling"] if show_raw else []), "cliff"]  # fmt: skip
+    return table(header, rows, [False, False, *[True] * (len(header) - 3), False]), ceilings, raw
 
 
 def detail(series: Series, name: str) -> list[str]:

@@ -279,15 +279,26 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     return None, f"unknown: {why}"
 
 
-def raw_reference(series: Series, siblings: Iterable[Series]) -> Series | None:
-    """The run's own ceiling for a series: the raw pinned cudaMemcpyAsync on the same device, from the
-    same result file, where it ran and measured something."""
-    return next((s for s in siblings if (s.framework, s.mode, s.op) == RAW_REFERENCE and s.device == series.device
-                 and s.summary.peak_mbps), None)  # fmt: skip
-
-
 def is_raw_reference(series: Series) -> bool:
     return (series.framework, series.mode, series.op) == RAW_REFERENCE
+
+
+def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:
+    """The raw pinned cudaMemcpyAsync that ran on the series' device in the same result file, if any."""
+    return next((s for s in siblings if is_raw_reference(s) and s.device == series.device and s.status != "skipped"), None)
+
+
+def raw_reference(series: Series, siblings: Iterable[Series]) -> Series | None:
+    """The run's own ceiling for a series: its raw series, where that measured something."""
+    found = raw_series(series, siblings)
+    return found if found is not None and found.summary.peak_mbps else None
+
+
+def fraction_of_link(series: Series, environment: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The series' peak MB/s over its link ceiling, and the ceiling in GB/s; None for what is unknown."""
+    gbps, _ = link_ceiling(series, environment)
+    peak = series.summary.peak_mbps
+    return (peak / (gbps * 1e3) if peak and gbps else None), gbps
 
 
 def fraction_of_raw(series: Series, siblings: Iterable[Series]) -> float | None:
