@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep(large, args.device, args.framework, ["--shape", LARGE_SHAPE, "--batch-sizes", large_batches, *quick[2:]])
     files = [p for p in (default, large) if p.exists()]
     try:
-        loaded = {p.name: (load(p) if p.exists() else None) for p in (default, large)}
+        loaded = {p.name: (load(p) if p in files else None) for p in (default, large)}
         results = [r for r in loaded.values() if r is not None]
         checks = [validate.completed_check(loaded), *validate.run_checks(results)]
         table = validate.render(checks)

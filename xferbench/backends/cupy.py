@@ -66,15 +66,15 @@ class AsArray(Transfer):
         if moved.data.device_id != self.device.id:
             raise VerificationError(f"{self.label}: data landed on cuda:{moved.data.device_id}, not cuda:{self.device.id}")
         flat_index = sample_indices(self.host.size)
-        device_index = self.cupy.asarray(flat_index)
+        sampled = self.cupy.asarray(flat_index)  # the same indexes, on the device
         sent = self.host.reshape(-1)[flat_index]
-        check_arrived(sent, moved.reshape(-1)[device_index].get(), self.label)
+        check_arrived(sent, moved.reshape(-1)[sampled].get(), self.label)
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
         # With CUPY_ENABLE_UMP=1 on a machine with HMM or ATS, asarray may wrap the host buffer
         # instead of copying it: an array that changes with its source was never transferred.
         fill_pattern(self.host, variant=2)
-        if not np.array_equal(moved.reshape(-1)[device_index].get(), sent):
+        if not np.array_equal(moved.reshape(-1)[sampled].get(), sent):
             raise VerificationError(f"{self.label}: the device array shares memory with the NumPy source; nothing was copied")
 
     def close(self) -> None:
