@@ -28,8 +28,10 @@ def sweep(**kwargs) -> Result:
 
 def test_both_ops_deliver_on_the_cpu_in_a_worker() -> None:
     result = sweep(ops=("copy", "seed"))
-    assert [s.label() for s in result.series] == ["jax/device_put/copy@cpu", "jax/device_put/seed@cpu"]
-    for series in result.series:
+    assert [s.label() for s in result.series] == ["jax/device_put/copy@cpu", "jax/device_put/seed@cpu",
+                                                  "jax/pinned_host/copy@cpu", "jax/pinned_host/seed@cpu"]  # fmt: skip
+    assert all(s.status == "skipped" and "needs a CUDA GPU" in s.reason for s in result.series[2:])
+    for series in result.series[:2]:
         assert series.status == "ok" and series.transfer == "host-to-host", series.reason
         assert all(p.status == "ok" and p.n >= 3 and p.host_offset == 16 for p in series.points), [p.error for p in series.points]
         assert series.params["platform"] == "cpu" and "host-side copy" in series.note
@@ -44,9 +46,24 @@ def test_an_aligned_source_on_the_cpu_is_skipped_as_zero_copy() -> None:
     assert next(s for s in result.series if s.host_buffer == "numpy").status == "ok"
 
 
-def prepare(host_buffer: str = "numpy", op: str = "copy"):
-    key = SeriesKey("jax", "device_put", op, "cpu", SHAPE, host_buffer)
+def prepare(host_buffer: str = "numpy", op: str = "copy", mode: str = "device_put"):
+    key = SeriesKey("jax", mode, op, "cpu", SHAPE, host_buffer)
     return BACKENDS["jax"].prepare(key.at(4), {})
+
+
+def test_the_pinned_host_path_copies_from_pinned_memory() -> None:
+    """Skipped on the CPU in a sweep, but JAX has the memory kinds there too: the path's own code runs."""
+    from xferbench.backends.jax import pinned_host_reason
+
+    transfer = prepare(mode="pinned_host")
+    if pinned_host_reason(transfer.device):
+        pytest.skip(pinned_host_reason(transfer.device))
+    assert transfer.pinned.sharding.memory_kind == "pinned_host" and transfer.host_offset is None
+    transfer()
+    transfer.verify()
+    assert transfer.host_span()[0] == transfer.pinned.unsafe_buffer_pointer()
+    moved, _ = transfer._run()
+    assert moved.sharding.memory_kind == "device" and moved.unsafe_buffer_pointer() != transfer.pinned.unsafe_buffer_pointer()
 
 
 def test_verification_fails_a_result_that_aliases_the_source() -> None:
@@ -76,4 +93,5 @@ def test_devices_and_reasons_for_what_jax_cannot_reach() -> None:
     backend = BACKENDS["jax"]
     assert "jax-metal is experimental" in backend.absent_reason("mps", ["cpu"])
     assert "pip install 'xferbench[jax" in backend.absent_reason("cuda:0", ["cpu"])
-    assert "no user-facing pinned host memory" in backend.skip_reason(SeriesKey("jax", "device_put", "copy", "cpu", SHAPE, "pinned"))
+    assert "choose it with --mode" in backend.skip_reason(SeriesKey("jax", "device_put", "copy", "cpu", SHAPE, "pinned"))
+    assert "needs a CUDA GPU" in backend.skip_reason(SeriesKey("jax", "pinned_host", "copy", "cpu", SHAPE))

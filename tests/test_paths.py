@@ -166,12 +166,31 @@ def test_interrupt_keeps_measured_points(fake_backend, tmp_path) -> None:
     assert [p.batch_size for p in saved.series[0].points] == [2, 4]
 
 
-def test_sample_indices_cover_both_ends() -> None:
-    from xferbench.buffers import sample_indices
+def test_the_check_reads_every_byte_and_catches_a_short_gap() -> None:
+    from xferbench.buffers import check_all, make_source
+    from xferbench.errors import VerificationError
 
-    idx = sample_indices(10_000_000)
-    assert idx[0] == 0 and idx[-1] == 9_999_999 and len(np.unique(idx)) == len(idx) > 4000
-    assert list(sample_indices(10)) == list(range(10))
+    source = make_source((1000, 1000))  # 1 MB, read back in 64 KiB chunks: the last one short
+    reads: list[tuple[int, int]] = []
+
+    def read_from(dest: np.ndarray):
+        def read(offset: int, out: np.ndarray) -> None:
+            reads.append((offset, out.size))
+            out[...] = dest.reshape(-1)[offset : offset + out.size]
+
+        return read
+
+    staging = np.empty(65536, np.uint8)
+    check_all(source, read_from(source.copy()), "whole", staging)
+    assert sum(size for _, size in reads) == source.size and reads[-1] == (983040, 16960)
+    gap = source.copy().reshape(-1)
+    gap[500_000 : 500_000 + 4096] = 0  # one page missing in the middle: 4,096 sampled bytes would likely miss it
+    with pytest.raises(VerificationError, match=r"4,096 of 1,000,000 bytes differ .* first at byte 500,000"):
+        check_all(source, read_from(gap), "gap", staging)
+    one = source.copy().reshape(-1)
+    one[-1] ^= 0xFF
+    with pytest.raises(VerificationError, match="1 of 1,000,000 bytes differ"):
+        check_all(source, read_from(one), "last byte")
 
 
 def test_pattern_has_no_zeros_and_does_not_repeat_per_image() -> None:

@@ -22,6 +22,7 @@ from xferbench import display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
 from xferbench.results import Point, Result, Selection, Series, check_writable, select
+from xferbench.spec import PER_CALL
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     OUT_OF_MEMORY,
@@ -88,6 +89,8 @@ def sweep(
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
+    bind: Annotated[bool, typer.Option("--bind/--no-bind", help="Bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory, before it allocates.")] = True,
+    timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
     min_samples: Annotated[int, typer.Option(help="Sample at least this many calls...", rich_help_panel="Timing")] = TimingConfig.min_samples,
@@ -116,6 +119,8 @@ def sweep(
             sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed),
             host_buffers=tuple(dict.fromkeys(h.strip().lower() for h in host_buffer or ())),
             pythons=parse_pythons(python or (), frameworks),
+            methods=tuple(dict.fromkeys(t.strip().lower() for t in timing_method or (PER_CALL,))),
+            bind=bind,
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
             check_writable(out_path, csv=csv, overwrite=overwrite)

@@ -7,3 +7,8 @@ class XferbenchError(Exception):
 
 class VerificationError(XferbenchError):
     """The bytes did not arrive at the destination: the timing of that path is meaningless."""
+
+
+class NotSupportedHere(XferbenchError):
+    """The installed framework cannot run this path (a feature its version lacks): the series is
+    skipped with the reason, as a path that cannot run on a device is, not failed."""

@@ -7,14 +7,16 @@ process (xferbench.worker), so a series means the same thing wherever it was mea
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from xferbench.backends import Backend
-from xferbench.errors import VerificationError
+from xferbench.errors import NotSupportedHere, VerificationError
+from xferbench.numa import page_nodes
 from xferbench.results import Point, Series
-from xferbench.spec import SeriesKey, Spec
-from xferbench.timing import TimingConfig, sample, warm_up
+from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.timing import STREAM_MIN_COPIES, TimingConfig, calibrate_copies, sample, sample_streamed, warm_up
 
 # How a point's error starts: the series stops after these, and the CLI tells them apart.
 VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"
@@ -38,18 +40,35 @@ def first_line(error: BaseException) -> str:
 
 
 def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig) -> Point:
-    """Prepare, warm up, verify the bytes arrived, then sample. Errors become a recorded point."""
+    """Prepare, warm up, verify the bytes arrived, then sample, per call or streamed as the series
+    says. Errors become a recorded point."""
     transfer = None
     try:
         transfer = backend.prepare(spec, params)
-        warmup_calls = warm_up(transfer, timing, transfer.clock)
-        transfer.verify()
+        streamed = spec.series.method == STREAMED
+        copies = None
+        if streamed:
+            run = transfer.streamed
+            warmup_calls = warm_up(lambda: run(STREAM_MIN_COPIES), timing, transfer.clock)
+            copies = calibrate_copies(run)
+        else:
+            warmup_calls = warm_up(transfer, timing, transfer.clock)
+        started = time.perf_counter()
+        transfer.verify()  # every byte, outside the samples
+        verify_s = time.perf_counter() - started
+        span = transfer.host_span()
+        nodes = page_nodes(*span) if span else None
         faults_before = minor_faults()
-        samples = sample(transfer, timing, transfer.clock)
+        if copies:
+            samples = sample_streamed(transfer.streamed, copies, timing, transfer.clock)
+        else:
+            samples = sample(transfer, timing, transfer.clock)
         point = Point.measured(spec, samples, warmup_calls)
-        point.host_offset = transfer.host_offset
+        point.host_offset, point.copies, point.transfers = transfer.host_offset, copies, transfer.transfers
+        point.verify_s, point.host_nodes = verify_s, nodes
         if faults_before is not None:
-            point.page_faults_per_call = (minor_faults() - faults_before) / len(samples.times_s)  # type: ignore[operator]
+            calls = len(samples.times_s) * (copies or 1)
+            point.page_faults_per_call = (minor_faults() - faults_before) / calls  # type: ignore[operator]
         return point
     except VerificationError as error:
         return Point.failed(spec, "error", f"{VERIFICATION_FAILED}: {error}")
@@ -79,6 +98,9 @@ def measure_series(
     """
     try:
         info = backend.describe(key, params)
+    except NotSupportedHere as error:
+        series.status, series.reason = "skipped", str(error)
+        return
     except Exception as error:
         series.status, series.reason = "failed", f"could not set up: {type(error).__name__}: {first_line(error)}"
         return

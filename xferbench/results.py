@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
-from xferbench.spec import SeriesKey, Spec, usual_source
+from xferbench.spec import PER_CALL, SeriesKey, Spec, usual_source
 from xferbench.stats import Summary, point_stats, summarize
 from xferbench.timing import Samples
 
@@ -53,6 +53,10 @@ class Point:
     device_mbps: float | None = None
     host_offset: int | None = None  # the source's address mod 64 (0: 64-byte aligned), where known
     page_faults_per_call: float | None = None  # the process's minor page faults while sampling, per call
+    copies: int | None = None  # streamed: the copies each sample timed (times_s are per copy); None per call
+    transfers: int | None = None  # every transfer the point issued (warm-up, verification, samples), where counted
+    verify_s: float | None = None  # seconds the whole-buffer verification took, outside every sample
+    host_nodes: dict[str, int] | None = None  # the source's sampled pages per NUMA node ("-1": not resident)
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
@@ -79,6 +83,7 @@ class Series:
     device: str
     shape: list[int]
     host_buffer: str = ""  # "" (or absent, in files older than the field): the path's usual_source
+    method: str = PER_CALL  # how each point was timed: per-call, or streamed (spec.TIMING_METHODS)
     device_name: str | None = None
     transfer: str | None = None
     clock: str | None = None
@@ -92,13 +97,20 @@ class Series:
     summary: Summary = field(default_factory=Summary)
     # NVML samples of the GPU's PCIe link taken while the series ran (telemetry.LinkSampler); {} off CUDA
     link: dict[str, Any] = field(default_factory=dict)
+    # Where the worker ran and allocated: the CPUs and NUMA node it was bound to, or why not (numa.py); {} off CUDA
+    numa: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.host_buffer = self.host_buffer or usual_source(self.framework, self.mode)
 
+    @classmethod
+    def of(cls, key: SeriesKey) -> Series:
+        """An empty series for a key, to be described and filled by measure_series."""
+        return cls(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer, key.method)
+
     @property
     def key(self) -> SeriesKey:
-        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape), self.host_buffer)
+        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape), self.host_buffer, self.method)
 
     def label(self) -> str:
         return self.key.label()
@@ -161,9 +173,10 @@ class Result:
                     "device_name": s.device_name,
                     "transfer": s.transfer,
                     "host_buffer": s.host_buffer,
+                    "method": s.method,
                     "shape": "x".join(map(str, s.shape)),
                 }
-                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s")})
+                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes")})
                 row.update(os=env.get("os"), cpu=env.get("cpu"), python=env.get("python"))
                 row.update({f"{name}_version": v for name, v in env.get("versions", {}).items() if name != "xferbench"})
                 rows.append(row)
@@ -260,7 +273,7 @@ def _malformed(data: dict[str, Any]) -> str | None:
             return f"series {i} is not an object"
         if not isinstance(series.get("points", []), list) or not all(isinstance(p, dict) for p in series.get("points", [])):
             return f"series {i}: 'points' is not a list of objects"
-        for name in ("summary", "params", "link"):
+        for name in ("summary", "params", "link", "numa"):
             if not isinstance(series.get(name, {}), dict):
                 return f"series {i}: '{name}' is not an object"
         if not isinstance(series.get("shape", []), list):
@@ -285,10 +298,12 @@ class Selection:
     ops: tuple[str, ...] = ()
     devices: tuple[str, ...] = ()
     host_buffers: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
 
     def matches(self, series: Series) -> bool:
         pairs = ((self.frameworks, series.framework), (self.modes, series.mode), (self.ops, series.op),
-                 (self.devices, series.device), (self.host_buffers, series.host_buffer))  # fmt: skip
+                 (self.devices, series.device), (self.host_buffers, series.host_buffer),
+                 (self.methods, series.method))  # fmt: skip
         return all(not accepted or value in accepted for accepted, value in pairs)
 
 

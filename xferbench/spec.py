@@ -9,6 +9,13 @@ from dataclasses import dataclass
 # one, or page-locked memory the device can read directly.
 HOST_BUFFERS = ("numpy", "aligned", "pinned")
 
+# How a point is timed. per-call: one transfer and its wait per sample, timed around the call, as
+# one training step sees it. streamed: the stream is held while many copies queue behind a start
+# event, then released, and the device's events time them back to back, as nvbandwidth does: the
+# link's own rate, with launch and synchronization costs out of the figure.
+PER_CALL, STREAMED = "per-call", "streamed"
+TIMING_METHODS = (PER_CALL, STREAMED)
+
 
 def usual_source(framework: str, mode: str) -> str:
     """The host buffer a path starts from unless --host-buffer says otherwise (and the one files
@@ -29,15 +36,18 @@ class SeriesKey:
     device: str
     shape: tuple[int, ...]  # one item's shape; the batch adds a leading dimension
     host_buffer: str = ""  # where the batch starts: a HOST_BUFFERS kind; "" means the path's usual_source
+    method: str = PER_CALL  # how each point is timed: a TIMING_METHODS kind
 
     def __post_init__(self) -> None:
         if not self.host_buffer:
             object.__setattr__(self, "host_buffer", usual_source(self.framework, self.mode))
 
     def label(self) -> str:
-        """framework/mode/op@device, plus +host_buffer where the source is not the path's usual one."""
+        """framework/mode/op@device, plus +host_buffer where the source is not the path's usual one
+        and /streamed for the streamed timing method."""
         usual = self.host_buffer == usual_source(self.framework, self.mode)
-        return f"{self.framework}/{self.mode}/{self.op}{'' if usual else '+' + self.host_buffer}@{self.device}"
+        method = "" if self.method == PER_CALL else f"/{self.method}"
+        return f"{self.framework}/{self.mode}/{self.op}{method}{'' if usual else '+' + self.host_buffer}@{self.device}"
 
     def at(self, batch_size: int) -> Spec:
         return Spec(self, batch_size)

@@ -14,8 +14,9 @@ from xferbench.backends import BACKENDS, OPS, Backend, SimLink, get_backend
 from xferbench.buffers import available_host_memory
 from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
+from xferbench.numa import plan_binding
 from xferbench.results import Point, Result, Series
-from xferbench.spec import HOST_BUFFERS, SeriesKey
+from xferbench.spec import HOST_BUFFERS, PER_CALL, STREAMED, TIMING_METHODS, SeriesKey
 from xferbench.telemetry import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
 from xferbench.worker import LocalRunner, Runner, WorkerDied, WorkerRunner
@@ -38,6 +39,8 @@ class SweepConfig:
     sim: SimLink = field(default_factory=SimLink)
     host_buffers: tuple[str, ...] = ()  # empty: each path's own default source
     pythons: dict[str, str] = field(default_factory=dict)  # framework -> interpreter for its worker
+    methods: tuple[str, ...] = (PER_CALL,)  # timing methods (spec.TIMING_METHODS)
+    bind: bool = True  # bind each CUDA worker to its GPU's CPUs and NUMA node before it allocates
 
     def params(self, framework: str) -> dict[str, Any]:
         return dataclasses.asdict(self.sim) if framework == "sim" else {}
@@ -183,6 +186,11 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     for kind in config.host_buffers:
         if kind not in HOST_BUFFERS:
             raise XferbenchError(f"unknown host buffer {kind!r}; choose from: {', '.join(HOST_BUFFERS)}")
+    if not config.methods:
+        raise XferbenchError(f"give at least one --timing: {', '.join(TIMING_METHODS)}")
+    for method in config.methods:
+        if method not in TIMING_METHODS:
+            raise XferbenchError(f"unknown --timing {method!r}; choose from: {', '.join(TIMING_METHODS)}")
     for name in config.pythons:
         if name not in {b.name for b in backends}:
             raise XferbenchError(f"--python {name}=...: {name} is not among the frameworks swept")
@@ -201,7 +209,10 @@ def _skip_reason(runner: Runner, key: SeriesKey, present: list[str]) -> str | No
             f"{backend.name} {key.mode} cannot start from a {key.host_buffer} host buffer;"
             f" it takes {', '.join(backend.sources(key.mode))}"
         )
-    return backend.skip_reason(key)
+    skip = backend.skip_reason(key)
+    if skip is None and key.method == STREAMED:
+        return backend.streamed_reason(key)
+    return skip
 
 
 def make_plan(config: SweepConfig) -> Plan:
@@ -223,12 +234,18 @@ def make_plan(config: SweepConfig) -> Plan:
                 kinds = sources if len(sources) == 1 else config.host_buffers or sources[:1]
                 for op in config.ops:
                     for kind in kinds:
-                        key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind)
-                        series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
+                        for method in config.methods:
+                            key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind, method)
+                            series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
         plan = Plan(config, device, series, runners)
         if not plan.runnable:
             reasons = "; ".join(f"{s.key.label()}: {s.skip}" for s in series) or "no series selected"
             raise XferbenchError(f"nothing can run here: {reasons}")
+        if not config.bind and not any(s.key.device.startswith("cuda") for s in plan.runnable):
+            raise XferbenchError(
+                f"--no-bind: nothing to bind here: workers are bound to a GPU's CPUs and NUMA node only for"
+                f" CUDA devices, and this sweep runs on {plan.target}; drop --no-bind"
+            )
         _check_host_memory(plan)
     except BaseException:
         for runner in runners.values():
@@ -280,7 +297,9 @@ def run_plan(
     reason, and the other frameworks' series go on. Ctrl-C leaves the file marked interrupted.
     While a series on a CUDA device runs, its GPU's PCIe link is sampled every `link_interval_s`
     (None: not at all) into `series.link`: an idle link drops its generation, so only a reading
-    under load tells a slow link from a resting one.
+    under load tells a slow link from a resting one. Unless the config says not to, each such
+    series' worker is bound to its GPU's CPUs and NUMA node before it allocates (numa.py); what was
+    done, or why not, is kept in `series.numa`.
     """
     config = plan.config
 
@@ -293,7 +312,7 @@ def run_plan(
     try:
         for planned in plan.series:
             key = planned.key
-            series = Series(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer)
+            series = Series.of(key)
             result.series.append(series)
             if planned.skip:
                 series.status, series.reason = "skipped", planned.skip
@@ -306,6 +325,11 @@ def run_plan(
                 sampler.start()
             elif key.device.startswith("cuda"):
                 series.link = {"reason": "not sampled: --no-link-sampling"}
+            binding = None
+            if key.device.startswith("cuda") and not planned.backend.fixed_device:
+                binding, why = plan_binding(result.environment, key.device) if config.bind else (None, "not bound: --no-bind")
+                if binding is None:
+                    series.numa = {"reason": why}
             started: list[int] = []  # the batch the worker was measuring, should it die
 
             def point_started(series: Series, batch_size: int) -> None:
@@ -315,7 +339,8 @@ def run_plan(
 
             try:
                 runner.measure_series(
-                    key, config.batch_sizes, config.params(key.framework), config.timing, series, point_started, point_done
+                    key, config.batch_sizes, config.params(key.framework), config.timing, series, point_started, point_done,
+                    binding,
                 )
             except WorkerDied as died:
                 series.status, series.reason = "failed", str(died)

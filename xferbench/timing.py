@@ -1,8 +1,12 @@
-"""The timing loop: warm up, then sample until enough time and samples, with a cap.
+"""The timing loops: warm up, then sample until enough time and samples, with a cap.
 
-A path's call does one transfer and returns only once the data is on the device, so the
-host clock around it measures the whole synchronized transfer. A call may also return the
-device clock's view of the same transfer (CUDA/MPS events), which is kept beside it.
+Per call: a path's call does one transfer and returns only once the data is on the device, so the
+host clock around it measures the whole synchronized transfer. A call may also return the device
+clock's view of the same transfer (CUDA/MPS events), which is kept beside it.
+
+Streamed: a path queues many copies behind a held stream and returns the seconds its device events
+measured around them; each sample is that span divided by the copies, so launch and wait costs,
+paid once per span while the stream is held, stay out of the figure.
 """
 
 from __future__ import annotations
@@ -14,6 +18,14 @@ from dataclasses import dataclass, field
 
 Clock = Callable[[], float]
 TransferCall = Callable[[], "float | None"]
+StreamedRun = Callable[[int], float]  # queue n copies behind a held stream; the events' seconds around them
+
+STREAM_MIN_COPIES = 16  # copies per streamed sample at least (as nvbandwidth times 16 per sample)
+# At most: a few hundred commands stay well inside a stream's queue, so queueing never blocks on
+# the held stream, and the hold needs to cover only a few milliseconds of enqueueing.
+STREAM_MAX_COPIES = 512
+STREAM_SPAN_S = 0.002  # a streamed sample's timed span at least, where the copy count allows: events resolve ~0.5 µs
+STREAM_WARM_COPIES = 2  # queued before the start event in every streamed run, so the timed copies start on a busy engine
 
 
 @dataclass(frozen=True)
@@ -61,16 +73,17 @@ def warm_up(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_c
             return calls
 
 
+def _enough(n: int, elapsed: float, config: TimingConfig) -> bool:
+    """Both minimums met, or a cap reached."""
+    if n >= config.min_samples and elapsed >= config.min_time_s:
+        return True
+    return n >= config.max_samples or elapsed >= config.max_time_s
+
+
 def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter) -> Samples:
     """Time single calls until min time and min samples are both met, or a cap is reached."""
     out = Samples()
     times, device_times = out.times_s, out.device_times_s
-    min_samples, min_time, max_samples, max_time = (
-        config.min_samples,
-        config.min_time_s,
-        config.max_samples,
-        config.max_time_s,
-    )
     start = clock()
     while True:
         t0 = clock()
@@ -79,6 +92,30 @@ def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_co
         times.append(t1 - t0)
         if device_s is not None:
             device_times.append(device_s)
-        n, elapsed = len(times), t1 - start
-        if (n >= min_samples and elapsed >= min_time) or n >= max_samples or elapsed >= max_time:
+        if _enough(len(times), t1 - start, config):
+            return out
+
+
+def copies_for(per_copy_s: float) -> int:
+    """Copies per streamed sample: enough for STREAM_SPAN_S of copying, within the bounds."""
+    if not per_copy_s > 0:
+        return STREAM_MAX_COPIES
+    return max(STREAM_MIN_COPIES, min(STREAM_MAX_COPIES, math.ceil(STREAM_SPAN_S / per_copy_s)))
+
+
+def calibrate_copies(run: StreamedRun) -> int:
+    """Time one short streamed run to size the samples, then warm the longer queue once."""
+    copies = copies_for(run(STREAM_MIN_COPIES) / STREAM_MIN_COPIES)
+    run(copies)
+    return copies
+
+
+def sample_streamed(run: StreamedRun, copies: int, config: TimingConfig, clock: Clock = time.perf_counter) -> Samples:
+    """Time streamed runs of `copies` each until the minimums are met or a cap is reached; each sample
+    is one run's event seconds per copy. The loop's own limits go by `clock`, as in sample()."""
+    out = Samples()
+    start = clock()
+    while True:
+        out.times_s.append(run(copies) / copies)
+        if _enough(len(out.times_s), clock() - start, config):
             return out

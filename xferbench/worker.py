@@ -10,6 +10,8 @@ The main process talks to each worker over JSON lines: the worker's stdout carri
                        {"start": batch} | {"point": point, "series": header} | {"done": header}
 
 Run as `python -m xferbench.worker FRAMEWORK`, with any interpreter that has numpy and the framework.
+A worker for a CUDA series is started with a binding in its environment (numa.BIND_ENV), which it
+applies before it imports the framework, so every buffer it allocates lands on the GPU's node.
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from typing import IO, Any, Protocol
 from xferbench.backends import Backend, get_backend
 from xferbench.errors import XferbenchError
 from xferbench.measure import OnPoint, OnStart, first_line, measure_series
+from xferbench.numa import BIND_ENV, Binding, apply_binding
 from xferbench.results import Point, Series
 from xferbench.spec import SeriesKey
 from xferbench.timing import TimingConfig
 
-HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "params", "note", "status", "reason")
+HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "params", "note", "status", "reason", "numa")
 
 
 STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
@@ -74,7 +77,7 @@ class Runner(Protocol):
     def absent_reason(self, device: str, present: list[str]) -> str: ...
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None,
-                       on_point: OnPoint | None) -> None: ...  # fmt: skip
+                       on_point: OnPoint | None, binding: Binding | None = None) -> None: ...  # fmt: skip
     def close(self) -> None: ...
 
 
@@ -95,7 +98,10 @@ class LocalRunner:
 
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None = None,
-                       on_point: OnPoint | None = None) -> None:  # fmt: skip
+                       on_point: OnPoint | None = None, binding: Binding | None = None) -> None:  # fmt: skip
+        """Measure here. A binding needs a process of its own (host-side paths never get one)."""
+        if binding is not None:
+            series.numa = {"reason": "not bound: measured in the main process"}
         measure_series(self.backend, key, batch_sizes, params, timing, series, on_start, on_point)
 
     def close(self) -> None:
@@ -127,16 +133,18 @@ class WorkerRunner:
         self.startup_errors: list[str] = []  # error lines the first worker logged before it was ready
         self._spawn()
 
-    def _spawn(self) -> None:
+    def _spawn(self, binding: Binding | None = None) -> None:
         self.log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # a framework may log any bytes
         self.log_start = 0  # where this series' part of the log begins
         self._hello: dict[str, Any] | None = None
         self.dead: str | None = None  # why the worker is gone, once it is
         self.used = self.busy = False
+        self.binding = binding  # what this worker was bound to before it imported its framework
+        env = {**self.env, BIND_ENV: binding.to_env()} if binding else {k: v for k, v in self.env.items() if k != BIND_ENV}
         try:
             self.process = subprocess.Popen(
                 [self.python, "-m", "xferbench.worker", self.backend.name], cwd=self.folder,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=self.env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=env,
             )  # fmt: skip
         except OSError as error:
             self.close()
@@ -258,16 +266,17 @@ class WorkerRunner:
 
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None = None,
-                       on_point: OnPoint | None = None) -> None:  # fmt: skip
+                       on_point: OnPoint | None = None, binding: Binding | None = None) -> None:  # fmt: skip
         """Run the series in a fresh worker and replay its messages here; raise WorkerDied if it dies.
 
         Every series gets a new process: the allocator state one series leaves behind (glibc's
         dynamic mmap threshold, TensorFlow's pools) changed later series' figures in our runs, and a
-        crash then costs only the series that crashed.
+        crash then costs only the series that crashed. A series with a binding gets a worker started
+        with it, so the binding holds before the framework allocates anything.
         """
-        if self.used or self.dead:
+        if self.used or self.dead or binding != self.binding:
             self._stop()
-            self._spawn()
+            self._spawn(binding)
             self.hello()
         self.used = self.busy = True
         run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
@@ -333,8 +342,9 @@ def _header(series: Series) -> dict[str, Any]:
     return {name: getattr(series, name) for name in HEADER_FIELDS}
 
 
-def serve(framework: str, requests: IO[str], replies: IO[str]) -> int:
-    """The worker's side: say hello, then measure each series asked for until told to quit."""
+def serve(framework: str, requests: IO[str], replies: IO[str], numa: dict[str, Any] | None = None) -> int:
+    """The worker's side: say hello, then measure each series asked for until told to quit.
+    `numa`: the binding this process applied at start (numa.apply_binding), kept with each series."""
 
     def send(message: dict[str, Any]) -> None:
         replies.write(json.dumps(message) + "\n")
@@ -357,7 +367,9 @@ def serve(framework: str, requests: IO[str], replies: IO[str]) -> int:
             break
         run = request["run"]
         key = SeriesKey(**{**run["key"], "shape": tuple(run["key"]["shape"])})
-        series = Series(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer)
+        series = Series.of(key)
+        if numa is not None:
+            series.numa = numa
         measure_series(
             backend, key, run["batch_sizes"], run["params"], TimingConfig(**run["timing"]), series,
             on_start=lambda s, batch: send({"start": batch}),
@@ -372,8 +384,10 @@ def main() -> None:
         sys.exit("usage: python -m xferbench.worker FRAMEWORK (started by xferbench sweep)")
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
+    binding = os.environ.pop(BIND_ENV, None)  # applied before the framework is imported, so before it allocates
+    numa = apply_binding(binding) if binding else None
     try:
-        sys.exit(serve(sys.argv[1], sys.stdin, replies))
+        sys.exit(serve(sys.argv[1], sys.stdin, replies, numa))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the main process reports it
         os._exit(130)
 

@@ -1,7 +1,8 @@
 """The small protocol every framework backend implements.
 
 A backend prepares a Transfer once per batch size. Calling the Transfer does one transfer and
-returns only when the data is on the device; verify() proves the bytes arrived.
+returns only when the data is on the device; verify() proves the bytes arrived. A path that can
+queue copies on a held stream also implements streamed(), the streamed timing method.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from xferbench.spec import SeriesKey, Spec
-from xferbench.timing import Clock
+from xferbench.spec import PER_CALL, STREAMED, SeriesKey, Spec
+from xferbench.timing import STREAM_MIN_COPIES, Clock
 
 OPS = ("copy", "seed")
 HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED = "host-to-device", "host-to-host", "simulated"
@@ -37,14 +38,34 @@ class Transfer(ABC):
 
     clock: Clock = staticmethod(time.perf_counter)
     host_offset: int | None = None  # the source's address mod 64, recorded per point where there is one
+    method: str = PER_CALL  # the series' timing method: a streamed series' verify() checks a streamed run
+    # Host-to-device transfers issued so far (calls, streamed copies, verification), where the path
+    # counts them: the bytes a point claims to have moved, for a check against the link's own counters.
+    transfers: int | None = None
 
     @abstractmethod
     def __call__(self) -> float | None:
         """Do one synchronized transfer; return its device-clock seconds where a device clock exists."""
 
+    def streamed(self, copies: int) -> float:
+        """Hold the stream, queue STREAM_WARM_COPIES and then `copies` transfers between two device
+        events, release it, wait, and return the events' seconds (Backend.streamed_reason says where)."""
+        raise NotImplementedError(f"{type(self).__name__} has no streamed timing")
+
+    def once(self) -> None:
+        """One transfer as the series times it: a call, or a short streamed run. verify() uses it."""
+        if self.method == STREAMED:
+            self.streamed(STREAM_MIN_COPIES)
+        else:
+            self()
+
+    def host_span(self) -> tuple[int, int] | None:
+        """The source buffer's address and size, so the NUMA node of its pages can be read; None where unknown."""
+        return None
+
     @abstractmethod
     def verify(self) -> None:
-        """Do one transfer into a poisoned destination and raise VerificationError unless the bytes match."""
+        """Do one transfer (once()) into a poisoned destination; raise VerificationError unless every byte matches."""
 
     def close(self) -> None:
         """Drop the buffers, so the next batch size has the memory."""
@@ -81,6 +102,11 @@ class Backend(ABC):
     def skip_reason(self, key: SeriesKey) -> str | None:
         """Why this mode/op/host buffer cannot run on this device, or None."""
         return None
+
+    def streamed_reason(self, key: SeriesKey) -> str | None:
+        """Why this path cannot be timed streamed, or None where it can (Transfer.streamed)."""
+        return (f"{key.framework}/{key.mode} cannot queue its transfers on a held stream (it allocates, or"
+                " waits, between them): it is timed per call only")  # fmt: skip
 
     def absent_reason(self, device: str, present: list[str]) -> str:
         """Why the requested device is missing for this framework, with what would bring it."""

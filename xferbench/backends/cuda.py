@@ -1,11 +1,13 @@
 """`cuda`: the raw reference, one cudaMemcpyAsync into a preallocated device buffer, timed with CUDA events.
 
 Modes:
-- raw_pinned: from page-locked host memory by the copy engine, as nvbandwidth copies. Unlike
-  nvbandwidth, which times many queued copies, each call is one copy and its wait, so the launch
-  and synchronization latency is in every sample: it weighs at small batches, not at large ones;
+- raw_pinned: from page-locked host memory (cudaHostAlloc) by the copy engine, as nvbandwidth copies;
 - raw_pageable: the same call from an ordinary NumPy array, which the driver stages through its
   own pinned buffers.
+Per call, each sample is one copy and its wait, so the launch and synchronization latency is in
+every sample: it weighs at small batches, not at large ones. Streamed, as nvbandwidth times, a host
+function holds the stream while warm-up copies, the start event, the timed copies and the end event
+are queued, then lets them run back to back (a host function needs no kernel, so nothing is compiled).
 
 Made with CuPy's bindings of the CUDA runtime (cupy.cuda.runtime.memcpyAsync, cupy.cuda.Event):
 one wheel (xferbench[cupy]) that also serves the `cupy` path, and that the GPU images already
@@ -15,17 +17,22 @@ is measured against this ceiling, on the same machine in the same run.
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from typing import Any
 
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, Backend, SeriesInfo, Transfer
-from xferbench.buffers import address_offset, check_arrived, fill_pattern, make_source, sample_indices
+from xferbench.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source
 from xferbench.errors import VerificationError
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.timing import STREAM_WARM_COPIES
 
 RAW_MODES = ("raw_pinned", "raw_pageable")
 EVENTS = "cupy.cuda.Event pair on the copy's stream"
+STREAMED_CLOCK = "cupy.cuda.Event pair around the copies queued on the held stream, per copy"
+HOLD_TIMEOUT_S = 30.0  # a held stream is released after this whatever happens: a hang must not outlive a point
 
 
 def _cupy() -> Any:
@@ -100,11 +107,35 @@ def cuda_absent_reason(device: str, title: str, present: list[str]) -> str | Non
 
 
 def free_pinned_pool(cupy: Any) -> None:
-    """Give CuPy's cached pinned blocks back, so a sweep up to 1 GiB does not hold every earlier size."""
+    """Give CuPy's cached pinned blocks back, so a sweep up to 1 GiB does not hold every earlier size.
+
+    CuPy keeps the staging block of its last asynchronous copy on a watch list until its next pinned
+    allocation: a zero-byte allocation, once the device is idle, releases it to the pool, and the
+    pool then frees every block it holds."""
     try:
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.alloc_pinned_memory(0)
         cupy.get_default_pinned_memory_pool().free_all_blocks()
     except Exception:  # a cache we cannot empty costs host memory, not correctness
         pass
+
+
+def pinned_staging(cupy: Any, nbytes: int) -> np.ndarray:
+    """A pinned host buffer for the verification's read-back, one chunk long (CuPy's pinned pool,
+    emptied when the point closes): device-to-host copies into it run at the link's speed."""
+    size = min(nbytes, VERIFY_CHUNK_BYTES)
+    return np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size)
+
+
+def read_back(cupy: Any, array: Any) -> ReadBack:
+    """The verification's read of a device array: plain device-to-host copies of contiguous
+    slices (ndarray.get), which need no kernel, so the check runs without NVRTC."""
+    flat = array.reshape(-1)
+
+    def read(offset: int, out: np.ndarray) -> None:
+        flat[offset : offset + out.size].get(out=out)
+
+    return read
 
 
 def is_cuda_out_of_memory(cupy: Any, error: BaseException) -> bool:
@@ -118,42 +149,76 @@ class RawCopy(Transfer):
     def __init__(self, spec: Spec) -> None:
         cupy = self.cupy = _cupy()
         key = spec.series
-        self.label, self.nbytes = key.label(), spec.nbytes
+        self.label, self.nbytes, self.method, self.transfers = key.label(), spec.nbytes, key.method, 0
         self.device = cupy.cuda.Device(device_index(key.device))
         self.device.use()
+        self.pinned_ptr = 0
         if key.mode == "raw_pinned":
-            self.pinned = cupy.cuda.alloc_pinned_memory(spec.nbytes)
-            self.host = np.frombuffer(self.pinned, np.uint8, spec.nbytes).reshape(spec.batch_shape)
+            # cudaHostAlloc, as nvbandwidth allocates, outside CuPy's pinned pool: freed in close(), not cached.
+            self.pinned_ptr = cupy.cuda.runtime.hostAlloc(spec.nbytes, 0)
+            self.host = np.ctypeslib.as_array((ctypes.c_uint8 * spec.nbytes).from_address(self.pinned_ptr))
+            self.host = self.host.reshape(spec.batch_shape)
             fill_pattern(self.host)
         else:
-            self.pinned = None
             self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
             self.host_offset = address_offset(self.host)
+        # A pageable copy may wait on its stream while the driver stages it: a held stream would never
+        # run, so pageable copies are queued without a hold (their staging is part of what they cost).
+        self.hold = key.mode == "raw_pinned"
         self.dest = cupy.empty(spec.batch_shape, dtype=cupy.uint8)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
 
-    def __call__(self) -> float:
+    def _copy(self) -> None:
         runtime = self.cupy.cuda.runtime
-        self.start.record(self.stream)
         runtime.memcpyAsync(self.dest.data.ptr, self.host.ctypes.data, self.nbytes, runtime.memcpyHostToDevice, self.stream.ptr)
+        self.transfers += 1
+
+    def __call__(self) -> float:
+        self.start.record(self.stream)
+        self._copy()
         self.end.record(self.stream)
         self.end.synchronize()
         return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
 
+    def streamed(self, copies: int) -> float:
+        gate = threading.Event()
+        if self.hold:
+            # A host function that waits for the gate holds the stream: every copy is queued before any runs.
+            self.stream.launch_host_func(lambda _: gate.wait(HOLD_TIMEOUT_S), None)
+        try:
+            for _ in range(STREAM_WARM_COPIES):
+                self._copy()
+            self.start.record(self.stream)
+            for _ in range(copies):
+                self._copy()
+            self.end.record(self.stream)
+            held = self.start.done is False
+        finally:
+            gate.set()
+        self.end.synchronize()
+        if self.hold and not held:
+            raise RuntimeError(f"the stream was not held while {copies} copies were queued (the hold gave up after {HOLD_TIMEOUT_S:g} s)")
+        return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+
+    def host_span(self) -> tuple[int, int]:
+        return self.host.ctypes.data, self.nbytes
+
     def verify(self) -> None:
+        cupy = self.cupy
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         self.dest.fill(0)
         self.device.synchronize()
-        self()
-        flat_index = sample_indices(self.host.size)
-        got = self.dest.reshape(-1)[self.cupy.asarray(flat_index)].get()
-        check_arrived(self.host.reshape(-1)[flat_index], got, self.label)
+        self.once()
         if self.dest.data.device_id != self.device.id:
             raise VerificationError(f"{self.label}: data landed on cuda:{self.dest.data.device_id}, not cuda:{self.device.id}")
+        check_all(self.host, read_back(cupy, self.dest), self.label, pinned_staging(cupy, self.nbytes))
 
     def close(self) -> None:
-        self.dest = self.host = self.pinned = self.stream = None
+        self.dest = self.host = self.stream = None
+        if self.pinned_ptr:
+            self.cupy.cuda.runtime.freeHost(self.pinned_ptr)
+            self.pinned_ptr = 0
         free_pinned_pool(self.cupy)
 
 
@@ -181,21 +246,35 @@ class CudaBackend(Backend):
             return f"cuda/{key.mode} is CUDA-only: it runs on cuda:N devices, not on {key.device}"
         return None
 
+    def streamed_reason(self, key: SeriesKey) -> str | None:
+        return None
+
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         props = _cupy().cuda.runtime.getDeviceProperties(device_index(key.device))
         name = props.get("name", b"CUDA GPU")
+        info = {"call": "cudaMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer"}
+        note = None if key.mode == "raw_pinned" else "from pageable memory the driver stages the copy through pinned buffers of its own"
+        if key.method == STREAMED:
+            pinned = key.mode == "raw_pinned"
+            info["hold"] = ("a host function (cudaLaunchHostFunc) waits on the stream until every copy is queued" if pinned
+                            else "none: the driver may wait on the stream while it stages a pageable copy")  # fmt: skip
+            if not pinned:
+                note += "; streamed, the copies are queued without a hold, so the span includes that staging"
+            return SeriesInfo(device_name=name.decode() if isinstance(name, bytes) else str(name), transfer=HOST_TO_DEVICE,
+                              clock=STREAMED_CLOCK, sync="cudaEventSynchronize on the end event", params=info, note=note)  # fmt: skip
         return SeriesInfo(
             device_name=name.decode() if isinstance(name, bytes) else str(name),
             transfer=HOST_TO_DEVICE,
             clock="time.perf_counter",
             sync="cudaEventSynchronize on the event recorded after the copy",
             device_clock=EVENTS,
-            params={"call": "cudaMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer"},
-            note=None if key.mode == "raw_pinned" else "from pageable memory the driver stages the copy through pinned buffers of its own",
+            params=info,
+            note=note,
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        return spec.nbytes
+        """The source and the verification's pinned read-back chunk."""
+        return spec.nbytes + min(spec.nbytes, VERIFY_CHUNK_BYTES)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return RawCopy(spec)

@@ -26,10 +26,13 @@ class HostCopy(Transfer):
     def __call__(self) -> None:
         np.copyto(self.dest, self.source)
 
+    def host_span(self) -> tuple[int, int]:
+        return self.source.ctypes.data, self.source.size
+
     def verify(self) -> None:
         fill_pattern(self.source, variant=1)
         self.dest.fill(0)
-        self()
+        self.once()
         check_arrived(self.source, self.dest, self.label)  # every byte: it is cheap on the host
 
     def close(self) -> None:
@@ -41,6 +44,9 @@ class HostBackend(Backend):
     modes = default_modes = ("numpy",)
     fixed_device = "cpu"
     host_buffers = ("aligned",)
+
+    def streamed_reason(self, key: SeriesKey) -> str | None:
+        return "host/numpy is a synchronous CPU copy with no stream to queue on: it is timed per call only"
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         return SeriesInfo(

@@ -1,6 +1,10 @@
 """`jax`: `jax.device_put(x, device)` then `block_until_ready()`, as JAX users move a NumPy batch.
 
-Modes: device_put. Ops:
+Modes:
+- device_put: from a NumPy array, as JAX users move a batch;
+- pinned_host: from a jax.Array already in the GPU's pinned host memory (memory_kind="pinned_host",
+  in JAX releases that have memory kinds) into its device memory: JAX's own pinned path.
+Ops:
 - copy: the transfer, waited for with block_until_ready();
 - seed: the report's expression in JAX, `device_put(x).astype(float32)[0, 0]` fetched with np.asarray.
 
@@ -18,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import address_offset, check_arrived, fill_pattern, make_source, sample_indices
+from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
-from xferbench.errors import VerificationError
+from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import SeriesKey, Spec
+
+PINNED_HOST = "pinned_host"
 
 
 def _jax() -> Any:
@@ -47,18 +53,40 @@ def jax_device(device: str) -> Any:
     return _gpus()[int(device.split(":")[1])]
 
 
+def pinned_host_reason(device: Any) -> str | None:
+    """Why this JAX cannot stage a batch in the device's pinned host memory, or None where it can."""
+    kinds = {memory.kind for memory in getattr(device, "addressable_memories", lambda: [])()}
+    if PINNED_HOST not in kinds:
+        jax = _jax()
+        return f"JAX {jax.__version__} offers no {PINNED_HOST} memory on {device} (it has: {', '.join(sorted(kinds)) or 'no memory kinds'})"
+    return None
+
+
 class JaxTransfer(Transfer):
     def __init__(self, spec: Spec) -> None:
-        self.jax = _jax()
+        jax = self.jax = _jax()
         key = spec.series
         self.label, self.seed = key.label(), key.op == "seed"
         self.device = jax_device(key.device)
         self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
-        self.host_offset = address_offset(self.host)
+        self.pinned: Any = None  # the pinned_host mode's source: a jax.Array in the device's pinned host memory
+        if key.mode == PINNED_HOST:
+            from jax.sharding import SingleDeviceSharding
+
+            self.in_pinned = SingleDeviceSharding(self.device, memory_kind=PINNED_HOST)
+            self.target: Any = SingleDeviceSharding(self.device, memory_kind="device")
+            self._stage()
+        else:
+            self.host_offset = address_offset(self.host)
+            self.target = self.device
+
+    def _stage(self) -> None:
+        """Put the batch into pinned host memory, outside the timed call (as torch pins once)."""
+        self.pinned = self.jax.device_put(self.host, self.in_pinned).block_until_ready()
 
     def _run(self) -> tuple[Any, Any]:
         """One transfer and its wait: the device array, and the seed op's fetched result."""
-        moved = self.jax.device_put(self.host, self.device)
+        moved = self.jax.device_put(self.host if self.pinned is None else self.pinned, self.target)
         if self.seed:
             return moved, np.asarray(moved.astype(np.float32)[0, 0])  # the fetch waits for copy and cast
         return moved.block_until_ready(), None
@@ -66,37 +94,51 @@ class JaxTransfer(Transfer):
     def __call__(self) -> None:
         self._run()
 
+    def host_span(self) -> tuple[int, int] | None:
+        if self.pinned is None:
+            return self.host.ctypes.data, self.host.size
+        try:
+            return self.pinned.unsafe_buffer_pointer(), self.host.size
+        except Exception:  # a JAX that does not expose its buffers' addresses
+            return None
+
     def verify(self) -> None:
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
+        if self.pinned is not None:
+            self._stage()
         moved, result = self._run()
         if moved.devices() != {self.device}:
             raise VerificationError(f"{self.label}: the result is on {moved.devices()}, not on {self.device}")
-        flat_index = sample_indices(self.host.size)
+        if self.pinned is not None and moved.sharding.memory_kind != "device":
+            raise VerificationError(f"{self.label}: the result is in {moved.sharding.memory_kind} memory, not the device's")
+        got = np.asarray(moved).reshape(-1)  # the whole batch, fetched by JAX itself: nothing is compiled
 
-        def read_back() -> np.ndarray:
-            if self.host.size < 2**31:  # JAX indexes in int32 unless x64 is enabled
-                return np.asarray(moved.reshape(-1)[flat_index.astype(np.int32)])
-            return np.asarray(moved).reshape(-1)[flat_index]
+        def read(offset: int, out: np.ndarray) -> None:
+            out[...] = got[offset : offset + out.size]
 
-        check_arrived(self.host.reshape(-1)[flat_index], read_back(), self.label)
+        check_all(self.host, read, self.label)
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
-        # An array that still aliases the NumPy buffer changes with it: that is no transfer at all.
+        # An array that still aliases its source changes with it: that is no transfer at all.
+        probe = min(self.host.size, ALIAS_PROBE_BYTES)
         fill_pattern(self.host, variant=2)
-        if np.array_equal(read_back(), self.host.reshape(-1)[flat_index]):
+        if self.pinned is None and np.array_equal(np.asarray(moved).reshape(-1)[:probe], self.host.reshape(-1)[:probe]):
             raise VerificationError(f"{self.label}: the result shares memory with the NumPy source; nothing was copied")
 
     def close(self) -> None:
-        self.host = self.device = None
+        self.host = self.device = self.pinned = None
 
 
 class JaxBackend(Backend):
     name = "jax"
     title, module, extra = "JAX", "jax", "jax"
-    modes = default_modes = ("device_put",)
+    modes = default_modes = ("device_put", PINNED_HOST)
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
+
+    def sources(self, mode: str) -> tuple[str, ...]:
+        return ("pinned",) if mode == PINNED_HOST else self.host_buffers
 
     def devices(self) -> list[str]:
         return ["cpu"] + [f"cuda:{i}" for i in range(len(_gpus()))]
@@ -110,14 +152,21 @@ class JaxBackend(Backend):
         return super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
-        if key.host_buffer == "pinned":
-            return "JAX has no user-facing pinned host memory; torch's pinned modes and cuda/raw_pinned show what pinning buys"
+        if key.host_buffer == "pinned" and key.mode != PINNED_HOST:
+            return f"a pinned source is what jax's {PINNED_HOST} mode measures; choose it with --mode"
+        if key.mode == PINNED_HOST and not key.device.startswith("cuda"):
+            return (f"jax/{PINNED_HOST} needs a CUDA GPU: on {key.device} JAX's pinned_host and device memories"
+                    " are both host memory, so there is no device copy to pin for")  # fmt: skip
         if key.device == "cpu" and key.host_buffer == "aligned":
             return "on the CPU, jax.device_put of a 64-byte-aligned array is zero-copy (it aliases the buffer): nothing to time"
         return None
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         device = jax_device(key.device)
+        if key.mode == PINNED_HOST:
+            why = pinned_host_reason(device)
+            if why:
+                raise NotSupportedHere(why)
         on_cpu = key.device == "cpu"
         name = cpu_name() if on_cpu else getattr(device, "device_kind", "CUDA GPU")
         sync = "the result fetched to the host with np.asarray" if key.op == "seed" else "jax.Array.block_until_ready()"
@@ -132,9 +181,11 @@ class JaxBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """The source; on the CPU JAX's copy of it and the seed op's float32 cast."""
+        """The source, the pinned_host mode's pinned copy, the verification's fetched copy; on the CPU
+        JAX's copy of the source and the seed op's float32 cast."""
         on_cpu = spec.series.device == "cpu"
-        return spec.nbytes * (1 + on_cpu + 4 * (on_cpu and spec.series.op == "seed"))
+        pinned = spec.series.mode == PINNED_HOST
+        return spec.nbytes * (2 + pinned + on_cpu + 4 * (on_cpu and spec.series.op == "seed"))
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return JaxTransfer(spec)

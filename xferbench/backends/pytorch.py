@@ -5,21 +5,34 @@ Modes:
 - pinned: a pinned source, .to(device, non_blocking=True), then the device is synchronized;
 - pinned_into: a pinned source copied into a preallocated device tensor (dst.copy_), the peak.
 Ops: copy times the transfer alone; seed times the report's `.to(device).type(float32)[0, 0].cpu()`.
+
+pinned_into on CUDA can also be timed streamed: torch.cuda._sleep, a spin kernel PyTorch ships
+compiled, holds a stream of its own while the copies and their events are queued behind it.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import address_offset, check_arrived, fill_pattern, make_source, sample_indices
+from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.timing import STREAM_WARM_COPIES
 
 PINNED_MODES = ("pinned", "pinned_into")
+HOLD_TRIES = 4  # a hold found too short is lengthened and the run repeated, this many times in all
+HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last run's enqueueing plus this
+ENQUEUE_GUESS_S = 50e-6  # per copy, before the first run has measured it: generous for PyTorch's dispatcher
+
+
+def pinned_size(nbytes: int) -> int:
+    """What PyTorch's caching host allocator reserves for a pinned tensor: the next power of two."""
+    return 1 << max(0, nbytes - 1).bit_length()
 
 
 def _torch() -> Any:
@@ -48,6 +61,8 @@ class TorchTransfer(Transfer):
         self.source = torch.from_numpy(self.host)
         if self.mode in PINNED_MODES:
             self.source = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True)
+            if not self.source.is_pinned():  # a pinned series whose source is pageable would measure the wrong path
+                raise VerificationError(f"{self.label}: PyTorch did not pin the source (is_pinned() is False)")
             self.source.copy_(torch.from_numpy(self.host))
         self.dest = (
             torch.empty(spec.batch_shape, dtype=torch.uint8, device=self.device)
@@ -55,6 +70,11 @@ class TorchTransfer(Transfer):
             else None
         )
         self.events = self._events()
+        self.method, self.transfers = key.method, 0
+        if self.method == STREAMED:
+            self.stream = torch.cuda.Stream(device=self.device)
+            self.hold_cycles: int | None = None  # torch.cuda._sleep cycles that cover the queueing
+            self.cycles_per_s: float | None = None
 
     def _events(self) -> tuple[Any, Any] | None:
         torch = self.torch
@@ -68,6 +88,7 @@ class TorchTransfer(Transfer):
         return None
 
     def _move(self) -> Any:
+        self.transfers += 1
         if self.dest is not None:
             return self.dest.copy_(self.source, non_blocking=True)
         if self.mode == "pinned":
@@ -96,22 +117,83 @@ class TorchTransfer(Transfer):
     def __call__(self) -> float | None:
         return self._run()[2]  # the tensors are dropped here, so no call holds two batches at once
 
+    def _sleep_rate(self) -> float:
+        """torch.cuda._sleep cycles per second on this GPU, timed once with events."""
+        torch, cycles = self.torch, 1_000_000
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(self.stream):
+            start.record(self.stream)
+            torch.cuda._sleep(cycles)
+            end.record(self.stream)
+        end.synchronize()
+        return cycles / (start.elapsed_time(end) / 1e3)
+
+    def streamed(self, copies: int) -> float:
+        """pinned_into's copies queued behind a spin kernel on a stream of its own. The start event
+        must still be pending once all is queued, or the hold was too short: then it is lengthened
+        and the run repeated."""
+        torch, stream = self.torch, self.stream
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if self.cycles_per_s is None:
+            self.cycles_per_s = self._sleep_rate()
+        enqueue_s = ENQUEUE_GUESS_S * (copies + STREAM_WARM_COPIES)
+        for _ in range(HOLD_TRIES):
+            cycles = max(self.hold_cycles or 0, int(self.cycles_per_s * (2 * enqueue_s + HOLD_MARGIN_S)))
+            with torch.cuda.stream(stream):
+                torch.cuda._sleep(cycles)
+                began = time.perf_counter()
+                for _ in range(STREAM_WARM_COPIES):
+                    self.dest.copy_(self.source, non_blocking=True)
+                start.record(stream)
+                for _ in range(copies):
+                    self.dest.copy_(self.source, non_blocking=True)
+                end.record(stream)
+                enqueue_s = time.perf_counter() - began
+                held = not start.query()
+            self.transfers += STREAM_WARM_COPIES + copies
+            end.synchronize()
+            if held:
+                self.hold_cycles = cycles
+                return start.elapsed_time(end) / 1e3
+            self.hold_cycles = None  # sized from this run's enqueueing next time round
+        raise RuntimeError(f"could not hold the stream while {copies} copies were queued, after {HOLD_TRIES} tries")
+
+    def host_span(self) -> tuple[int, int]:
+        return self.source.data_ptr(), self.host.size
+
+    def _read_back(self, moved: Any) -> tuple[Any, np.ndarray]:
+        """The verification's read of the destination, chunk by chunk, into pinned memory on CUDA:
+        plain copies, no kernel."""
+        torch = self.torch
+        size = min(self.host.size, VERIFY_CHUNK_BYTES)
+        staging = torch.empty(size, dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
+        flat = moved.reshape(-1)
+
+        def read(offset: int, out: np.ndarray) -> None:
+            torch.from_numpy(out).copy_(flat[offset : offset + out.size])
+
+        return read, staging
+
     def verify(self) -> None:
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         if self.mode in PINNED_MODES:
             self.source.copy_(self.torch.from_numpy(self.host))  # the pinned copy of the source
         if self.dest is not None:
             self.dest.zero_()
-        moved, result, _ = self._run()
+        if self.method == STREAMED:
+            self._synchronize()
+            self.once()
+            moved, result = self.dest, None
+        else:
+            moved, result, _ = self._run()
         if moved.device.type != self.kind or (
             self.device.index is not None and moved.device.index != self.device.index
         ):
             raise VerificationError(f"{self.label}: data landed on {moved.device}, not {self.device}")
         if moved.data_ptr() == self.source.data_ptr():
             raise VerificationError(f"{self.label}: the result is the source tensor itself; nothing was copied")
-        flat_index = sample_indices(self.host.size)
-        got = moved.reshape(-1)[self.torch.from_numpy(flat_index).to(moved.device)].cpu().numpy()
-        check_arrived(self.host.reshape(-1)[flat_index], got, self.label)
+        read, staging = self._read_back(moved)
+        check_all(self.host, read, self.label, staging)
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result.numpy(), f"{self.label} result")
 
@@ -149,6 +231,16 @@ class TorchBackend(Backend):
             return "pinned host memory needs a CUDA device; on the CPU there is no device copy to pin for"
         return None
 
+    def streamed_reason(self, key: SeriesKey) -> str | None:
+        if key.mode != "pinned_into" or not key.device.startswith("cuda"):
+            return (f"torch/{key.mode} on {key.device} is timed per call only: only pinned_into on CUDA copies"
+                    " into one preallocated tensor, so only it can queue its copies on a held stream")  # fmt: skip
+        if key.op != "copy":
+            return "the seed op fetches its result to the host after every transfer, so it cannot be streamed"
+        if not hasattr(_torch().cuda, "_sleep"):
+            return "this PyTorch has no torch.cuda._sleep to hold a stream with"
+        return None
+
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         kind = key.device.split(":")[0]
         if kind == "cuda":
@@ -162,22 +254,30 @@ class TorchBackend(Backend):
             name, sync, device_clock = cpu_name(), "none needed: the CPU copy is synchronous", None
         if key.op == "seed":
             sync = f"result fetched to the host with .cpu(), then {sync}"
+        clock = "time.perf_counter"
+        # a CPU copy in PyTorch runs on its intra-op threads, unlike single-threaded np.copyto
+        info: dict[str, Any] = {"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {}
+        if key.method == STREAMED:
+            clock, sync, device_clock = "torch.cuda.Event pair around the copies queued on the held stream, per copy", "the end event synchronized", None
+            info["hold"] = "torch.cuda._sleep (a spin kernel), lengthened until the start event is still pending once every copy is queued"
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
-            clock="time.perf_counter",
+            clock=clock,
             sync=sync,
             device_clock=device_clock,
-            # a CPU copy in PyTorch runs on its intra-op threads, unlike single-threaded np.copyto
-            params={"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {},
+            params=info,
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """Source, pinned copy, and on the CPU the destination and the seed op's float32 cast."""
-        pinned_copy = spec.series.mode in PINNED_MODES
+        """Source, pinned copy (rounded up to a power of two by PyTorch's caching host allocator), the
+        verification's read-back chunk, and on the CPU the destination and the seed op's float32 cast."""
+        nbytes = spec.nbytes
+        pinned_copy = pinned_size(nbytes) if spec.series.mode in PINNED_MODES else 0
         on_cpu = spec.series.device == "cpu"
         seed_float = spec.series.op == "seed" and on_cpu
-        return spec.nbytes * (1 + pinned_copy + on_cpu + 4 * seed_float)
+        staging = pinned_size(min(nbytes, VERIFY_CHUNK_BYTES))
+        return nbytes * (1 + on_cpu + 4 * seed_float) + pinned_copy + staging
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return TorchTransfer(spec)

@@ -2,6 +2,10 @@
 
 It moves no data and runs instantly and deterministically, so tests can check the analysis
 against ground truth, and users can see what a given link would look like.
+
+Per call, each transfer costs latency + bytes / bandwidth: the latency stands for the launch and
+the wait that every call pays. Streamed, the copies of a run are queued behind a held stream, so the
+run pays the latency once, outside its timed span, and each copy costs bytes / bandwidth alone.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import numpy as np
 
 from xferbench.backends.base import SIMULATED, Backend, SeriesInfo, Transfer
 from xferbench.errors import VerificationError, XferbenchError
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.timing import STREAM_WARM_COPIES
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,11 @@ class SimLink:
             raise XferbenchError("--sim-seed must be a non-negative integer")
 
     def cost_s(self, nbytes: int) -> float:
-        return self.latency_us * 1e-6 + nbytes / (self.bandwidth_gbps * 1e9)
+        return self.latency_us * 1e-6 + self.copy_s(nbytes)
+
+    def copy_s(self, nbytes: int) -> float:
+        """The link's time for the bytes alone, as a streamed copy sees it."""
+        return nbytes / (self.bandwidth_gbps * 1e9)
 
 
 class VirtualClock:
@@ -48,20 +57,29 @@ class VirtualClock:
 class SimTransfer(Transfer):
     def __init__(self, spec: Spec, link: SimLink) -> None:
         self.clock = VirtualClock()
-        self.cost_s = link.cost_s(spec.nbytes)
+        self.method = spec.series.method
+        self.cost_s, self.copy_s, self.latency_s = link.cost_s(spec.nbytes), link.copy_s(spec.nbytes), link.latency_us * 1e-6
         self.jitter = link.jitter
         self.rng = np.random.default_rng([link.seed, spec.batch_size])
+        self.transfers = 0
+
+    def _jittered(self, cost: float) -> float:
+        return cost * max(0.05, 1.0 + self.jitter * self.rng.standard_normal()) if self.jitter else cost
 
     def __call__(self) -> None:
-        cost = self.cost_s
-        if self.jitter:
-            cost *= max(0.05, 1.0 + self.jitter * self.rng.standard_normal())
-        self.clock.now += cost
+        self.clock.now += self._jittered(self.cost_s)
+        self.transfers += 1
+
+    def streamed(self, copies: int) -> float:
+        span = self._jittered(copies * self.copy_s)
+        self.clock.now += self.latency_s + STREAM_WARM_COPIES * self.copy_s + span
+        self.transfers += STREAM_WARM_COPIES + copies
+        return span
 
     def verify(self) -> None:
         # No bytes move on a simulated link: check instead that every call is charged its cost.
         before = self.clock.now
-        self()
+        self.once()
         if not self.clock.now > before:
             raise VerificationError("sim: a call was not charged on the virtual clock")
 
@@ -72,12 +90,16 @@ class SimBackend(Backend):
     fixed_device = "sim"
     in_default_sweep = False
 
+    def streamed_reason(self, key: SeriesKey) -> str | None:
+        return None
+
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         link = SimLink(**params)
+        streamed = key.method == STREAMED
         return SeriesInfo(
             device_name=f"simulated link ({link.latency_us:g} µs, {link.bandwidth_gbps:g} GB/s)",
             transfer=SIMULATED,
-            clock="virtual (simulated seconds)",
+            clock="virtual: the simulated span of a streamed run, per copy" if streamed else "virtual (simulated seconds)",
             sync="none: simulated, no data moves",
             params=asdict(link),
         )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import address_offset, check_arrived, fill_pattern, make_source, sample_indices
+from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
 from xferbench.spec import SeriesKey, Spec
@@ -137,18 +137,21 @@ class TFTransfer(Transfer):
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
             return
-        flat_index = sample_indices(self.host.size)
+        got = moved.numpy().reshape(-1)  # the whole batch, read back by TensorFlow's own copy
 
-        def read_back() -> np.ndarray:
-            with tf.device(moved.device):
-                return tf.gather(tf.reshape(moved, [-1]), flat_index).numpy()
+        def read(offset: int, out: np.ndarray) -> None:
+            out[...] = got[offset : offset + out.size]
 
-        check_arrived(self.host.reshape(-1)[flat_index], read_back(), self.label)
+        check_all(self.host, read, self.label)
         # A tensor that still aliases the NumPy buffer would change with it: that is no copy at all.
+        probe = min(self.host.size, ALIAS_PROBE_BYTES)
         fill_pattern(self.host, variant=2)
-        if not np.array_equal(read_back(), self.host.reshape(-1)[flat_index]):
+        if not np.array_equal(moved.numpy().reshape(-1)[:probe], self.host.reshape(-1)[:probe]):
             return
         raise VerificationError(f"{self.label}: the result shares memory with the NumPy source; nothing was copied")
+
+    def host_span(self) -> tuple[int, int]:
+        return self.host.ctypes.data, self.host.size
 
     def close(self) -> None:
         self.host = self.function = None
@@ -223,10 +226,11 @@ class TFBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """The source, TensorFlow's CPU copy of it and XLA's own copy; on the CPU also the seed op's cast."""
+        """The source, TensorFlow's CPU copy of it, XLA's own copy and the verification's read-back;
+        on the CPU also the seed op's cast."""
         key = spec.series
         seed_float = key.op == "seed" and key.device == "cpu"
-        return spec.nbytes * (2 + (key.mode == "jit") + 4 * seed_float)
+        return spec.nbytes * (3 + (key.mode == "jit") + 4 * seed_float)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return TFTransfer(spec, sync_for(spec.series.device))

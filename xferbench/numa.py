@@ -1,0 +1,175 @@
+"""NUMA placement: bind a worker to its GPU's CPUs and memory node before it allocates anything, and
+read back where a buffer's pages really are.
+
+On a two-socket server, pinned host memory on the socket away from the GPU crosses the socket link
+on every copy (a remote node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s), so a
+curve measured wherever the scheduler happened to start a worker depends on chance. nvbandwidth sets
+the CPU affinity NVML calls ideal before it allocates host memory; so do xferbench's workers, and
+they bind their memory to that node too, as `numactl --cpunodebind=N --membind=N` would.
+
+The main process plans the binding from the environment's NVML facts (plan_binding); the worker
+applies it first thing, before the framework is imported (apply_binding); the measuring loop then
+reads where each source buffer's pages are (page_nodes). Only Linux can do any of this: elsewhere
+every step says why not, and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+from xferbench.environment import cpu_ranges, device_entry
+
+BIND_ENV = "XFERBENCH_BIND"  # the binding a worker applies before it imports its framework: JSON
+MPOL_BIND = 2  # from linux/mempolicy.h
+PAGES_SAMPLED = 64  # pages of a buffer whose node is read: spread over the whole buffer
+# System call numbers: glibc wraps neither call (libnuma does, and may be absent).
+SYSCALLS = {"x86_64": {"set_mempolicy": 238, "move_pages": 279},
+            "aarch64": {"set_mempolicy": 237, "move_pages": 239}}  # fmt: skip
+NOT_RESIDENT = "not resident"  # a sampled page with no memory behind it yet
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where a worker for one GPU should run and allocate."""
+
+    cpus: tuple[int, ...]
+    node: int | None  # the NUMA node to bind memory to; None where NVML gives none
+
+    def to_env(self) -> str:
+        return json.dumps({"cpus": list(self.cpus), "node": self.node})
+
+    def describe(self) -> str:
+        where = f" and memory to NUMA node {self.node}" if self.node is not None else " (NVML gives no NUMA node to bind memory to)"
+        return f"CPUs {cpu_ranges(list(self.cpus))}{where}"
+
+
+def plan_binding(environment: dict[str, Any], device_id: str) -> tuple[Binding | None, str]:
+    """The binding for a worker measuring this CUDA device, or None; and what it is, or why not.
+
+    The CPUs are those NVML calls ideal for the GPU (else its node's CPUs), limited to the ones this
+    process may use (a cgroup or taskset may allow fewer)."""
+    device = device_entry(environment, device_id)
+    nvml = device.get("nvml") or {}
+    if not device_id.startswith("cuda"):
+        return None, f"nothing to bind: {device_id} is no CUDA GPU"
+    if not nvml:
+        why = (environment.get("nvml") or {}).get("reason") or "NVML did not describe this GPU"
+        return None, f"not bound: the GPU's NUMA placement is unknown ({why})"
+    ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
+    if not ideal:
+        return None, "not bound: NVML gives no ideal CPUs or NUMA node for this GPU"
+    allowed = environment.get("process_cpus")
+    cpus = sorted(set(ideal) & set(allowed)) if allowed else sorted(ideal)
+    if not cpus:
+        return None, (f"not bound: none of the GPU's ideal CPUs ({cpu_ranges(ideal)}) is among the CPUs this"
+                      f" process may use ({cpu_ranges(allowed or [])}); a cgroup or taskset keeps it off the GPU's node")  # fmt: skip
+    node = nvml.get("numa_node")
+    binding = Binding(tuple(cpus), node if isinstance(node, int) and node >= 0 else None)
+    return binding, binding.describe()
+
+
+def _syscall(name: str) -> tuple[Any, int] | None:
+    """libc's syscall() and the number of the call, or None where this machine has neither."""
+    number = SYSCALLS.get(platform.machine(), {}).get(name)
+    if number is None or not os.path.exists("/proc/self"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syscall, number
+    except (OSError, AttributeError):
+        return None
+
+
+def set_memory_node(node: int) -> str | None:
+    """Bind this thread's future allocations (and those of threads it starts) to one node; None on
+    success, else why not. The policy is per thread and inherited, so it is set before any other starts."""
+    call = _syscall("set_mempolicy")
+    if call is None:
+        return f"set_mempolicy is not available on {platform.system()} {platform.machine()}"
+    syscall, number = call
+    words = node // 64 + 1
+    mask = (ctypes.c_ulong * words)()
+    mask[node // 64] = 1 << (node % 64)
+    if syscall(number, MPOL_BIND, mask, ctypes.c_ulong(64 * words + 1)) != 0:
+        code = ctypes.get_errno()
+        return f"the kernel refused set_mempolicy(MPOL_BIND, node {node}): {os.strerror(code)}"
+    return None
+
+
+def set_cpus(cpus: tuple[int, ...]) -> list[int]:
+    """Pin every thread of this process to `cpus` (a library may have started threads already: NumPy's
+    BLAS pool does at import); threads started later inherit it. Returns the CPUs now allowed."""
+    tasks = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["0"]
+    for task in tasks:
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
+    os.sched_setaffinity(0, cpus)  # this thread last, so a refusal raises here
+    return sorted(os.sched_getaffinity(0))
+
+
+def apply_binding(text: str) -> dict[str, Any]:
+    """Apply a binding (Binding.to_env) to this process, before it allocates; return the record kept
+    with each series it measures: the CPUs and node asked for, what was done, and why not where not."""
+    asked = json.loads(text)
+    cpus, node = tuple(asked["cpus"]), asked.get("node")
+    record: dict[str, Any] = {"requested": {"cpus": list(cpus), "node": node}, "cpus": None, "node": None,
+                              "how": [], "reason": None}  # fmt: skip
+    problems = []
+    if not hasattr(os, "sched_setaffinity"):
+        problems.append(f"CPU affinity cannot be set on {platform.system()}")
+    else:
+        try:
+            record["cpus"] = set_cpus(cpus)
+            record["how"].append("sched_setaffinity on every thread")
+        except OSError as error:
+            problems.append(f"the kernel refused the CPU affinity {cpu_ranges(list(cpus))}: {error.strerror or error}")
+    if node is not None:
+        refused = set_memory_node(node)
+        if refused:
+            problems.append(refused)
+        else:
+            record["node"] = node
+            record["how"].append(f"set_mempolicy(MPOL_BIND, node {node})")
+    record["how"] = "; ".join(record["how"]) or None
+    record["reason"] = "; ".join(problems) or None
+    return record
+
+
+def page_nodes(address: int, nbytes: int, samples: int = PAGES_SAMPLED) -> dict[str, int] | None:
+    """How many of `samples` pages spread over a buffer sit on each NUMA node, by move_pages(2) in
+    query mode (nodes=NULL moves nothing). A page the kernel cannot place is counted under its error
+    (EFAULT: memory a driver maps outside the kernel's page tables), an absent one as NOT_RESIDENT.
+    None where the call is unavailable or refused."""
+    call = _syscall("move_pages")
+    if call is None or nbytes <= 0:
+        return None
+    syscall, number = call
+    size = os.sysconf("SC_PAGE_SIZE")
+    first = address - address % size
+    total = (address + nbytes - first + size - 1) // size
+    count = min(samples, total)
+    offsets = sorted({round(i * (total - 1) / max(1, count - 1)) for i in range(count)})
+    pages = (ctypes.c_void_p * len(offsets))(*[first + i * size for i in offsets])
+    status = (ctypes.c_int * len(offsets))()
+    if syscall(number, 0, ctypes.c_ulong(len(offsets)), pages, None, status, 0) != 0:
+        return None
+    counts: dict[str, int] = {}
+    for value in status:
+        name = str(value) if value >= 0 else NOT_RESIDENT if -value == errno.ENOENT else errno.errorcode.get(-value, str(value))
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def pages_off_node(host_nodes: dict[str, int] | None, node: Any) -> int:
+    """How many sampled pages sit on a NUMA node other than `node` (the GPU's)."""
+    if not host_nodes or not isinstance(node, int) or node < 0:
+        return 0
+    return sum(count for name, count in host_nodes.items() if name.isdigit() and int(name) != node)
