@@ -88,7 +88,7 @@ def test_a_known_link_draws_its_theoretical_ceiling(tmp_path) -> None:
     rate = figure(picks).axes[0]
     ceiling = [line for line in rate.get_lines() if line.get_label().startswith("PCIe")]
     assert len(ceiling) == 1 and ceiling[0].get_linestyle() == "--"
-    assert ceiling[0].get_label() == "PCIe Gen4 x16 theoretical (31.5 GB/s); read Gen1 x16 before the run"
+    assert ceiling[0].get_label() == "PCIe Gen4 x16 theoretical (31.5 GB/s, system maximum); read Gen1 x16 before the run"
     assert ceiling[0].get_ydata()[0] == pytest.approx(31_500)
 
 

@@ -97,10 +97,10 @@ def test_link_ceiling_uses_the_max_pcie_link_and_says_so(tmp_path) -> None:
     rows = summary_rows(text)
     assert rows["torch/pinned/copy@cuda:0"][7] == "80% of 31.5 GB/s"  # 25,200 / 31,500
     assert rows["torch/pageable/copy@cuda:0"][7] == "40% of 31.5 GB/s"
-    assert "cuda:0: PCIe Gen4 x16 theoretical (31.5 GB/s); read Gen1 x16 before the run" in text
+    assert "cuda:0: PCIe Gen4 x16 theoretical (31.5 GB/s, system maximum); read Gen1 x16 before the run" in text
     assert "| PCIe link | current Gen1 x16 / max Gen4 x16 |" in text
     assert "| driver | 550.54 |" in text and "| NUMA node | 0 |" in text
-    assert report.ceiling_gbps(GPU_ENV["devices"][1]) == (31.5, "PCIe Gen4 x16 theoretical (31.5 GB/s); read Gen1 x16 before the run")
+    assert report.ceiling_gbps(GPU_ENV["devices"][1]) == (31.5, "PCIe Gen4 x16 theoretical (31.5 GB/s, system maximum); read Gen1 x16 before the run")
 
 
 def test_cuda_device_without_nvml_has_no_invented_link(tmp_path) -> None:

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -35,12 +36,26 @@ class FakeNVML:
     NVMLError = FakeNVMLError
 
     def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int | None = BUSY_KBPS,
-                 tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None) -> None:  # fmt: skip
+                 tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None,
+                 rx_counter: int | None = None, gpu_gen_max: int | None = None) -> None:  # fmt: skip
         self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
         self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
         self.init_error, self.fail_after = init_error, fail_after
         self.samples = self.shutdowns = 0
         self.opened: list[tuple[str, Any]] = []
+        self.rx_counter = rx_counter  # the cumulative RX byte count, where the fake driver keeps one
+        self.gpu_gen_max = gpu_gen_max
+        if rx_counter is not None:
+            self.NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
+        value = SimpleNamespace(ullVal=self.rx_counter)
+        return [SimpleNamespace(fieldId=field, nvmlReturn=0 if self.rx_counter is not None else 3, value=value) for field in fields]
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: Any) -> int:
+        if self.gpu_gen_max is None:
+            raise FakeNVMLError("Not Supported")
+        return self.gpu_gen_max
 
     def nvmlInit(self) -> None:
         if self.init_error:
@@ -163,8 +178,11 @@ def test_sampler_collects_samples_and_stops_cleanly(fake_nvml) -> None:
     n = len(link["t_s"])
     assert n >= 5 and link["gen"] == [4] * n and link["width"] == [16] * n and link["rx_kbps"] == [BUSY_KBPS] * n
     assert link["t_s"] == sorted(link["t_s"]) and link["t_s"][0] < 1.0
-    assert link["summary"] == {"samples": n, "loaded_samples": n, "gen_under_load": [4, 4], "width_under_load": [16, 16],
-                               "rx_mbps_peak": 20480.0, "tx_mbps_peak": 0.5}  # fmt: skip
+    summary = {k: v for k, v in link["summary"].items() if not k.startswith("rx_bytes")}
+    assert summary == {"samples": n, "loaded_samples": n, "gen_under_load": [4, 4], "width_under_load": [16, 16],
+                       "rx_mbps_peak": 20480.0, "tx_mbps_peak": 0.5}  # fmt: skip
+    assert link["summary"]["rx_bytes_from"].startswith("≈ NVML's RX throughput (approximate")  # no counter on this fake
+    assert "no NVML_FI_DEV_PCIE_COUNT_RX_BYTES" in link["field_errors"]["rx_bytes"] and link["rx_bytes"] == [None] * n
 
 
 def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml, monkeypatch) -> None:
@@ -204,7 +222,7 @@ def test_a_query_nvml_does_not_support_costs_only_its_own_field(fake_nvml) -> No
     link = sampler.stop()
     n = len(link["t_s"])
     assert link["reason"] is None and n >= 3 and link["gen"] == [4] * n and link["rx_kbps"] == [None] * n
-    assert link["field_errors"] == {"tx_kbps": "Not Supported", "rx_kbps": "Not Supported"}
+    assert {k: v for k, v in link["field_errors"].items() if k.startswith(("tx", "rx_k"))} == {"tx_kbps": "Not Supported", "rx_kbps": "Not Supported"}
     assert link["summary"]["loaded_samples"] == 0 and link["summary"]["rx_mbps_peak"] is None
     assert link_below_max(Series("torch", "pinned", "copy", "cuda:0", [4], link=link), gpu_env(gen_current=4)) is None
 
@@ -351,8 +369,10 @@ def test_the_terminal_shows_the_fractions_and_the_warnings() -> None:
     assert "80% of the link's 31.5 GB/s (theoretical) · 97% of the raw ceiling (cuda/raw_pinned/copy)" in text
     assert "warning: torch/pinned/copy@cuda:0: the PCIe link ran below its maximum (Gen4 x16)" in text
     assert "NUMA" not in text  # the sweep says it once, not under every series
-    numa = display.numa_line(result, "cuda:0") or ""
+    numa = display.numa_line(result, "cuda:0", bind=False) or ""
     assert "warning: cuda:0: the process may run on CPUs 8-15, outside the GPU's NUMA node 0 (CPUs 0-7)" in numa
+    bound = display.numa_line(result, "cuda:0") or ""  # by default each worker is bound instead: no warning
+    assert bound == "[dim]binding each cuda:0 worker to CPUs 0-7 and memory to NUMA node 0 before it allocates (--no-bind turns this off)[/]"
     assert display.numa_line(result, "cpu") is None
     console = Console(record=True, width=400)
     display.print_series(console, pinned)  # without the result: the samples still speak, the fractions cannot

@@ -225,7 +225,7 @@ def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> 
     for planned in plan.series:
         if planned.skip:
             out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
-    numa = display.numa_line(result, target)  # before measuring: the user may want to pin and start again
+    numa = display.numa_line(result, target, plan.config.bind)  # before measuring: the user may want to pin and start again
     if numa:
         err.print(numa, highlight=False)
 
@@ -265,7 +265,7 @@ def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> 
     out.print()
     for series in result.series:
         display.print_series(out, series, result)
-    if numa:
+    if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
         out.print(numa, highlight=False)
     out.print(f"saved {path}", highlight=False)
     return result

@@ -6,9 +6,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from xferbench.numa import plan_binding
 from xferbench.results import Point, Result, Series
+from xferbench.spec import STREAMED
 from xferbench.stats import Summary
-from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, link_below_max, numa_warning
+from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
 
 NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
 FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages)
@@ -47,21 +49,26 @@ def series_title(series: Series) -> str:
 
 
 def series_table(series: Series, result: Result | None = None) -> Table:
+    streamed = series.method == STREAMED
     has_device_clock = any(p.device_median_s for p in series.points)
     # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
     has_faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     sizes = len({p.bytes for p in series.ok_points()})
     caption = " · ".join([summary_line(series.summary, sizes), *ceiling_parts(series, result)])
+    if streamed:
+        caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
     table = Table(title=escape(series_title(series)), title_justify="left", caption=caption, caption_justify="left")
     for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "MB/s p10–p90", "n"):
         table.add_column(name, justify="right")
+    if streamed:
+        table.add_column("copies/sample", justify="right")
     if has_device_clock:
         table.add_column("device MB/s", justify="right")
     if has_faults:
         table.add_column("faults/call", justify="right")
     for p in series.points:
         if p.status != "ok":
-            cells = [str(p.batch_size), f"[red]{p.status}[/]: {escape(p.error or '')}"] + [""] * (5 + has_device_clock + has_faults)
+            cells = [str(p.batch_size), f"[red]{p.status}[/]: {escape(p.error or '')}"] + [""] * (5 + streamed + has_device_clock + has_faults)
         else:
             cells = [
                 str(p.batch_size),
@@ -71,7 +78,7 @@ def series_table(series: Series, result: Result | None = None) -> Table:
                 f"[bold]{rate(p.mbps)}[/]",
                 f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}",
                 str(p.n),
-            ] + ([rate(p.device_mbps)] if has_device_clock else [])
+            ] + ([str(p.copies or "-")] if streamed else []) + ([rate(p.device_mbps)] if has_device_clock else [])
             cells += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if has_faults else []
         table.add_row(*cells)
     return table
@@ -87,7 +94,7 @@ def summary_line(summary: Summary, sizes: int | None = None) -> str:
     ]
     if summary.latency_s is not None:
         bandwidth = f"{rate(summary.bandwidth_mbps)} MB/s" if summary.bandwidth_mbps else "unbounded"
-        latency = seconds(summary.latency_s) if summary.latency_s > 0 else "≈0 (clamped)"
+        latency = seconds(summary.latency_s) if summary.latency_s >= 1e-9 else "≈0" if summary.latency_s > 0 else "≈0 (clamped)"
         fit = f"fit: latency {latency}, bandwidth {bandwidth}"
         if summary.half_bandwidth_bytes:
             fit += f", half bandwidth at {size(summary.half_bandwidth_bytes)}"
@@ -141,7 +148,7 @@ def noisy_points(series: Series) -> list[Point]:
 
 def print_series(console: Console, series: Series, result: Result | None = None) -> None:
     """The series' table and warnings; with the result it came from, also its fractions of the link's
-    and of the raw copy's ceilings. The NUMA warning is the sweep's, printed once (numa_line)."""
+    and of the raw copy's ceilings. The sweep's NUMA warning is printed once (numa_line)."""
     if series.status == "skipped":  # announced before measuring; nothing to show
         return
     console.print(series_table(series, result))
@@ -156,14 +163,22 @@ def print_series(console: Console, series: Series, result: Result | None = None)
             f"[yellow]warning: {series.label()}: wide p10–p90 spread (>{NOISY_SPREAD:.0%} of the median)"
             f" at batch {batches}; the machine may be busy. All samples are kept in the file.[/]"
         )
-    if series.device.startswith("cuda"):
-        warning = link_below_max(series, result.environment if result else None)
-        if warning:
-            console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
+    for warning in series_warnings(series, result.environment if result else {}):
+        console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()
 
 
-def numa_line(result: Result, device: str) -> str | None:
-    """The warning about CPUs off the GPU's NUMA node, once per sweep: it holds for every series on it."""
-    warning = numa_warning(result.environment, device) if device.startswith("cuda") else None
+def numa_line(result: Result, device: str, bind: bool = True) -> str | None:
+    """Where the sweep's CUDA workers will run, once per sweep: the binding each gets before it
+    allocates, or the warning about CPUs off the GPU's NUMA node where there is none (--no-bind, or
+    nothing to bind by)."""
+    if not device.startswith("cuda"):
+        return None
+    if bind:
+        binding, why = plan_binding(result.environment, device)
+        if binding is not None:
+            return f"[dim]binding each {device} worker to {escape(why)} before it allocates (--no-bind turns this off)[/]"
+    warning = numa_warning(result.environment, device)
+    if warning and bind:
+        warning = f"{warning} ({why})"
     return f"[bold yellow]warning: {device}: {escape(warning)}[/]" if warning else None

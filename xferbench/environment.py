@@ -170,6 +170,8 @@ def nvml_info() -> dict[str, Any]:
                     "pcie_width_current": read(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
                     "pcie_gen_max": read(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
                     "pcie_width_max": read(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
+                    # The GPU's own maximum, uncapped by the port above it (which a VM's virtual root port may understate).
+                    "pcie_gen_gpu_max": read(getattr(pynvml, "nvmlDeviceGetGpuMaxPcieLinkGeneration", None), handle),
                     "numa_node": numa,
                     # The CPUs NVML calls ideal for this GPU (those nearest its PCIe root), and its node's CPUs.
                     "cpu_affinity": _mask_cpus(affinity) if affinity is not None else None,
@@ -265,18 +267,70 @@ def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
     return next((d for d in environment.get("devices", []) if d.get("id") == device_id), {})
 
 
-def pcie_ceiling(device: dict[str, Any]) -> tuple[float, str] | None:
-    """The theoretical per-direction link rate of a device NVML described, and a label that says so.
+# Where a link's generation and width come from, best supported first: what the link ran at while
+# data moved; NVML's maximum for this GPU in this system (capped by the port above it, which a virtual
+# machine's virtual root port may understate); the GPU's own maximum (NVML has no such width: the
+# system's is used).
+UNDER_LOAD, SYSTEM_MAX, GPU_MAX = "under load", "system maximum", "GPU maximum"
 
-    Uses the link's maximum generation and width: an idle link reports a lower current generation.
-    """
-    nvml = device.get("nvml") or {}
-    gen, width = nvml.get("pcie_gen_max"), nvml.get("pcie_width_max")
-    if gen not in PCIE_LANE_GBPS or not width:
+
+def link_readings(device: dict[str, Any], link: dict[str, Any] | None = None) -> list[tuple[str, int, int]]:
+    """Every reading of a device's PCIe link as (source, generation, width), best supported first.
+    `link` is a series' NVML samples (telemetry), whose highest generation and width under load lead."""
+    nvml, link = device.get("nvml") or {}, link or {}
+    summary = link.get("summary") or {}
+    readings = []
+    gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
+    if gen and width:
+        readings.append((UNDER_LOAD, gen[1], width[1]))
+    gen_max = link.get("pcie_gen_max") or nvml.get("pcie_gen_max")
+    width_max = link.get("pcie_width_max") or nvml.get("pcie_width_max")
+    if gen_max and width_max:
+        readings.append((SYSTEM_MAX, gen_max, width_max))
+    gpu_gen = link.get("pcie_gen_gpu_max") or nvml.get("pcie_gen_gpu_max")
+    if gpu_gen and width_max:
+        readings.append((GPU_MAX, gpu_gen, width_max))
+    return [(source, g, w) for source, g, w in readings if g in PCIE_LANE_GBPS and w]
+
+
+def lane_rate(gen: int, width: int) -> float:
+    """The theoretical per-direction payload rate of a link, GB/s."""
+    return PCIE_LANE_GBPS[gen] * width
+
+
+def pcie_ceiling(device: dict[str, Any], link: dict[str, Any] | None = None) -> tuple[float, str] | None:
+    """The theoretical per-direction link rate of a device NVML described, and a label that says so
+    and which reading it came from (link_readings), naming any reading that disagrees with it.
+
+    Never the idle current reading: an idle link drops its generation to save power."""
+    readings = link_readings(device, link)
+    if not readings:
         return None
-    gbps = PCIE_LANE_GBPS[gen] * width
-    label = f"PCIe Gen{gen} x{width} theoretical ({gbps:.1f} GB/s)"
+    source, gen, width = readings[0]
+    gbps = lane_rate(gen, width)
+    label = f"PCIe Gen{gen} x{width} theoretical ({gbps:.1f} GB/s, {source})"
+    others = [f"{other} Gen{g} x{w}" for other, g, w in readings[1:] if (g, w) != (gen, width)]
+    if others:
+        label += f"; NVML also reads {', '.join(others)}"
+    nvml = device.get("nvml") or {}
     current = (nvml.get("pcie_gen_current"), nvml.get("pcie_width_current"))
-    if None not in current and current != (gen, width):
+    if source != UNDER_LOAD and None not in current and current != (gen, width):
         label += f"; read Gen{current[0]} x{current[1]} before the run"
     return gbps, label
+
+
+def link_disagreement(mbps: float, device: dict[str, Any], link: dict[str, Any] | None = None) -> str | None:
+    """Why a figure above the link's ceiling says the link facts disagree rather than that the
+    measurement failed: another reading allows it (a VM's virtual port understating the link, say).
+    None when the figure is within the ceiling or when no reading allows it."""
+    readings = link_readings(device, link)
+    if not readings or mbps <= lane_rate(*readings[0][1:]) * 1e3:
+        return None
+    allowing = [(source, g, w) for source, g, w in readings[1:] if mbps <= lane_rate(g, w) * 1e3]
+    if not allowing:
+        return None
+    source, gen, width = readings[0]
+    other, g, w = allowing[0]
+    return (f"link facts disagree: {mbps:,.0f} MB/s exceeds Gen{gen} x{width} ({lane_rate(gen, width):.1f} GB/s, {source})"
+            f" but fits the {other}, Gen{g} x{w} ({lane_rate(g, w):.1f} GB/s); in a virtual machine the virtual"
+            " root port may advertise less than the GPU's link")  # fmt: skip

@@ -90,7 +90,7 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
             poor = (summary.fit_rel_rms or 0) > POOR_FIT  # the model does not describe this curve: say so
             time_axes.plot(sizes, model, color=color, linestyle=":" if poor else "--", linewidth=1,
                            label="_poor fit" if poor else "_fit")  # fmt: skip
-        ceiling = pcie_ceiling(device_entry(pick.result.environment, series.device))
+        ceiling = pcie_ceiling(device_entry(pick.result.environment, series.device), series.link)
         if ceiling:
             ceilings[ceiling[1]] = ceiling[0] * 1e3  # GB/s -> MB/s
     for text, mbps in ceilings.items():

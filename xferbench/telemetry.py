@@ -15,15 +15,21 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from xferbench.environment import cpu_ranges, device_entry, pcie_ceiling
+from xferbench.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
+from xferbench.numa import pages_off_node
 from xferbench.results import Series
 
 INTERVAL_S = 0.1
 MAX_SAMPLES = 2000  # per series: past it, every other sample is dropped and the interval doubles
 LOADED_MBPS = 100.0  # RX + TX at or above this: data was moving when the link was read
 STOP_WAIT_S = 2.0  # the longest the end of a series waits for the thread (NVML's start can take seconds)
+FIRST_WAIT_S = 10.0  # the longest the start of a series waits for the first sample
 KB = 1024  # NVML reports throughput in "KB/s" without saying which KB; taken as 1024 B
-FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps")
+FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps", "rx_bytes")
+# NVML's cumulative count of bytes the GPU received over PCIe (nvmlDeviceGetFieldValues), where the
+# driver keeps one: the exact measure of host-to-device traffic. The throughput reads are KB/s over
+# a 20 ms window each, so bytes integrated from them are approximate.
+RX_BYTES_FIELD = "NVML_FI_DEV_PCIE_COUNT_RX_BYTES"
 RAW_REFERENCE = ("cuda", "raw_pinned", "copy")  # framework, mode, op: the run's own ceiling
 NOT_INSTALLED = "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"
 
@@ -61,6 +67,7 @@ class LinkSampler:
         self.thinned = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._first = threading.Event()  # set once the first sample is stored, or sampling has ended
         self._closed = False
         self._thread: threading.Thread | None = None
         self._record: dict[str, Any] | None = None
@@ -89,6 +96,8 @@ class LinkSampler:
             return
         self._thread = threading.Thread(target=self._run, args=(pynvml,), name="xferbench-link", daemon=True)
         self._thread.start()
+        # The series starts only once the first sample is in, so the counters' span covers every byte it moves.
+        self._first.wait(FIRST_WAIT_S)
 
     def stop(self) -> dict[str, Any]:
         """End sampling and return the `link` record: samples, the GPU read, its summary and any reason."""
@@ -117,12 +126,14 @@ class LinkSampler:
             pynvml.nvmlInit()
         except Exception as error:  # NVMLError: no driver, no permission, no library
             self._fail(f"NVML could not start: {error}")
+            self._first.set()
             return
         try:
             self._sample(pynvml)
         except Exception as error:  # any NVML error ends sampling; the series goes on
             self._fail(f"NVML failed after {len(self.samples['t_s'])} sample(s): {error}")
         finally:
+            self._first.set()
             try:
                 pynvml.nvmlShutdown()
             except Exception:
@@ -147,13 +158,20 @@ class LinkSampler:
                 latest.append(str(error))
                 return None
 
+        def missing(handle: Any) -> None:
+            raise RuntimeError("this nvidia-ml-py does not have it")
+
+        gpu_max = getattr(pynvml, "nvmlDeviceGetGpuMaxPcieLinkGeneration", missing)
         gpu.update(pcie_gen_max=read("pcie_gen_max", pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
                    pcie_width_max=read("pcie_width_max", pynvml.nvmlDeviceGetMaxPcieLinkWidth),
-                   field_errors=errors)  # fmt: skip
+                   pcie_gen_gpu_max=read("pcie_gen_gpu_max", gpu_max), field_errors=errors)  # fmt: skip
+        counter = rx_counter(pynvml)
+        if read("rx_bytes", counter) is None:  # no such counter here: not asked again every sample
+            counter = None
         with self._lock:
             self.gpu = gpu
         start = due = time.monotonic()
-        while not self._stopping.is_set():
+        while True:  # one last sample after stop() is asked for, so the counter covers the whole series
             latest.clear()
             row = (
                 round(time.monotonic() - start, 3),
@@ -161,6 +179,7 @@ class LinkSampler:
                 read("width", pynvml.nvmlDeviceGetCurrPcieLinkWidth),
                 read("tx_kbps", pynvml.nvmlDeviceGetPcieThroughput, pynvml.NVML_PCIE_UTIL_TX_BYTES),  # 20 ms window each
                 read("rx_kbps", pynvml.nvmlDeviceGetPcieThroughput, pynvml.NVML_PCIE_UTIL_RX_BYTES),
+                read("rx_bytes", counter) if counter else None,
             )
             if all(value is None for value in row[1:]):  # nothing answers any more: stop, say why
                 raise RuntimeError(latest[0])
@@ -169,13 +188,55 @@ class LinkSampler:
                     return
                 for name, value in zip(FIELDS, row):
                     self.samples[name].append(value)
+            self._first.set()
+            with self._lock:
                 if len(self.samples["t_s"]) >= self.max_samples:  # a long series: keep its whole span, coarser
                     for values in self.samples.values():
-                        del values[1::2]
+                        del values[1:-1:2]  # the first and the latest stay: the counter's span is kept whole
                     self.interval_s *= 2
                     self.thinned += 1
+            if self._stopping.is_set():
+                return
             due = max(due + self.interval_s, time.monotonic())
             self._stopping.wait(max(0.0, due - time.monotonic()))
+
+
+def rx_counter(pynvml: Any) -> Any:
+    """A reader of NVML's cumulative PCIe RX byte counter for a GPU handle; it raises where the field
+    is missing from this nvidia-ml-py or unsupported by the driver or GPU."""
+    field = getattr(pynvml, RX_BYTES_FIELD, None)
+
+    def read(handle: Any) -> int:
+        if field is None:
+            raise RuntimeError(f"this nvidia-ml-py has no {RX_BYTES_FIELD}")
+        (value,) = pynvml.nvmlDeviceGetFieldValues(handle, [field])
+        if value.nvmlReturn != 0:
+            raise RuntimeError(f"{RX_BYTES_FIELD} not available (NVML return code {value.nvmlReturn})")
+        return int(value.value.ullVal)
+
+    return read
+
+
+def received_bytes(link: dict[str, Any]) -> tuple[float | None, str]:
+    """The bytes the GPU received over PCIe while the series' samples were taken, and how that was
+    known: NVML's cumulative counter (exact), else the RX throughput samples integrated over time
+    (approximate: each read is a 20 ms window, and the samples 0.1 s apart stand for the time between)."""
+    counts = [(t, c) for t, c in zip(link.get("t_s") or [], link.get("rx_bytes") or []) if c is not None]
+    if len(counts) >= 2:
+        return float(counts[-1][1] - counts[0][1]), f"NVML's PCIe RX byte counter over {counts[-1][0] - counts[0][0]:.1f} s"
+    times, rates = link.get("t_s") or [], link.get("rx_kbps") or []
+    pairs = [(t, r) for t, r in zip(times, rates) if r is not None]
+    if len(pairs) < 2:
+        why = link.get("reason") or (link.get("field_errors") or {}).get("rx_kbps") or "fewer than two RX samples"
+        return None, f"unknown: {why}"
+    total = sum((t1 - t0) * (r0 + r1) / 2 * KB for (t0, r0), (t1, r1) in zip(pairs, pairs[1:]))
+    return total, f"≈ NVML's RX throughput (approximate: 20 ms windows) integrated over {pairs[-1][0] - pairs[0][0]:.1f} s"
+
+
+def claimed_bytes(series: Series) -> int | None:
+    """The host-to-device bytes the series says it moved: every counted transfer of every point."""
+    counted = [p for p in series.points if p.transfers is not None]
+    return sum(p.transfers * p.bytes for p in counted) if counted else None  # type: ignore[operator]
 
 
 def loaded_samples(link: dict[str, Any]) -> list[int]:
@@ -195,6 +256,7 @@ def link_summary(link: dict[str, Any]) -> dict[str, Any]:
         values = [v for v in link.get(name) or [] if v is not None]
         return round(max(values) * KB / 1e6, 1) if values else None
 
+    received, how = received_bytes(link)
     return {
         "samples": len(link.get("t_s") or []),
         "loaded_samples": len(loaded),
@@ -202,6 +264,8 @@ def link_summary(link: dict[str, Any]) -> dict[str, Any]:
         "width_under_load": [min(widths), max(widths)] if widths else None,
         "rx_mbps_peak": peak("rx_kbps"),
         "tx_mbps_peak": peak("tx_kbps"),
+        "rx_bytes": received,
+        "rx_bytes_from": how,
     }
 
 
@@ -232,12 +296,13 @@ def link_below_max(series: Series, environment: dict[str, Any] | None = None) ->
             f" generation is normal; no reading under load ({why})")  # fmt: skip
 
 
-def numa_warning(environment: dict[str, Any], device_id: str) -> str | None:
+def numa_warning(environment: dict[str, Any], device_id: str, numa: dict[str, Any] | None = None) -> str | None:
     """A warning when the process may run on CPUs outside the GPU's ideal set (its NUMA node): a remote
-    node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s."""
+    node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s. `numa` is a series' binding
+    record: where its worker was bound, the CPUs it was bound to are what count, not the sweep's."""
     nvml = device_entry(environment, device_id).get("nvml") or {}
     ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
-    process = environment.get("process_cpus")
+    process = (numa or {}).get("cpus") or environment.get("process_cpus")
     if not ideal or not process:
         return None
     outside = sorted(set(process) - set(ideal))
@@ -247,17 +312,54 @@ def numa_warning(environment: dict[str, Any], device_id: str) -> str | None:
     on_node = isinstance(node, int) and node >= 0
     where = f"NUMA node {node}" if on_node else "ideal CPU set"
     pin = f"numactl --cpunodebind={node} --membind={node}" if on_node else f"taskset -c {cpu_ranges(ideal)}"
+    why = f" ({numa['reason']})" if (numa or {}).get("reason") else ""
     return (f"the process may run on CPUs {cpu_ranges(outside)}, outside the GPU's {where}"
-            f" (CPUs {cpu_ranges(ideal)}); a remote node can cut host-to-device throughput several-fold."
+            f" (CPUs {cpu_ranges(ideal)}){why}; a remote node can cut host-to-device throughput several-fold."
             f" Pin it: {pin} xferbench sweep ...")  # fmt: skip
 
 
-def link_warnings(series: Series, environment: dict[str, Any] | None = None) -> list[str]:
-    """What a reader must know about a CUDA series' link before trusting its numbers."""
+def pages_warning(series: Series, environment: dict[str, Any]) -> str | None:
+    """A warning when sampled pages of the source buffers sat on a NUMA node other than the GPU's."""
+    node = (device_entry(environment, series.device).get("nvml") or {}).get("numa_node")
+    off = {p.batch_size: pages_off_node(p.host_nodes, node) for p in series.points}
+    off = {batch: count for batch, count in off.items() if count}
+    if not off:
+        return None
+    batches = ", ".join(map(str, off))
+    return (f"pages of the source buffer sat off the GPU's NUMA node {node} at batch {batches}"
+            " (move_pages): copies from them cross the socket link")  # fmt: skip
+
+
+def binding_warning(series: Series) -> str | None:
+    """A warning when a worker was asked to bind and the kernel refused some of it."""
+    numa = series.numa or {}
+    if numa.get("requested") and numa.get("reason"):
+        return f"the worker could not be bound as planned: {numa['reason']}"
+    return None
+
+
+def series_warnings(series: Series, environment: dict[str, Any]) -> list[str]:
+    """What holds for this CUDA series alone: its link under load, its binding, its pages, its ceiling."""
     if not series.device.startswith("cuda"):
         return []
-    found = (link_below_max(series, environment), numa_warning(environment or {}, series.device))
+    found = (link_below_max(series, environment), binding_warning(series), pages_warning(series, environment),
+             link_facts(series, environment))  # fmt: skip
     return [warning for warning in found if warning]
+
+
+def link_warnings(series: Series, environment: dict[str, Any] | None = None) -> list[str]:
+    """What a reader must know about a CUDA series' link and placement before trusting its numbers."""
+    if not series.device.startswith("cuda"):
+        return []
+    environment = environment or {}
+    numa = numa_warning(environment, series.device, series.numa)
+    return series_warnings(series, environment) + ([numa] if numa else [])
+
+
+def link_facts(series: Series, environment: dict[str, Any]) -> str | None:
+    """'link facts disagree' when the series' peak is above its link ceiling but another reading allows it."""
+    peak = series.summary.peak_mbps
+    return link_disagreement(peak, device_entry(environment, series.device), series.link) if peak else None
 
 
 def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | None, str]:
@@ -271,7 +373,7 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if kind == "mps":
         return None, "unknown: Apple unified memory, no PCIe link"
     device = device_entry(environment, series.device)
-    known = pcie_ceiling(device)
+    known = pcie_ceiling(device, series.link)
     if known:
         return known
     nvml = environment.get("nvml") or {}
