@@ -17,6 +17,9 @@ FAST_ARGS = ["--warmup-calls", "1", "--warmup-time", "0", "--min-samples", "3", 
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed (pip install 'xferbench[torch]')")
+# The GPU machines have PyTorch and no TensorFlow: a test that needs TensorFlow's own checks skips there.
+HAS_TF = importlib.util.find_spec("tensorflow") is not None
+needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
 
 
 class FakeTransfer(Transfer):

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FAST_ARGS, HAS_TORCH, needs_torch
+from conftest import FAST_ARGS, HAS_TORCH, needs_tf, needs_torch
 from xferbench import load
 from xferbench.cli import app
 
@@ -259,13 +259,15 @@ def test_uncreatable_folder_is_refused_before_measuring() -> None:
     "args, message",
     [
         (["-f", "torch", "--jit"], "--jit is TensorFlow's tf.function(jit_compile=True) mode and torch has no such mode"),
-        (["-f", "tf", "-m", "xla"], "unknown mode 'xla'; valid modes are tf: eager, function, jit"),
+        pytest.param(["-f", "tf", "-m", "xla"], "unknown mode 'xla'; valid modes are tf: eager, function, jit", marks=needs_tf),
         (["--jit", "-m", "eager"], "--jit already selects TensorFlow's jit mode"),
-        (["-f", "tf", "--host-buffer", "huge"], "unknown host buffer 'huge'; choose from: numpy, aligned, pinned"),
+        pytest.param(["-f", "tf", "--host-buffer", "huge"], "unknown host buffer 'huge'; choose from: numpy, aligned, pinned",
+                     marks=needs_tf),
         (["-f", "tf", "--python", "tf=/no/such/python"], "'/no/such/python' is not an executable Python interpreter"),
         (["-f", "host", "--python", "/usr/bin/env"], "--python /usr/bin/env: say which framework"),
         (["-f", "sim", "--python", "tf=/usr/bin/env"], "--python tf=...: tf is not among the frameworks swept"),
-        (["-f", "tf", "-f", "torch", "-m", "jit"], "--mode jit selects no torch path; torch modes are pageable"),
+        pytest.param(["-f", "tf", "-f", "torch", "-m", "jit"], "--mode jit selects no torch path; torch modes are pageable",
+                     marks=[needs_tf, needs_torch]),
     ],
 )
 def test_tf_bad_input_is_one_line_and_exit_2(args, message) -> None:
