@@ -206,8 +206,9 @@ def test_default_names_do_not_collide(tmp_path, monkeypatch) -> None:
 
 @pytest.mark.parametrize("framework, module, message", [
     ("jax", "jax", "JAX is not installed: pip install 'xferbench[jax]'"),
-    ("cupy", "cupy", "CuPy is not installed: pip install 'xferbench[cupy]'"),
-    ("cuda", "cupy", "The raw CUDA reference (CuPy) is not installed: pip install 'xferbench[cupy]'"),
+    ("cupy", "cupy", "The cupy path needs CuPy, which is not installed: pip install 'xferbench[cupy]' (CUDA 12, NVIDIA"
+     " driver 525 or newer) or 'xferbench[cupy-cuda13]' (CUDA 13, driver 580 or newer)"),
+    ("cuda", "cupy", "The raw CUDA reference needs CuPy, which is not installed: pip install 'xferbench[cupy]'"),
 ])  # fmt: skip
 def test_a_framework_not_installed_names_its_extra(monkeypatch, framework, module, message) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # find_spec now reports it as not installed
@@ -533,6 +534,7 @@ def test_a_default_sweep_says_which_frameworks_it_left_out(monkeypatch, tmp_path
     assert "CuPy" not in said  # CUDA-only: nothing to say on a machine without a CUDA GPU
     from xferbench.sweep import SweepConfig, absent_frameworks
 
-    assert "CuPy is not installed: pip install 'xferbench[cupy]'" in absent_frameworks(SweepConfig(), "cuda:0")
+    assert any(why.startswith("The cupy path needs CuPy, which is not installed: pip install 'xferbench[cupy]'")
+               for why in absent_frameworks(SweepConfig(), "cuda:0"))  # fmt: skip
     explicit = invoke("sweep", "-f", "host", "--batch-sizes", "1", "-o", str(tmp_path / "h.json"), *FAST_ARGS)
     assert "left out" not in explicit.stdout  # asked for by name: nothing else was expected

@@ -222,6 +222,8 @@ def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> 
     )
     for why in absent_frameworks(plan.config, target):
         out.print(f"[dim]left out: {escape(why)}[/]", highlight=False)
+    for conflict in environment.package_conflicts(result.environment.get("versions") or {}):
+        err.print(f"[bold yellow]warning: {escape(conflict)}[/]", highlight=False)
     for planned in plan.series:
         if planned.skip:
             out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)

@@ -13,8 +13,11 @@ from typing import Any
 
 VERSIONED_PACKAGES = (
     "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",
-    "jax", "jaxlib", "cupy", "cupy-cuda12x", "cupy-cuda13x", "nvidia-ml-py",
+    "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda12-pjrt", "jax-cuda13-pjrt",
+    "cupy", "cupy-cuda12x", "cupy-cuda13x", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc", "nvidia-ml-py",
 )  # fmt: skip
+# Distributions that install the same module: two of one group in one environment conflict.
+SAME_MODULE = {"cupy": ("cupy", "cupy-cuda12x", "cupy-cuda13x"), "the JAX CUDA plugin": ("jax-cuda12-plugin", "jax-cuda13-plugin")}
 # Named one by one, not by prefix: TF_* and CUDA_* also hold tokens and paths of other tools.
 SETTINGS = (
     "GLIBC_TUNABLES", "LD_PRELOAD", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
@@ -60,6 +63,19 @@ def package_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             pass
     return versions
+
+
+def package_conflicts(versions: dict[str, str]) -> list[str]:
+    """Installed packages that provide the same module, with what to do: pip lets a CUDA 12 and a
+    CUDA 13 build of CuPy sit side by side, and whichever was installed last wins, file by file."""
+    found = []
+    for module, names in SAME_MODULE.items():
+        present = [f"{name} {versions[name]}" for name in names if name in versions]
+        if len(present) > 1:
+            found.append(f"{' and '.join(present)} are all installed and provide {module}: keep the one that matches"
+                         " the driver (CUDA 13 builds need driver 580 or newer), pip uninstall the others, then"
+                         " reinstall the one kept")  # fmt: skip
+    return found
 
 
 def _total_memory() -> int | None:

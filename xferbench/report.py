@@ -132,7 +132,8 @@ def raw_ceiling(series: Series, result: Result) -> str:
                 " pip install 'xferbench[cupy]' and sweep with -f cuda too)")  # fmt: skip
     if not reference.summary.peak_mbps:
         return f"{RAW_LABEL} ran but measured nothing: {reference.reason or 'every point failed'}"
-    return f"{RAW_LABEL} peaked at {rate(reference.summary.peak_mbps)} MB/s @ batch {reference.summary.peak_batch_size}"
+    name = reference.label().rsplit("@", 1)[0]  # per call or streamed, as the series it is read against
+    return f"{name} peaked at {rate(reference.summary.peak_mbps)} MB/s @ batch {reference.summary.peak_batch_size}"
 
 
 def summary_table(
@@ -208,10 +209,44 @@ def detail(series: Series, name: str) -> list[str]:
     summary = series.summary
     title = f"{name}: peak {rate(summary.peak_mbps)} MB/s @ batch {summary.peak_batch_size}"
     how = (f"{series.device_name or series.device}; {series.transfer or MISSING}; {'x'.join(map(str, series.shape))}"
-           f" uint8 per item from {series.host_buffer}; clock {series.clock or MISSING}; sync {series.sync or MISSING}"
-           + (f"; device clock {series.device_clock}" if series.device_clock else ""))  # fmt: skip
-    return ["<details>", f"<summary>{html.escape(title)}</summary>", "", how, "",
-            *table(header, rows, [True] * len(header)), "", "</details>", ""]  # fmt: skip
+           f" uint8 per item from {series.host_buffer}; timed {series.method}; clock {series.clock or MISSING};"
+           f" sync {series.sync or MISSING}" + (f"; device clock {series.device_clock}" if series.device_clock else ""))  # fmt: skip
+    facts = [fact for fact in (placement(series), link_under_load(series), verify_cost(series)) if fact]
+    return ["<details>", f"<summary>{html.escape(title)}</summary>", "", how, "", *(f"- {fact}" for fact in facts),
+            *([""] if facts else []), *table(header, rows, [True] * len(header)), "", "</details>", ""]  # fmt: skip
+
+
+def placement(series: Series) -> str | None:
+    """Where the series' worker ran and allocated: its binding, or why it had none."""
+    numa = series.numa or {}
+    if numa.get("cpus"):
+        node = f", memory bound to NUMA node {numa['node']}" if numa.get("node") is not None else ""
+        refused = f" ({numa['reason']})" if numa.get("reason") else ""
+        return f"bound to CPUs {cpu_ranges(numa['cpus'])}{node}{refused}"
+    return numa.get("reason")
+
+
+def link_under_load(series: Series) -> str | None:
+    """The link as NVML read it while the series ran; throughput figures are approximate."""
+    summary = (series.link or {}).get("summary") or {}
+    if not summary.get("samples"):
+        return None
+    gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
+    under = f"Gen{gen[1]} x{width[1]} under load" if gen and width else "no sample under load"
+    peak = summary.get("rx_mbps_peak")
+    rx = f"; RX peak ≈ {rate(peak)} MB/s (NVML, approximate: 20 ms windows)" if peak is not None else ""
+    received = summary.get("rx_bytes")
+    count = f"; {received / 1e9:,.2f} GB received ({summary.get('rx_bytes_from')})" if received else ""
+    return f"PCIe link: {under} in {summary['samples']} NVML samples{rx}{count}"
+
+
+def verify_cost(series: Series) -> str | None:
+    """What verifying every byte cost, kept out of every sample."""
+    timed = [(p.verify_s, p.bytes) for p in series.ok_points() if p.verify_s]
+    if not timed:
+        return None
+    seconds, nbytes = sum(t for t, _ in timed), sum(b for _, b in timed)
+    return f"every byte verified outside the samples: {seconds / (nbytes / 2**30):.2f} s per GiB on average"
 
 
 def _plot_link(plot: Path, out: Path | None) -> str:

@@ -386,8 +386,10 @@ def is_raw_reference(series: Series) -> bool:
 
 
 def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:
-    """The raw pinned cudaMemcpyAsync that ran on the series' device in the same result file, if any."""
-    return next((s for s in siblings if is_raw_reference(s) and s.device == series.device and s.status != "skipped"), None)
+    """The raw pinned cudaMemcpyAsync that ran on the series' device in the same result file, if any:
+    timed the same way (per call or streamed) where both ran."""
+    found = [s for s in siblings if is_raw_reference(s) and s.device == series.device and s.status != "skipped"]
+    return next((s for s in found if s.method == series.method), found[0] if found else None)
 
 
 def raw_reference(series: Series, siblings: Iterable[Series]) -> Series | None:

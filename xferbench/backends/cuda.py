@@ -18,6 +18,7 @@ is measured against this ceiling, on the same machine in the same run.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import threading
 from typing import Any
 
@@ -88,10 +89,28 @@ def cuda_devices() -> list[dict[str, Any]]:
     return devices
 
 
+def nvrtc_version(cupy: Any) -> str:
+    """NVRTC's version, or why it is unavailable: CuPy needs it for any kernel it compiles, and
+    xferbench's own paths and checks need none, so its absence is recorded, not fatal."""
+    try:
+        return ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+    except Exception as error:  # not installed, or a library that will not load
+        text = str(error).strip().splitlines()
+        return f"unavailable: {text[0] if text else type(error).__name__}"
+
+
 def cuda_environment() -> dict[str, Any]:
     cupy = _cupy()
     return {"version": cupy.__version__, "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
-            "devices": cuda_devices()}  # fmt: skip
+            "nvrtc": nvrtc_version(cupy), "devices": cuda_devices()}  # fmt: skip
+
+
+def cupy_missing(title: str) -> str | None:
+    """Why CuPy cannot be used here, naming both builds: which one fits depends on the driver."""
+    if importlib.util.find_spec("cupy") is None:
+        return (f"{title} needs CuPy, which is not installed: pip install 'xferbench[cupy]' (CUDA 12, NVIDIA driver"
+                " 525 or newer) or 'xferbench[cupy-cuda13]' (CUDA 13, driver 580 or newer)")  # fmt: skip
+    return None
 
 
 def cuda_absent_reason(device: str, title: str, present: list[str]) -> str | None:
@@ -229,6 +248,9 @@ class CudaBackend(Backend):
     isolated = True
     cuda_only = True
     host_buffers = ("numpy", "aligned")
+
+    def missing(self) -> str | None:
+        return cupy_missing("The raw CUDA reference")
 
     def sources(self, mode: str) -> tuple[str, ...]:
         return ("pinned",) if mode == "raw_pinned" else self.host_buffers

@@ -24,6 +24,7 @@ from xferbench.backends.cuda import (
     cuda_absent_reason,
     cuda_devices,
     cuda_environment,
+    cupy_missing,
     device_index,
     free_pinned_pool,
     gpu_count,
@@ -94,6 +95,9 @@ class CupyBackend(Backend):
     isolated = True
     cuda_only = True
     host_buffers = ("numpy", "aligned")
+
+    def missing(self) -> str | None:
+        return cupy_missing("The cupy path")
 
     def devices(self) -> list[str]:
         return [f"cuda:{i}" for i in range(gpu_count())]

@@ -15,6 +15,7 @@ time there: that combination is skipped, and verification fails any other result
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from typing import Any
@@ -147,8 +148,10 @@ class JaxBackend(Backend):
         if device == "mps":
             return "xferbench has no JAX path on Apple GPUs (jax-metal is experimental); torch and tf measure MPS"
         if device.startswith("cuda"):  # called in the main process: no JAX import here
-            extra = "jax-cuda" if sys.platform.startswith("linux") else "jax"
-            return f"JAX sees no CUDA GPU: there is none, or this jaxlib has no CUDA plugin (pip install 'xferbench[{extra}]')"
+            if not sys.platform.startswith("linux"):
+                return "JAX sees no CUDA GPU: JAX's CUDA plugins are for Linux"
+            return ("JAX sees no CUDA GPU: there is none, or this jaxlib has no CUDA plugin (pip install"
+                    " 'xferbench[jax-cuda]' for NVIDIA driver 525 or newer, 'xferbench[jax-cuda13]' for 580 or newer)")  # fmt: skip
         return super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
@@ -197,7 +200,15 @@ class JaxBackend(Backend):
         jax = _jax()
         import jaxlib
 
+        gpus = _gpus()
         devices = [{"id": f"cuda:{i}", "kind": "cuda", "name": getattr(gpu, "device_kind", "CUDA GPU")}
-                   for i, gpu in enumerate(_gpus())]  # fmt: skip
+                   for i, gpu in enumerate(gpus)]  # fmt: skip
+        plugins = {}
+        for name in ("jax-cuda12-plugin", "jax-cuda13-plugin"):
+            try:
+                plugins[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                pass
         return {"version": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
-                "backend": jax.default_backend(), "devices": devices}  # fmt: skip
+                "backend": jax.default_backend(), "cuda_plugins": plugins,
+                "pinned_host": not pinned_host_reason(gpus[0]) if gpus else None, "devices": devices}  # fmt: skip
