@@ -121,6 +121,10 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["-f", "sim", "--sim-bandwidth-gbps", "inf"], "must be a finite number"),
         (["-f", "sim", "--sim-seed", "-1"], "--sim-seed must be a non-negative integer"),
         (["-f", "sim", "--max-samples", "2", "--min-samples", "5"], "--max-samples must be at least --min-samples"),
+        (["-f", "sim", "--timing", "burst"], "unknown --timing 'burst'; choose from: per-call, streamed"),
+        (["-f", "host", "--timing", "streamed"], "host/numpy is a synchronous CPU copy with no stream to queue on"),
+        (["-f", "sim", "--no-bind"], "--no-bind: nothing to bind here: workers are bound to a GPU's CPUs and NUMA node only for CUDA devices"),
+        (["-f", "host", "--device", "cpu", "--no-bind"], "and this sweep runs on cpu; drop --no-bind"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message) -> None:
@@ -538,3 +542,21 @@ def test_a_default_sweep_says_which_frameworks_it_left_out(monkeypatch, tmp_path
                for why in absent_frameworks(SweepConfig(), "cuda:0"))  # fmt: skip
     explicit = invoke("sweep", "-f", "host", "--batch-sizes", "1", "-o", str(tmp_path / "h.json"), *FAST_ARGS)
     assert "left out" not in explicit.stdout  # asked for by name: nothing else was expected
+
+
+def test_the_timing_method_is_part_of_each_series_identity(tmp_path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    timing = ["--min-samples", "8", "--max-samples", "8", "--warmup-calls", "1", "--warmup-time", "0", "--min-time", "0"]
+    r = invoke("sweep", "-f", "sim", "--batch-sizes", "1,64", "--timing", "per-call", "--timing", "streamed", "-o", str(a), *timing)
+    assert r.exit_code == 0, r.output
+    assert "sim/link/copy/streamed@sim" in r.stdout and "copies/sample" in r.stdout
+    assert [s.method for s in load(a).series] == ["per-call", "streamed"]
+    slower = ["--sim-bandwidth-gbps", "6", "--sim-jitter", "0.01"]
+    assert invoke("sweep", "-f", "sim", "--batch-sizes", "1,64", "--timing", "streamed", "-o", str(b), *slower, *timing).exit_code == 0
+    compared = invoke("compare", str(a), str(b))
+    assert compared.exit_code == 1  # the streamed series halved its rate
+    said = " ".join(compared.stdout.split())
+    assert "sim/link/copy/streamed@sim" in said and f"only in {a}: sim/link/copy@sim" in said
+    report = invoke("report", str(a), "--timing", "streamed")
+    assert report.exit_code == 0 and "sim/link/copy/streamed@sim" in report.stdout and "timed streamed" in report.stdout
+    assert "| sim/link/copy@sim |" not in report.stdout

@@ -191,6 +191,12 @@ def test_the_check_reads_every_byte_and_catches_a_short_gap() -> None:
     one[-1] ^= 0xFF
     with pytest.raises(VerificationError, match="1 of 1,000,000 bytes differ"):
         check_all(source, read_from(one), "last byte")
+    odd = make_source((1001,))  # a tail past the last whole 8 bytes is compared too
+    tail = odd.copy()
+    tail[-1] ^= 0xFF
+    check_all(odd, read_from(odd.copy()), "odd")
+    with pytest.raises(VerificationError, match="1 of 1,001 bytes differ .* first at byte 1,000"):
+        check_all(odd, read_from(tail), "odd tail")
 
 
 def test_pattern_has_no_zeros_and_does_not_repeat_per_image() -> None:

@@ -40,3 +40,21 @@ def test_sim_jitter_is_seeded() -> None:
 def test_sim_records_its_parameters() -> None:
     series = sim_sweep(SimLink(latency_us=3, bandwidth_gbps=50, jitter=0.01, seed=7), batches=(1, 2)).series[0]
     assert series.params == {"latency_us": 3, "bandwidth_gbps": 50, "jitter": 0.01, "seed": 7}
+
+
+def test_streamed_recovers_the_links_bandwidth_at_every_size_where_per_call_shows_its_latency() -> None:
+    link = SimLink(latency_us=20.0, bandwidth_gbps=50.0)
+    config = SweepConfig(frameworks=("sim",), batch_sizes=(1, 4, 16, 64, 512), sim=link, methods=("per-call", "streamed"),
+                         timing=TimingConfig(max_samples=200))  # fmt: skip
+    plan = make_plan(config)
+    per_call, streamed = run_plan(plan, new_result(plan, {}), save=lambda r: None).series
+    assert (per_call.method, streamed.method) == ("per-call", "streamed")
+    assert streamed.label() == "sim/link/copy/streamed@sim" and "per copy" in streamed.clock
+    for p in streamed.points:  # the link's rate at every size, launch latency out of the figure
+        assert p.mbps == pytest.approx(50_000, rel=1e-9) and p.copies >= 16
+        assert p.transfers == p.warmup_calls * (16 + 2) + (16 + 2) + (p.n + 1) * (p.copies + 2) + (16 + 2)
+    batch_1 = per_call.points[0]  # 196,608 B: 3.9 µs of link beside 20 µs of latency
+    assert batch_1.mbps == pytest.approx(196_608 / (20e-6 + 196_608 / 50e9) / 1e6, rel=1e-9)
+    assert batch_1.mbps < 0.2 * streamed.points[0].mbps
+    assert per_call.summary.latency_s == pytest.approx(20e-6, rel=0.01)
+    assert streamed.summary.bandwidth_mbps == pytest.approx(50_000, rel=0.01) and streamed.summary.latency_s < 1e-9

@@ -1,3 +1,5 @@
+import pytest
+
 from xferbench.timing import TimingConfig, sample, warm_up
 
 
@@ -52,3 +54,21 @@ def test_warm_up_of_fast_calls_is_capped_by_time_only() -> None:
     assert warm_up(clock.transfer, TimingConfig(warmup_calls=3, warmup_s=0.05, max_samples=1000), clock) == 50_000
     clock = StepClock(4.0)
     assert warm_up(clock.transfer, TimingConfig(warmup_calls=5, warmup_s=0.0, max_time_s=10.0), clock) == 3
+
+
+def test_streamed_samples_are_seconds_per_copy_and_sized_for_a_span() -> None:
+    from xferbench.timing import STREAM_MAX_COPIES, STREAM_MIN_COPIES, calibrate_copies, copies_for, sample_streamed
+
+    assert copies_for(4e-6) == 500  # 2 ms of 4 µs copies
+    assert copies_for(1e-3) == STREAM_MIN_COPIES and copies_for(1e-9) == STREAM_MAX_COPIES and copies_for(0.0) == STREAM_MAX_COPIES
+    runs: list[int] = []
+    clock = StepClock(0.0)
+
+    def run(copies: int) -> float:
+        runs.append(copies)
+        clock.now += 1e-3 + copies * 1e-5  # a hold and a wait per run, then the copies
+        return copies * 1e-5
+
+    assert calibrate_copies(run) == 200 and runs == [16, 200]
+    samples = sample_streamed(run, 200, TimingConfig(min_samples=4, min_time_s=0), clock)
+    assert samples.times_s == pytest.approx([1e-5] * 4) and samples.device_times_s == []

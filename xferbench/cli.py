@@ -279,13 +279,14 @@ SelectMode = Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="R
 SelectOp = Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable: keep only these ops.", rich_help_panel="Selection")]  # fmt: skip
 SelectDevice = Annotated[Optional[list[str]], typer.Option("--device", help="Repeatable: keep only these device ids (cpu, cuda:0, mps).", rich_help_panel="Selection")]  # fmt: skip
 SelectHostBuffer = Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: keep only these host buffers.", rich_help_panel="Selection")]  # fmt: skip
+SelectTiming = Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable: keep only these timing methods (per-call, streamed).", rich_help_panel="Selection")]  # fmt: skip
 
 
-def selection(framework, mode, op, device, host_buffer) -> Selection:  # type: ignore[no-untyped-def]
+def selection(framework, mode, op, device, host_buffer, timing=None) -> Selection:  # type: ignore[no-untyped-def]
     def clean(values: Optional[list[str]]) -> tuple[str, ...]:
         return tuple(v.strip().lower() for v in values or ())
 
-    return Selection(clean(framework), clean(mode), clean(op), clean(device), clean(host_buffer))
+    return Selection(clean(framework), clean(mode), clean(op), clean(device), clean(host_buffer), clean(timing))
 
 
 @app.command()
@@ -298,6 +299,7 @@ def plot(
     op: SelectOp = None,
     device: SelectDevice = None,
     host_buffer: SelectHostBuffer = None,
+    timing: SelectTiming = None,
 ) -> None:
     """Draw MB/s by batch size and time by bytes from result files (several files overlay)."""
     from xferbench import plot as plotting
@@ -305,7 +307,7 @@ def plot(
     try:
         path = out_path or plotting.default_path(files)
         refuse_overwriting_input(path, files, "--out")
-        picks, empty = select(files, selection(framework, mode, op, device, host_buffer))
+        picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing))
         for left_out in empty:
             err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
         path = plotting.save(plotting.figure(picks, title), path)
@@ -325,12 +327,13 @@ def report(
     op: SelectOp = None,
     device: SelectDevice = None,
     host_buffer: SelectHostBuffer = None,
+    timing: SelectTiming = None,
 ) -> None:
     """Write Markdown for a bug report from result files: environment, summary and every point."""
     from xferbench import plot as plotting
     from xferbench import report as reporting
 
-    chosen = selection(framework, mode, op, device, host_buffer)
+    chosen = selection(framework, mode, op, device, host_buffer, timing)
     try:
         if out_path is not None:
             refuse_overwriting_input(out_path, files, "--out")

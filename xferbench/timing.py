@@ -100,7 +100,7 @@ def copies_for(per_copy_s: float) -> int:
     """Copies per streamed sample: enough for STREAM_SPAN_S of copying, within the bounds."""
     if not per_copy_s > 0:
         return STREAM_MAX_COPIES
-    return max(STREAM_MIN_COPIES, min(STREAM_MAX_COPIES, math.ceil(STREAM_SPAN_S / per_copy_s)))
+    return max(STREAM_MIN_COPIES, min(STREAM_MAX_COPIES, math.ceil(STREAM_SPAN_S / per_copy_s - 1e-9)))
 
 
 def calibrate_copies(run: StreamedRun) -> int:

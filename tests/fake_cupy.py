@@ -1,0 +1,176 @@
+"""A stand-in for the few CuPy calls the cuda and cupy paths make, over host memory, so their code
+runs on a machine with no GPU: "device" arrays are NumPy arrays, copies are memmoves, and each
+stream runs its queue in order on a thread of its own, so a host function really holds it.
+
+It models what the paths rely on (stream order, events completing when the stream reaches them,
+a held stream running nothing), not CUDA's timing: event times are host clock readings.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import queue
+import threading
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+__version__ = "0.0-fake"
+uint8, float32 = np.uint8, np.float32
+
+
+class CUDARuntimeError(RuntimeError):
+    def __init__(self, status: int = 1) -> None:
+        super().__init__(f"cudaError {status}")
+        self.status = status
+
+
+class OutOfMemoryError(MemoryError):
+    pass
+
+
+class Stream:
+    """A stream: its operations run in order on a thread of its own."""
+
+    streams: dict[int, Stream] = {}
+
+    def __init__(self, non_blocking: bool = False) -> None:
+        self.ops: queue.Queue[Callable[[], None]] = queue.Queue()
+        self.ptr = id(self)
+        Stream.streams[self.ptr] = self
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            self.ops.get()()
+            self.ops.task_done()
+
+    def launch_host_func(self, callback: Callable[[Any], None], arg: Any) -> None:
+        self.ops.put(lambda: callback(arg))
+
+    def synchronize(self) -> None:
+        self.ops.join()
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class Event:
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.at = 0.0
+
+    def record(self, stream: Stream) -> None:
+        self.reached.clear()
+
+        def stamp() -> None:
+            self.at = time.perf_counter()
+            self.reached.set()
+
+        stream.ops.put(stamp)
+
+    @property
+    def done(self) -> bool:
+        return self.reached.is_set()
+
+    def synchronize(self) -> None:
+        self.reached.wait()
+
+
+def get_elapsed_time(start: Event, end: Event) -> float:
+    return (end.at - start.at) * 1e3
+
+
+class Device:
+    def __init__(self, index: int = 0) -> None:
+        self.id = index
+
+    def use(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        for stream in list(Stream.streams.values()):
+            stream.synchronize()
+
+
+class ndarray:
+    """A device array: a NumPy array whose buffer stands for device memory."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.data = SimpleNamespace(ptr=array.ctypes.data, device_id=0)
+
+    def fill(self, value: int) -> None:
+        self.array.fill(value)
+
+    def reshape(self, *shape: Any) -> ndarray:
+        return ndarray(self.array.reshape(*shape))
+
+    def __getitem__(self, index: Any) -> ndarray:
+        return ndarray(np.asarray(self.array[index]))
+
+    def astype(self, dtype: Any) -> ndarray:
+        return ndarray(self.array.astype(dtype))
+
+    def get(self, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            return self.array.copy()
+        out[...] = self.array
+        return out
+
+
+def empty(shape: Any, dtype: Any = np.uint8) -> ndarray:
+    return ndarray(np.empty(shape, dtype))
+
+
+def asarray(host: np.ndarray) -> ndarray:
+    return ndarray(np.array(host))
+
+
+class PinnedPool:
+    def __init__(self) -> None:
+        self.emptied = 0
+
+    def free_all_blocks(self) -> None:
+        self.emptied += 1
+
+
+POOL = PinnedPool()
+HOST_ALLOCATIONS: dict[int, Any] = {}  # cudaHostAlloc'd buffers not yet freed
+
+
+def _host_alloc(nbytes: int, flags: int) -> int:
+    buffer = (ctypes.c_uint8 * nbytes)()
+    HOST_ALLOCATIONS[ctypes.addressof(buffer)] = buffer
+    return ctypes.addressof(buffer)
+
+
+def _memcpy_async(dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:
+    Stream.streams[stream].ops.put(lambda: ctypes.memmove(dst, src, nbytes))
+
+
+def _nvrtc_version() -> tuple[int, int]:
+    raise RuntimeError("libnvrtc.so.13: cannot open shared object file")  # as on a machine without NVRTC
+
+
+runtime = SimpleNamespace(
+    CUDARuntimeError=CUDARuntimeError, memcpyHostToDevice=1, getDeviceCount=lambda: 1, runtimeGetVersion=lambda: 13000,
+    getDeviceProperties=lambda index: {"name": b"Fake GPU", "totalGlobalMem": 2**30, "major": 9, "minor": 0, "uuid": bytes(range(1, 17))},
+    deviceGetPCIBusId=lambda index: "0000:01:00.0", hostAlloc=_host_alloc, freeHost=lambda ptr: HOST_ALLOCATIONS.pop(ptr),
+    memcpyAsync=_memcpy_async,
+)  # fmt: skip
+cuda = SimpleNamespace(
+    runtime=runtime, Device=Device, Stream=Stream, Event=Event, get_elapsed_time=get_elapsed_time,
+    alloc_pinned_memory=lambda nbytes: bytearray(nbytes), memory=SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
+    nvrtc=SimpleNamespace(getVersion=_nvrtc_version),
+)  # fmt: skip
+
+
+def get_default_pinned_memory_pool() -> PinnedPool:
+    return POOL

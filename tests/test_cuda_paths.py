@@ -1,0 +1,116 @@
+"""The raw CUDA reference and the cupy path, run on the CPU against a stand-in for CuPy (fake_cupy):
+their per-call and streamed timing, the stream hold, the whole-buffer check and the clean-up, with no
+GPU and no NVRTC. What only a GPU can show (real rates, real events) is in test_gpu.py."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import fake_cupy
+from conftest import FAST
+from xferbench.backends.cuda import CudaBackend, RawCopy
+from xferbench.backends.cupy import CupyBackend
+from xferbench.errors import VerificationError
+from xferbench.measure import measure_point
+from xferbench.spec import STREAMED, SeriesKey
+from xferbench.timing import STREAM_MIN_COPIES, STREAM_WARM_COPIES
+
+SHAPE = (64, 64, 3)
+
+
+@pytest.fixture(autouse=True)
+def fake(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    fake_cupy.POOL.emptied = 0
+    fake_cupy.HOST_ALLOCATIONS.clear()
+    return fake_cupy
+
+
+def raw(mode: str = "raw_pinned", method: str = "per-call", batch: int = 4) -> RawCopy:
+    key = SeriesKey("cuda", mode, "copy", "cuda:0", SHAPE, method=method)
+    return CudaBackend().prepare(key.at(batch), {})  # type: ignore[return-value]
+
+
+def test_a_raw_copy_moves_every_byte_and_counts_its_transfers() -> None:
+    copy = raw()
+    assert copy.pinned_ptr in fake_cupy.HOST_ALLOCATIONS  # cudaHostAlloc, outside CuPy's pool
+    assert copy() >= 0
+    copy.verify()
+    assert np.array_equal(copy.dest.array, copy.host) and copy.transfers == 2
+    assert copy.host_span() == (copy.pinned_ptr, copy.nbytes)
+    copy.close()
+    assert not fake_cupy.HOST_ALLOCATIONS and fake_cupy.POOL.emptied == 1  # freed, and the pool emptied
+
+
+def test_the_whole_buffer_check_catches_what_a_sample_would_miss(monkeypatch) -> None:
+    copy = raw(batch=16)  # 196,608 bytes
+    real = fake_cupy.runtime.memcpyAsync
+
+    def short_by_one_page(dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:
+        real(dst, src, 100_000, kind, stream)
+        real(dst + 104_096, src + 104_096, nbytes - 104_096, kind, stream)
+
+    monkeypatch.setattr(fake_cupy.runtime, "memcpyAsync", short_by_one_page)
+    with pytest.raises(VerificationError, match=r"of 196,608 bytes differ from the source \(the first at byte 100,000\)"):
+        copy.verify()
+
+
+def test_streamed_copies_queue_behind_the_hold_then_run_back_to_back() -> None:
+    copy = raw(method=STREAMED)
+    span = copy.streamed(STREAM_MIN_COPIES)
+    assert span > 0 and copy.transfers == STREAM_MIN_COPIES + STREAM_WARM_COPIES
+    copy.verify()  # a streamed run into the poisoned destination: every byte checked
+    assert copy.transfers == 2 * (STREAM_MIN_COPIES + STREAM_WARM_COPIES)
+
+
+def test_a_hold_that_does_not_hold_is_an_error_not_a_figure(monkeypatch) -> None:
+    copy = raw(method=STREAMED)
+    monkeypatch.setattr(copy.stream, "launch_host_func", lambda callback, arg: None)  # no hold at all
+    monkeypatch.setattr(copy.stream, "ops", SimpleNamespace(put=lambda op: op(), join=lambda: None))  # runs as queued
+    with pytest.raises(RuntimeError, match="the stream was not held while 16 copies were queued"):
+        copy.streamed(STREAM_MIN_COPIES)
+
+
+def test_pageable_copies_are_queued_without_a_hold(monkeypatch) -> None:
+    copy = raw("raw_pageable", method=STREAMED)
+    held = []
+    monkeypatch.setattr(copy.stream, "launch_host_func", lambda callback, arg: held.append(callback))
+    assert copy.streamed(STREAM_MIN_COPIES) >= 0 and held == []  # the driver may wait on the stream: no hold
+    copy.verify()
+    assert copy.host_offset == 16 and copy.pinned_ptr == 0
+
+
+def test_measure_point_streams_and_records_copies_transfers_and_the_check() -> None:
+    key = SeriesKey("cuda", "raw_pinned", "copy", "cuda:0", SHAPE, method=STREAMED)
+    point = measure_point(CudaBackend(), key.at(4), {}, FAST)
+    assert point.status == "ok", point.error
+    assert point.copies is not None and STREAM_MIN_COPIES <= point.copies and len(point.times_s) == point.n >= 3
+    per_run = point.copies + STREAM_WARM_COPIES
+    assert point.transfers is not None and point.transfers >= point.n * per_run
+    assert point.verify_s is not None and point.verify_s > 0 and point.device_times_s == []
+    assert not fake_cupy.HOST_ALLOCATIONS  # the point closed its transfer
+
+
+def test_the_cupy_path_verifies_without_nvrtc(fake) -> None:
+    from xferbench.backends.cuda import cuda_environment
+
+    assert cuda_environment()["nvrtc"] == "unavailable: libnvrtc.so.13: cannot open shared object file"
+    for op in ("copy", "seed"):
+        key = SeriesKey("cupy", "asarray", op, "cuda:0", SHAPE)
+        transfer = CupyBackend().prepare(key.at(2), {})
+        transfer()
+        transfer.verify()  # no integer-array indexing: nothing for NVRTC to compile
+        transfer.close()
+    assert "cannot be queued on a held stream" in (CupyBackend().streamed_reason(SeriesKey("cupy", "asarray", "copy", "cuda:0", SHAPE)) or "")
+
+
+def test_a_path_that_aliases_its_source_is_caught(monkeypatch) -> None:
+    key = SeriesKey("cupy", "asarray", "copy", "cuda:0", SHAPE)
+    transfer = CupyBackend().prepare(key.at(2), {})
+    monkeypatch.setattr(fake_cupy, "asarray", lambda host: fake_cupy.ndarray(host))  # UMP: a view, not a copy
+    with pytest.raises(VerificationError, match="shares memory with the NumPy source"):
+        transfer.verify()
