@@ -118,8 +118,9 @@ def test_cupy_and_jax_deliver_on_cuda(framework) -> None:
     if not _cuda_devices(framework):
         pytest.skip(f"{framework} sees no CUDA GPU (or is not installed)")
     result = sweep(SweepConfig(frameworks=(framework,), ops=("copy", "seed"), device="cuda", batch_sizes=(1, 64), timing=FAST))
-    assert len(result.series) == 2
-    for s in result.series:
+    ran = [s for s in result.series if s.status != "skipped"]  # jax's pinned_host needs a JAX with memory kinds
+    assert len(ran) >= 2 and all(s.mode != "asarray" or s.status == "ok" for s in result.series)
+    for s in ran:
         assert s.status == "ok" and s.transfer == "host-to-device", s.reason
         assert all(p.status == "ok" for p in s.points), [p.error for p in s.points]
 
@@ -143,3 +144,52 @@ def test_the_link_is_sampled_under_load_with_real_nvml() -> None:
     assert summary["samples"] >= 5 and summary["loaded_samples"] >= 1, summary  # 100 MB copies for over 1.5 s
     assert 1 <= summary["gen_under_load"][1] <= link["pcie_gen_max"]
     assert summary["rx_mbps_peak"] > 1000  # host-to-device bytes are the GPU's RX
+
+
+def test_streamed_raw_and_torch_copies_deliver_and_hide_the_launch_cost() -> None:
+    """Streamed: the same copies queued on a held stream. At batch 1 (196 KB, a few µs on the link) a
+    per-call sample is mostly launch and wait, so streamed must read faster; at 64 both verify."""
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    frameworks = ("cuda", "torch") if _has("cuda") else ("cuda",)
+    config = SweepConfig(frameworks=frameworks, modes=("raw_pinned", "pinned_into"), device="cuda", batch_sizes=(1, 64),
+                         timing=FAST, methods=("per-call", "streamed"))  # fmt: skip
+    result = sweep(config)
+    by = {s.label(): s for s in result.series}
+    for label in [k for k in by if k.endswith("streamed@cuda:0")]:
+        s = by[label]
+        assert s.status == "ok" and "per copy" in s.clock, s.reason
+        for p in s.points:
+            assert p.status == "ok" and p.copies >= 16 and p.transfers >= p.n * p.copies, p.error
+    raw, raw_streamed = by["cuda/raw_pinned/copy@cuda:0"], by["cuda/raw_pinned/copy/streamed@cuda:0"]
+    assert raw_streamed.points[0].mbps > raw.points[0].mbps  # launch and wait out of the figure
+    assert raw.numa.get("cpus") or raw.numa.get("reason")  # bound, or the reason why not is recorded
+
+
+def test_nvml_counts_the_bytes_a_streamed_raw_run_claims() -> None:
+    pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    from xferbench import environment, validate
+    from xferbench.timing import TimingConfig
+
+    timing = TimingConfig(min_time_s=3.0, max_samples=100_000, max_time_s=6.0)
+    config = SweepConfig(frameworks=("cuda",), modes=("raw_pinned",), device="cuda", batch_sizes=(256,), shape=(512, 512, 4),
+                         timing=timing, methods=("streamed",))  # fmt: skip
+    plan = make_plan(config)
+    try:
+        result = run_plan(plan, new_result(plan, environment.capture(plan.environments())), save=lambda r: None)
+    finally:
+        plan.close()
+    check = validate.bytes_check([result])
+    assert check.status == "pass", check
+
+
+def test_jax_pinned_host_delivers_on_cuda() -> None:
+    if not _cuda_devices("jax"):
+        pytest.skip("JAX sees no CUDA GPU (or is not installed)")
+    result = sweep(SweepConfig(frameworks=("jax",), modes=("pinned_host",), device="cuda", batch_sizes=(1, 64), timing=FAST))
+    (series,) = result.series
+    if series.status == "skipped":
+        pytest.skip(series.reason)
+    assert series.status == "ok" and all(p.status == "ok" for p in series.points), [p.error for p in series.points]

@@ -342,9 +342,11 @@ def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml,
         return index
 
     monkeypatch.setattr(fake, "nvmlDeviceGetHandleByIndex", open_gpu)
+    fake.gpu_gen_max = 5  # the GPU's own maximum, above the Gen4 its port allows
     info = environment.nvml_info()
     first, second = info["gpus"]
     assert first["cpu_affinity"] == [4, 5, 6, 7] and first["numa_node"] == 1 and first["pci_bus_id"] is None
+    assert (first["pcie_gen_max"], first["pcie_gen_gpu_max"]) == (4, 5)
     assert second == {"index": 1, "uuid": None, "reason": "NVML could not open GPU 1: Insufficient Permissions"}
     assert environment.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert environment.cpu_ranges([11, 0, 1, 2, 3, 8, 10]) == "0-3,8,10-11"
@@ -398,3 +400,23 @@ def test_a_device_takes_the_facts_its_first_describer_lacked(fake_nvml) -> None:
     (gpu,) = [d for d in environment.capture(frameworks)["devices"] if d["id"] == "cuda:0"]
     assert gpu["name"] == "H200 (CuPy)" and gpu["uuid"] == "abc"
     assert frameworks["cuda"]["devices"][0]["uuid"] is None  # the framework's own record is left as it was
+
+
+def test_the_rx_counter_is_read_whole_and_unwrapped(fake_nvml) -> None:
+    fake = fake_nvml(rx_counter=1000)
+    with LinkSampler(UUID, interval_s=0.002) as sampler:
+        wait_for(lambda: fake.samples >= 3)
+        fake.rx_counter = 5_000_000_000  # bytes moved while the series ran
+    link = sampler.stop()
+    assert link["rx_bytes"][0] == 1000 and link["rx_bytes"][-1] == 5_000_000_000  # a last sample after stop()
+    assert link["rx_bytes_bits"] == 64 and "rx_bytes" not in link["field_errors"]
+    assert telemetry.received_bytes(link) == (5_000_000_000 - 1000, f"NVML's PCIe RX byte counter over {link['t_s'][-1]:.1f} s")
+
+
+def test_a_narrow_counter_is_unwrapped_or_not_trusted() -> None:
+    slow = {"t_s": [0.0, 0.1, 0.2], "rx_bytes": [2**32 - 100, 50, 150], "rx_bytes_bits": 32, "rx_kbps": [1000, 1000, 1000]}
+    assert telemetry.received_bytes(slow)[0] == 250  # wrapped once, at 1 MB/s: unambiguous
+    fast = {**slow, "rx_kbps": [50_000_000] * 3}  # 51 GB/s: 5 GB between samples, more than a 32-bit turn
+    received, how = telemetry.received_bytes(fast)
+    assert how.startswith("≈ NVML's RX throughput") and "32-bit byte counter could wrap more than once" in how
+    assert received == pytest.approx(0.2 * 50_000_000 * 1024)

@@ -72,13 +72,14 @@ def default_out_path(device: str) -> Path:
 
 
 _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
+_MODES = "; ".join(f"{backend.name}: {', '.join(backend.modes)}" for backend in BACKENDS.values())
 
 
 @app.command()
 def sweep(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps. auto picks CUDA, then MPS, then the CPU.")] = "auto",
-    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable. torch: pageable, pinned, pinned_into; tf: eager, function, jit; host: numpy; sim: link. Default: all of each framework's modes.")] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable. {_MODES}. Default: all of each framework's modes.")] = None,
     jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's tf.function(jit_compile=True) only: shorthand for --framework tf --mode jit.")] = False,
     op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = _DEFAULT_BATCHES,

@@ -165,7 +165,7 @@ class LinkSampler:
         gpu.update(pcie_gen_max=read("pcie_gen_max", pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
                    pcie_width_max=read("pcie_width_max", pynvml.nvmlDeviceGetMaxPcieLinkWidth),
                    pcie_gen_gpu_max=read("pcie_gen_gpu_max", gpu_max), field_errors=errors)  # fmt: skip
-        counter = rx_counter(pynvml)
+        counter = rx_counter(pynvml, gpu)
         if read("rx_bytes", counter) is None:  # no such counter here: not asked again every sample
             counter = None
         with self._lock:
@@ -201,9 +201,14 @@ class LinkSampler:
             self._stopping.wait(max(0.0, due - time.monotonic()))
 
 
-def rx_counter(pynvml: Any) -> Any:
+# NVML's field value types (nvmlValueType_t) that a byte counter may come as, and their widths in bits.
+COUNTER_WIDTHS = {1: ("uiVal", 32), 2: ("ulVal", 64), 3: ("ullVal", 64), 6: ("usVal", 16)}
+
+
+def rx_counter(pynvml: Any, widths: dict[str, int]) -> Any:
     """A reader of NVML's cumulative PCIe RX byte counter for a GPU handle; it raises where the field
-    is missing from this nvidia-ml-py or unsupported by the driver or GPU."""
+    is missing from this nvidia-ml-py or unsupported by the driver or GPU. NVML says the value can
+    wrap, and gives its type with it: the width read is kept in `widths`, so a reader can undo wraps."""
     field = getattr(pynvml, RX_BYTES_FIELD, None)
 
     def read(handle: Any) -> int:
@@ -212,7 +217,9 @@ def rx_counter(pynvml: Any) -> Any:
         (value,) = pynvml.nvmlDeviceGetFieldValues(handle, [field])
         if value.nvmlReturn != 0:
             raise RuntimeError(f"{RX_BYTES_FIELD} not available (NVML return code {value.nvmlReturn})")
-        return int(value.value.ullVal)
+        member, bits = COUNTER_WIDTHS.get(getattr(value, "valueType", 3), ("ullVal", 64))
+        widths["rx_bytes_bits"] = bits
+        return int(getattr(value.value, member))
 
     return read
 
@@ -220,17 +227,27 @@ def rx_counter(pynvml: Any) -> Any:
 def received_bytes(link: dict[str, Any]) -> tuple[float | None, str]:
     """The bytes the GPU received over PCIe while the series' samples were taken, and how that was
     known: NVML's cumulative counter (exact), else the RX throughput samples integrated over time
-    (approximate: each read is a 20 ms window, and the samples 0.1 s apart stand for the time between)."""
-    counts = [(t, c) for t, c in zip(link.get("t_s") or [], link.get("rx_bytes") or []) if c is not None]
-    if len(counts) >= 2:
-        return float(counts[-1][1] - counts[0][1]), f"NVML's PCIe RX byte counter over {counts[-1][0] - counts[0][0]:.1f} s"
+    (approximate: each read is a 20 ms window, and the samples 0.1 s apart stand for the time between).
+
+    The counter may wrap: each step between samples is taken modulo its width. A narrow counter
+    that could have wrapped more than once between two samples (a 32-bit one wraps every 78 ms at
+    55 GB/s) cannot be trusted, and the integrated throughput is used instead, saying so."""
     times, rates = link.get("t_s") or [], link.get("rx_kbps") or []
+    counts = [(t, c) for t, c in zip(times, link.get("rx_bytes") or []) if c is not None]
+    bits = link.get("rx_bytes_bits") or 64
+    fallback = ""
+    if len(counts) >= 2:
+        steps = [(t1 - t0, (c1 - c0) % 2**bits) for (t0, c0), (t1, c1) in zip(counts, counts[1:])]
+        fastest = max((r or 0) * KB for r in rates) if rates else 0.0
+        if bits >= 64 or all(gap * fastest < 2 ** (bits - 1) for gap, _ in steps):
+            return float(sum(step for _, step in steps)), f"NVML's PCIe RX byte counter over {counts[-1][0] - counts[0][0]:.1f} s"
+        fallback = f"; NVML's {bits}-bit byte counter could wrap more than once between samples"
     pairs = [(t, r) for t, r in zip(times, rates) if r is not None]
     if len(pairs) < 2:
         why = link.get("reason") or (link.get("field_errors") or {}).get("rx_kbps") or "fewer than two RX samples"
-        return None, f"unknown: {why}"
+        return None, f"unknown: {why}{fallback}"
     total = sum((t1 - t0) * (r0 + r1) / 2 * KB for (t0, r0), (t1, r1) in zip(pairs, pairs[1:]))
-    return total, f"≈ NVML's RX throughput (approximate: 20 ms windows) integrated over {pairs[-1][0] - pairs[0][0]:.1f} s"
+    return total, f"≈ NVML's RX throughput (approximate: 20 ms windows) integrated over {pairs[-1][0] - pairs[0][0]:.1f} s{fallback}"
 
 
 def claimed_bytes(series: Series) -> int | None:
