@@ -160,7 +160,7 @@ def test_streamed_raw_and_torch_copies_deliver_and_hide_the_launch_cost() -> Non
         s = by[label]
         assert s.status == "ok" and "per copy" in s.clock, s.reason
         for p in s.points:
-            assert p.status == "ok" and p.copies >= 16 and p.transfers >= p.n * p.copies, p.error
+            assert p.status == "ok" and p.copies >= 2 and p.transfers >= p.n * p.copies, p.error
     raw, raw_streamed = by["cuda/raw_pinned/copy@cuda:0"], by["cuda/raw_pinned/copy/streamed@cuda:0"]
     assert raw_streamed.points[0].mbps > raw.points[0].mbps  # launch and wait out of the figure
     assert raw.numa.get("cpus") or raw.numa.get("reason")  # bound, or the reason why not is recorded

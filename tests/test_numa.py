@@ -47,7 +47,7 @@ def test_where_no_binding_is_possible_the_reason_says_why() -> None:
 
 
 def test_the_kernels_refusals_are_recorded_not_raised(monkeypatch) -> None:
-    monkeypatch.setattr(numa, "set_memory_node", lambda node: "the kernel refused set_mempolicy(MPOL_BIND, node 1): Operation not permitted")
+    monkeypatch.setattr(numa, "set_memory_node", lambda node: "the kernel refused set_mempolicy(MPOL_PREFERRED, node 1): Operation not permitted")
 
     def refuse(cpus: tuple[int, ...]) -> list[int]:
         raise PermissionError(1, "Operation not permitted")
@@ -56,7 +56,7 @@ def test_the_kernels_refusals_are_recorded_not_raised(monkeypatch) -> None:
     record = numa.apply_binding(numa.Binding((2, 3), 1).to_env())
     assert record["requested"] == {"cpus": [2, 3], "node": 1} and record["cpus"] is None and record["node"] is None
     assert record["reason"] == ("the kernel refused the CPU affinity 2-3: Operation not permitted; the kernel refused"
-                                " set_mempolicy(MPOL_BIND, node 1): Operation not permitted")  # fmt: skip
+                                " set_mempolicy(MPOL_PREFERRED, node 1): Operation not permitted")  # fmt: skip
     series = Series("torch", "pinned_into", "copy", "cuda:0", [4], numa=record)
     env = gpu_env([2, 3], list(range(8)))
     assert "(the kernel refused the CPU affinity" in (numa_warning(env, "cuda:0", series.numa) or "")

@@ -25,7 +25,7 @@ NVML = {"pcie_gen_max": 4, "pcie_width_max": 16, "pcie_gen_current": 4, "pcie_wi
         "cpu_affinity": [0, 1, 2, 3]}  # fmt: skip
 GEN4_X16: dict[str, Any] = {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "GPU", "nvml": NVML}]}
 BOUND = {"requested": {"cpus": [0, 1, 2, 3], "node": 0}, "cpus": [0, 1, 2, 3], "node": 0,
-         "how": "sched_setaffinity on every thread; set_mempolicy(MPOL_BIND, node 0)", "reason": None}  # fmt: skip
+         "how": "sched_setaffinity on every thread; set_mempolicy(MPOL_PREFERRED, node 0)", "reason": None}  # fmt: skip
 TRANSFERS = 50  # per point
 
 
@@ -84,7 +84,7 @@ def test_a_good_run_passes_every_check() -> None:
     assert figures[0] == ("cuda/raw_pinned/copy/streamed@cuda:0: 26,100 MB/s = 82.9% of PCIe Gen4 x16 theoretical"
                           " (31.5 GB/s, under load)")  # fmt: skip
     assert figures[1] == "Gen4 x16 under load in 3 series"
-    assert figures[2] == "3 series bound to node 0; 512 sampled pages, none off the GPU's node"
+    assert figures[2] == "3 series bound to node 0; 512 sampled pages on it, none off it"
     assert figures[3].startswith("25,500 / 26,000 MB/s = 98.1% at batch 1024 (1,024 MiB, per-call)")
     assert figures[4] == "worst +1.2% (streamed vs per call) at batch 256 (268 MB): 26,100 streamed, 25,800 per call MB/s, over 2 sizes"
     assert figures[5].startswith("cuda/raw_pinned/copy@cuda:0: claimed 70.5 GB, NVML 70.5 GB (NVML's PCIe RX byte counter over 3.0 s): +0.0%")
@@ -100,6 +100,8 @@ def test_each_check_fails_on_its_own_fault() -> None:
     assert slow_link.status == "fail" and "ran below its maximum (Gen4 x16) while data moved: down to Gen3 x16" in slow_link.figure
     remote = check("placement", series("cuda", "raw_pinned", {1024: 26_000}, nodes={"0": 60, "1": 4}))
     assert remote.status == "fail" and "off the GPU's NUMA node 0 at batch 1024" in remote.figure
+    over = series("cuda", "raw_pinned", {256: 26_000}, nvml_share=1.5)  # half again more crossed than was claimed
+    assert check("bytes", over).status == "fail" and "+50.0%" in check("bytes", over).figure
     slow_torch = check("pinned_into", series("cuda", "raw_pinned", {1024: 26_000}), series("torch", "pinned_into", {1024: 20_000}))
     assert slow_torch.status == "fail"
     apart = check("methods", series("cuda", "raw_pinned", {1024: 24_000}), series("cuda", "raw_pinned", {1024: 26_000}, method=STREAMED))
@@ -126,6 +128,22 @@ def test_a_run_claiming_twice_the_bytes_nvml_counted_fails() -> None:
     short = series("cuda", "raw_pinned", {256: 26_000})
     short.link = link_record(telemetry.claimed_bytes(short), counter=False, seconds=1.0)  # 11 samples: too few to integrate
     assert check("bytes", short).status == "n/a" and "too few to integrate" in check("bytes", short).figure
+
+
+def test_placement_is_proven_only_by_pages_the_kernel_could_place() -> None:
+    pinned = series("cuda", "raw_pinned", {1024: 26_000}, nodes={"EFAULT": 64})  # driver-mapped: the kernel cannot say
+    unproven = check("placement", pinned)
+    assert unproven.status == "n/a" and "placed none of 64 sampled pages" in unproven.figure
+    pageable = series("cuda", "raw_pageable", {1024: 12_000}, nodes={"0": 64})  # the same binding, pages it can place
+    proven = check("placement", pinned, pageable)
+    assert proven.status == "pass" and proven.figure.endswith("64 sampled pages on it, none off it; 64 the kernel cannot place"
+                                                              " (driver-mapped pinned memory)")  # fmt: skip
+    refused = series("cuda", "raw_pageable", {1024: 12_000})
+    refused.numa = {**BOUND, "node": None, "reason": "the kernel refused set_mempolicy(MPOL_PREFERRED, node 0): Operation not permitted"}
+    said = check("placement", refused)
+    assert said.status == "n/a" and "could not be put on node 0: the kernel refused set_mempolicy" in said.figure
+    overhead = series("cuda", "raw_pinned", {256: 26_000}, nvml_share=1.2)  # NVML may count packet headers
+    assert check("bytes", overhead).status == "pass"
 
 
 def test_a_virtual_machines_understated_port_reads_as_facts_disagreeing() -> None:

@@ -54,7 +54,7 @@ def series_table(series: Series, result: Result | None = None) -> Table:
     # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
     has_faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     sizes = len({p.bytes for p in series.ok_points()})
-    caption = " · ".join([summary_line(series.summary, sizes), *ceiling_parts(series, result)])
+    caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceiling_parts(series, result)])
     if streamed:
         caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
     table = Table(title=escape(series_title(series)), title_justify="left", caption=caption, caption_justify="left")
@@ -84,8 +84,9 @@ def series_table(series: Series, result: Result | None = None) -> Table:
     return table
 
 
-def summary_line(summary: Summary, sizes: int | None = None) -> str:
-    """The curve in one line; `sizes`, the distinct sizes measured, tells an exact two-point fit from a good one."""
+def summary_line(summary: Summary, sizes: int | None = None, streamed: bool = False) -> str:
+    """The curve in one line; `sizes`, the distinct sizes measured, tells an exact two-point fit from a good one.
+    A streamed curve has no per-copy latency by design: only its bandwidth is fitted to any purpose."""
     if summary.peak_mbps is None:
         return "no successful points"
     parts = [
@@ -96,7 +97,9 @@ def summary_line(summary: Summary, sizes: int | None = None) -> str:
         bandwidth = f"{rate(summary.bandwidth_mbps)} MB/s" if summary.bandwidth_mbps else "unbounded"
         latency = seconds(summary.latency_s) if summary.latency_s >= 1e-9 else "≈0" if summary.latency_s > 0 else "≈0 (clamped)"
         fit = f"fit: latency {latency}, bandwidth {bandwidth}"
-        if summary.half_bandwidth_bytes:
+        if streamed:
+            fit = f"fit: bandwidth {bandwidth} (streamed: the launch latency is out of every sample)"
+        elif summary.half_bandwidth_bytes:
             fit += f", half bandwidth at {size(summary.half_bandwidth_bytes)}"
         quality = "poor fit, " if (summary.fit_rel_rms or 0) > POOR_FIT else ""
         # Two unknowns, two sizes: any curve fits exactly, so the fit proves nothing (unless clamped, then it is not exact).

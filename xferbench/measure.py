@@ -16,7 +16,7 @@ from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.numa import page_nodes
 from xferbench.results import Point, Series
 from xferbench.spec import STREAMED, SeriesKey, Spec
-from xferbench.timing import STREAM_MIN_COPIES, TimingConfig, calibrate_copies, sample, sample_streamed, warm_up
+from xferbench.timing import STREAM_PROBE_COPIES, TimingConfig, calibrate_copies, sample, sample_streamed, warm_up
 
 # How a point's error starts: the series stops after these, and the CLI tells them apart.
 VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"
@@ -49,7 +49,7 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
         copies = None
         if streamed:
             run = transfer.streamed
-            warmup_calls = warm_up(lambda: run(STREAM_MIN_COPIES), timing, transfer.clock)
+            warmup_calls = warm_up(lambda: run(STREAM_PROBE_COPIES), timing, transfer.clock)
             copies = calibrate_copies(run)
         else:
             warmup_calls = warm_up(transfer, timing, transfer.clock)

@@ -5,7 +5,11 @@ On a two-socket server, pinned host memory on the socket away from the GPU cross
 on every copy (a remote node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s), so a
 curve measured wherever the scheduler happened to start a worker depends on chance. nvbandwidth sets
 the CPU affinity NVML calls ideal before it allocates host memory; so do xferbench's workers, and
-they bind their memory to that node too, as `numactl --cpunodebind=N --membind=N` would.
+they ask for their memory on that node too, as `numactl --cpunodebind=N --preferred=N` would.
+
+Preferred, not bound: a strict binding (MPOL_BIND) on a node short of memory calls the OOM killer,
+which may take the worker or anything else on the machine; a preferred node takes every page it has
+room for, and each point reads back where its source's pages really went.
 
 The main process plans the binding from the environment's NVML facts (plan_binding); the worker
 applies it first thing, before the framework is imported (apply_binding); the measuring loop then
@@ -26,7 +30,7 @@ from typing import Any
 from xferbench.environment import cpu_ranges, device_entry
 
 BIND_ENV = "XFERBENCH_BIND"  # the binding a worker applies before it imports its framework: JSON
-MPOL_BIND = 2  # from linux/mempolicy.h
+MPOL_PREFERRED = 1  # from linux/mempolicy.h
 PAGES_SAMPLED = 64  # pages of a buffer whose node is read: spread over the whole buffer
 # System call numbers: glibc wraps neither call (libnuma does, and may be absent).
 SYSCALLS = {"x86_64": {"set_mempolicy": 238, "move_pages": 279},
@@ -87,8 +91,9 @@ def _syscall(name: str) -> tuple[Any, int] | None:
 
 
 def set_memory_node(node: int) -> str | None:
-    """Bind this thread's future allocations (and those of threads it starts) to one node; None on
-    success, else why not. The policy is per thread and inherited, so it is set before any other starts."""
+    """Prefer one node for this thread's future allocations (and those of the threads it starts
+    later); None on success, else why not. The policy is per thread: the allocating thread, the main
+    one, sets it before the framework is imported and starts its own threads."""
     call = _syscall("set_mempolicy")
     if call is None:
         return f"set_mempolicy is not available on {platform.system()} {platform.machine()}"
@@ -96,9 +101,9 @@ def set_memory_node(node: int) -> str | None:
     words = node // 64 + 1
     mask = (ctypes.c_ulong * words)()
     mask[node // 64] = 1 << (node % 64)
-    if syscall(number, MPOL_BIND, mask, ctypes.c_ulong(64 * words + 1)) != 0:
+    if syscall(number, MPOL_PREFERRED, mask, ctypes.c_ulong(64 * words + 1)) != 0:
         code = ctypes.get_errno()
-        return f"the kernel refused set_mempolicy(MPOL_BIND, node {node}): {os.strerror(code)}"
+        return f"the kernel refused set_mempolicy(MPOL_PREFERRED, node {node}): {os.strerror(code)}"
     return None
 
 
@@ -137,7 +142,7 @@ def apply_binding(text: str) -> dict[str, Any]:
             problems.append(refused)
         else:
             record["node"] = node
-            record["how"].append(f"set_mempolicy(MPOL_BIND, node {node})")
+            record["how"].append(f"set_mempolicy(MPOL_PREFERRED, node {node})")
     record["how"] = "; ".join(record["how"]) or None
     record["reason"] = "; ".join(problems) or None
     return record
@@ -173,3 +178,8 @@ def pages_off_node(host_nodes: dict[str, int] | None, node: Any) -> int:
     if not host_nodes or not isinstance(node, int) or node < 0:
         return 0
     return sum(count for name, count in host_nodes.items() if name.isdigit() and int(name) != node)
+
+
+def placed_pages(host_nodes: dict[str, int] | None) -> int:
+    """How many sampled pages the kernel could place on a node at all (not EFAULT, not absent)."""
+    return sum(count for name, count in (host_nodes or {}).items() if name.isdigit())

@@ -17,6 +17,7 @@ from xferbench.display import FAULTY, POOR_FIT, noisy_points, rate
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Selected, Selection, Series, file_labels
+from xferbench.spec import STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
     RAW_REFERENCE,
@@ -163,6 +164,7 @@ def summary_table(
             latency = bandwidth = "-"
         else:
             latency = rate(summary.latency_s * 1e6) if summary.latency_s > 0 else "≈0 (clamped)"
+            latency = "— (streamed)" if series.method == STREAMED else latency  # no per-copy latency by design
             bandwidth = rate(summary.bandwidth_mbps) if summary.bandwidth_mbps else "unbounded"
             bandwidth += " (poor fit)" if (summary.fit_rel_rms or 0) > POOR_FIT else ""
         cliff = "no"
@@ -241,8 +243,8 @@ def link_under_load(series: Series) -> str | None:
 
 
 def verify_cost(series: Series) -> str | None:
-    """What verifying every byte cost, kept out of every sample."""
-    timed = [(p.verify_s, p.bytes) for p in series.ok_points() if p.verify_s]
+    """What verifying every byte cost, kept out of every sample (a simulated link moves no bytes)."""
+    timed = [(p.verify_s, p.bytes) for p in series.ok_points() if p.verify_s and series.transfer != SIMULATED]
     if not timed:
         return None
     seconds, nbytes = sum(t for t, _ in timed), sum(b for _, b in timed)

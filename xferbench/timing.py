@@ -20,11 +20,12 @@ Clock = Callable[[], float]
 TransferCall = Callable[[], "float | None"]
 StreamedRun = Callable[[int], float]  # queue n copies behind a held stream; the events' seconds around them
 
-STREAM_MIN_COPIES = 16  # copies per streamed sample at least (as nvbandwidth times 16 per sample)
-# At most: a few hundred commands stay well inside a stream's queue, so queueing never blocks on
-# the held stream, and the hold needs to cover only a few milliseconds of enqueueing.
-STREAM_MAX_COPIES = 512
-STREAM_SPAN_S = 0.002  # a streamed sample's timed span at least, where the copy count allows: events resolve ~0.5 µs
+# Copies per streamed sample: enough for STREAM_SPAN_S of copying (events resolve about 0.5 µs), at
+# least 2 back to back, at most 512: a few hundred commands stay well inside a stream's queue, so
+# queueing never blocks on the held stream, and the hold covers only a few milliseconds of queueing.
+STREAM_MIN_COPIES, STREAM_MAX_COPIES = 2, 512
+STREAM_SPAN_S = 0.002
+STREAM_PROBE_COPIES = 4  # the short runs that warm a streamed path up, size its samples and verify it
 STREAM_WARM_COPIES = 2  # queued before the start event in every streamed run, so the timed copies start on a busy engine
 
 
@@ -105,7 +106,7 @@ def copies_for(per_copy_s: float) -> int:
 
 def calibrate_copies(run: StreamedRun) -> int:
     """Time one short streamed run to size the samples, then warm the longer queue once."""
-    copies = copies_for(run(STREAM_MIN_COPIES) / STREAM_MIN_COPIES)
+    copies = copies_for(run(STREAM_PROBE_COPIES) / STREAM_PROBE_COPIES)
     run(copies)
     return copies
 

@@ -17,6 +17,7 @@ from xferbench.display import rate, size
 from xferbench.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
 from xferbench.results import Point, Result, Series
 from xferbench.spec import PER_CALL, STREAMED
+from xferbench.numa import placed_pages
 from xferbench.telemetry import claimed_bytes, link_below_max, loaded_samples, pages_warning, received_bytes
 
 PASS, FAIL, NA, INFO = "pass", "fail", "n/a", "info"
@@ -24,7 +25,10 @@ CEILING_FLOOR = 0.80  # the raw pinned copy reaches at least this share of the t
 PINNED_INTO_FLOOR = 0.95  # torch pinned_into reaches at least this share of the raw ceiling
 CLOCK_AGREEMENT = 0.03  # device-event and wall-clock MB/s agree within this at large sizes
 METHOD_AGREEMENT = 0.02  # streamed and per-call MB/s agree within this at large sizes
-BYTES_AGREEMENT = 0.10  # NVML's count of bytes received agrees with the bytes claimed within this
+# NVML's count of bytes received against the bytes claimed: at most 10% fewer (a path that claims
+# bytes it did not move fails), and at most 35% more, for NVML's documentation does not say whether
+# its count includes PCIe packet headers, which cost 10 to 35% of the payload by packet size.
+BYTES_BELOW, BYTES_ABOVE = 0.10, 0.35
 MIN_LOADED_SAMPLES = 20  # integrated throughput needs this many samples under load to stand for a count
 # "Large sizes": from 256 MiB, a copy takes ≥ 5 ms even on PCIe Gen5, so the 15–30 µs of launch and
 # synchronization that a per-call sample adds stay under 1%.
@@ -99,8 +103,10 @@ def link_check(results: Sequence[Result]) -> Check:
 
 
 def placement_check(results: Sequence[Result]) -> Check:
-    """Every CUDA series ran bound to its GPU's CPUs and NUMA node, and the sampled pages of its source
-    buffers sat on that node: else its figures depend on where the scheduler happened to put it."""
+    """Every CUDA series ran with its worker's CPUs and memory on its GPU's NUMA node, and no sampled
+    page of its source buffers sat elsewhere: else its figures depend on where the scheduler happened
+    to put it. Pinned memory that a driver maps cannot be placed by the kernel (EFAULT): such pages
+    prove nothing either way, so the run must show some pages the kernel could place."""
     name = "workers bound to the GPU's NUMA node, source pages on it"
     measured = _cuda(results)
     if not measured:
@@ -109,13 +115,22 @@ def placement_check(results: Sequence[Result]) -> Check:
     if unbound:
         series, why = unbound[0]
         return Check(name, NA, f"{len(unbound)} series not bound, first {series.label()}: {why}")
+    refused = [s for _, s in measured if (s.numa.get("requested") or {}).get("node") is not None and s.numa.get("node") is None]
+    if refused:
+        return Check(name, NA, f"{refused[0].label()}: its memory could not be put on node {refused[0].numa['requested']['node']}:"
+                               f" {refused[0].numa.get('reason')}")  # fmt: skip
     off = [(s, warning) for r, s in measured if (warning := pages_warning(s, r.environment))]
     if off:
         return Check(name, FAIL, f"{off[0][0].label()}: {off[0][1]}")
+    pages = [p.host_nodes for _, s in measured for p in s.points if p.host_nodes]
+    placed, sampled = sum(placed_pages(p) for p in pages), sum(sum(p.values()) for p in pages)
+    if not placed:
+        return Check(name, NA, f"the kernel placed none of {sampled} sampled pages on a node (driver-mapped pinned memory"
+                               " answers EFAULT; move_pages may be refused): placement unproven")  # fmt: skip
     nodes = {s.numa.get("node") for _, s in measured}
-    pages = sum(sum((p.host_nodes or {}).values()) for _, s in measured for p in s.points)
-    where = ", ".join(f"node {n}" for n in sorted(nodes, key=str)) if nodes != {None} else "the GPU's CPUs (no node to bind memory to)"
-    return Check(name, PASS, f"{len(measured)} series bound to {where}; {pages} sampled pages, none off the GPU's node")
+    where = ", ".join(f"node {n}" for n in sorted(nodes, key=str)) if nodes != {None} else "the GPU's CPUs (NVML gives no node)"
+    unplaced = f"; {sampled - placed} the kernel cannot place (driver-mapped pinned memory)" if sampled > placed else ""
+    return Check(name, PASS, f"{len(measured)} series bound to {where}; {placed} sampled pages on it, none off it{unplaced}")
 
 
 def pinned_into_check(results: Sequence[Result]) -> Check:
@@ -172,7 +187,8 @@ def bytes_check(results: Sequence[Result]) -> Check:
     """What NVML says the GPU received over PCIe during the longest raw run agrees with the bytes
     xferbench says it moved: a wrong byte count, a copy that moved less than claimed, or a clock
     that cut the run short shows here, whatever the timing says."""
-    name = f"bytes claimed agree with NVML's count within {BYTES_AGREEMENT:.0%} (longest cuda/raw_pinned run)"
+    name = (f"NVML's count of bytes received within -{BYTES_BELOW:.0%} / +{BYTES_ABOVE:.0%} of the bytes claimed"
+            " (longest cuda/raw_pinned run)")  # fmt: skip
     runs = [(claimed_bytes(s), s) for _, s in _series(results, "cuda", "raw_pinned") if s.link.get("t_s")]
     runs = [(claimed, s) for claimed, s in runs if claimed]
     if not runs:
@@ -187,7 +203,7 @@ def bytes_check(results: Sequence[Result]) -> Check:
                                " a run of a few seconds or more is needed")  # fmt: skip
     gap = received / claimed - 1
     figure = f"{series.label()}: claimed {size(claimed)}, NVML {size(received)} ({how}): {gap:+.1%}"
-    return Check(name, PASS if abs(gap) <= BYTES_AGREEMENT else FAIL, figure)
+    return Check(name, PASS if -BYTES_BELOW <= gap <= BYTES_ABOVE else FAIL, figure)
 
 
 def clock_check(results: Sequence[Result]) -> Check:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xferbench.spec import PER_CALL, STREAMED, SeriesKey, Spec
-from xferbench.timing import STREAM_MIN_COPIES, Clock
+from xferbench.timing import STREAM_PROBE_COPIES, Clock
 
 OPS = ("copy", "seed")
 HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED = "host-to-device", "host-to-host", "simulated"
@@ -55,7 +55,7 @@ class Transfer(ABC):
     def once(self) -> None:
         """One transfer as the series times it: a call, or a short streamed run. verify() uses it."""
         if self.method == STREAMED:
-            self.streamed(STREAM_MIN_COPIES)
+            self.streamed(STREAM_PROBE_COPIES)
         else:
             self()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -167,11 +168,18 @@ def is_cuda_out_of_memory(cupy: Any, error: BaseException) -> bool:
 class RawCopy(Transfer):
     def __init__(self, spec: Spec) -> None:
         cupy = self.cupy = _cupy()
-        key = spec.series
+        self.pinned_ptr, self.dest, self.host, self.stream = 0, None, None, None
+        try:
+            self._prepare(spec)
+        except BaseException:  # out of device memory, say: the pinned buffer must not outlive the point
+            self.close()
+            raise
+
+    def _prepare(self, spec: Spec) -> None:
+        cupy, key = self.cupy, spec.series
         self.label, self.nbytes, self.method, self.transfers = key.label(), spec.nbytes, key.method, 0
         self.device = cupy.cuda.Device(device_index(key.device))
         self.device.use()
-        self.pinned_ptr = 0
         if key.mode == "raw_pinned":
             # cudaHostAlloc, as nvbandwidth allocates, outside CuPy's pinned pool: freed in close(), not cached.
             self.pinned_ptr = cupy.cuda.runtime.hostAlloc(spec.nbytes, 0)
@@ -205,6 +213,7 @@ class RawCopy(Transfer):
         if self.hold:
             # A host function that waits for the gate holds the stream: every copy is queued before any runs.
             self.stream.launch_host_func(lambda _: gate.wait(HOLD_TIMEOUT_S), None)
+        began = time.perf_counter()
         try:
             for _ in range(STREAM_WARM_COPIES):
                 self._copy()
@@ -215,9 +224,12 @@ class RawCopy(Transfer):
             held = self.start.done is False
         finally:
             gate.set()
+        queueing_s = time.perf_counter() - began
         self.end.synchronize()
         if self.hold and not held:
-            raise RuntimeError(f"the stream was not held while {copies} copies were queued (the hold gave up after {HOLD_TIMEOUT_S:g} s)")
+            why = (f"queueing blocked until the hold gave up after {HOLD_TIMEOUT_S:g} s: the stream's queue may be full"
+                   if queueing_s >= 0.9 * HOLD_TIMEOUT_S else "the hold ended before the copies were queued")  # fmt: skip
+            raise RuntimeError(f"the stream was not held while {copies} copies were queued ({why})")
         return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
 
     def host_span(self) -> tuple[int, int]:
@@ -235,7 +247,7 @@ class RawCopy(Transfer):
 
     def close(self) -> None:
         self.dest = self.host = self.stream = None
-        if self.pinned_ptr:
+        if self.pinned_ptr:  # after dropping the array that views it
             self.cupy.cuda.runtime.freeHost(self.pinned_ptr)
             self.pinned_ptr = 0
         free_pinned_pool(self.cupy)

@@ -73,8 +73,9 @@ class TorchTransfer(Transfer):
         self.method, self.transfers = key.method, 0
         if self.method == STREAMED:
             self.stream = torch.cuda.Stream(device=self.device)
-            self.hold_cycles: int | None = None  # torch.cuda._sleep cycles that cover the queueing
-            self.cycles_per_s: float | None = None
+            self.cycles_per_s: float | None = None  # torch.cuda._sleep's rate, timed on first use
+            self.enqueue_per_copy_s = ENQUEUE_GUESS_S  # queueing one copy took this long last time
+            self.hold_scale = 1  # grows 4-fold whenever a hold proves too short
 
     def _events(self) -> tuple[Any, Any] | None:
         torch = self.torch
@@ -118,10 +119,12 @@ class TorchTransfer(Transfer):
         return self._run()[2]  # the tensors are dropped here, so no call holds two batches at once
 
     def _sleep_rate(self) -> float:
-        """torch.cuda._sleep cycles per second on this GPU, timed once with events."""
-        torch, cycles = self.torch, 1_000_000
+        """torch.cuda._sleep cycles per second on this GPU, timed with events over about 10 ms of spin,
+        after a first spin that loads the kernel and wakes the clocks (either would slow the timed one)."""
+        torch, cycles = self.torch, 20_000_000
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.cuda.stream(self.stream):
+            torch.cuda._sleep(cycles // 4)
             start.record(self.stream)
             torch.cuda._sleep(cycles)
             end.record(self.stream)
@@ -129,16 +132,17 @@ class TorchTransfer(Transfer):
         return cycles / (start.elapsed_time(end) / 1e3)
 
     def streamed(self, copies: int) -> float:
-        """pinned_into's copies queued behind a spin kernel on a stream of its own. The start event
-        must still be pending once all is queued, or the hold was too short: then it is lengthened
-        and the run repeated."""
+        """pinned_into's copies queued behind a spin kernel on a stream of its own. The spin lasts
+        twice the queueing measured last time, plus a margin; if the start event has already run
+        once everything is queued, the hold was too short: it is made 4 times longer, for this and
+        every later run, and the run repeated."""
         torch, stream = self.torch, self.stream
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if self.cycles_per_s is None:
             self.cycles_per_s = self._sleep_rate()
-        enqueue_s = ENQUEUE_GUESS_S * (copies + STREAM_WARM_COPIES)
+        queued = copies + STREAM_WARM_COPIES
         for _ in range(HOLD_TRIES):
-            cycles = max(self.hold_cycles or 0, int(self.cycles_per_s * (2 * enqueue_s + HOLD_MARGIN_S)))
+            cycles = int(self.cycles_per_s * (2 * self.enqueue_per_copy_s * queued + HOLD_MARGIN_S) * self.hold_scale)
             with torch.cuda.stream(stream):
                 torch.cuda._sleep(cycles)
                 began = time.perf_counter()
@@ -148,14 +152,14 @@ class TorchTransfer(Transfer):
                 for _ in range(copies):
                     self.dest.copy_(self.source, non_blocking=True)
                 end.record(stream)
-                enqueue_s = time.perf_counter() - began
+                queueing_s = time.perf_counter() - began
                 held = not start.query()
-            self.transfers += STREAM_WARM_COPIES + copies
+            self.transfers += queued
+            self.enqueue_per_copy_s = queueing_s / queued
             end.synchronize()
             if held:
-                self.hold_cycles = cycles
                 return start.elapsed_time(end) / 1e3
-            self.hold_cycles = None  # sized from this run's enqueueing next time round
+            self.hold_scale *= 4
         raise RuntimeError(f"could not hold the stream while {copies} copies were queued, after {HOLD_TRIES} tries")
 
     def host_span(self) -> tuple[int, int]:
