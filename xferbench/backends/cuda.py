@@ -167,7 +167,7 @@ def is_cuda_out_of_memory(cupy: Any, error: BaseException) -> bool:
 
 class RawCopy(Transfer):
     def __init__(self, spec: Spec) -> None:
-        cupy = self.cupy = _cupy()
+        self.cupy = _cupy()
         self.pinned_ptr, self.dest, self.host, self.stream = 0, None, None, None
         try:
             self._prepare(spec)

@@ -65,7 +65,7 @@ def pinned_host_reason(device: Any) -> str | None:
 
 class JaxTransfer(Transfer):
     def __init__(self, spec: Spec) -> None:
-        jax = self.jax = _jax()
+        self.jax = _jax()
         key = spec.series
         self.label, self.seed = key.label(), key.op == "seed"
         self.device = jax_device(key.device)

@@ -128,7 +128,6 @@ class TFTransfer(Transfer):
         self._run()
 
     def verify(self) -> None:
-        tf = self.tf
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         moved, result = self._run()
         expected = tf_device(self.device).strip("/").upper()  # CPU:0, GPU:1, ...
