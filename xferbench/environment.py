@@ -273,7 +273,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
     }
 
 
-# Per-lane, per-direction PCIe payload rate in GB/s (10^9 B) after line coding: x16 gives the brief's
+# Per-lane, per-direction PCIe payload rate in GB/s (10^9 B) after line coding: x16 gives the usual
 # 15.75 (Gen3), 31.5 (Gen4) and 63 (Gen5).
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.984375, 4: 1.96875, 5: 3.9375, 6: 7.5625}
 
