@@ -90,15 +90,12 @@ def default_host_sweep_wall_time() -> None:
 
 
 def verification_cost(nbytes: int = 2**30, rounds: int = 3) -> None:
-    from xferbench.buffers import VERIFY_CHUNK_BYTES, check_all, make_source
+    from xferbench.buffers import VERIFY_CHUNK_BYTES, check_all, make_source, read_host
 
     source = make_source((nbytes,))
     dest = source.copy()
     staging = np.empty(VERIFY_CHUNK_BYTES, np.uint8)
-
-    def read(offset: int, out: np.ndarray) -> None:
-        out[...] = dest[offset : offset + out.size]
-
+    read = read_host(dest)
     checks, copies = [], []
     for _ in range(rounds):
         start = time.perf_counter()

@@ -34,8 +34,8 @@ LARGE_BATCHES = "1,4,16,64,128,256,512,1024"
 BOTH_METHODS = ["--timing", "per-call", "--timing", "streamed"]
 # The long raw run: 256 MiB copies, streamed, for at least 10 s, so NVML's count of the bytes received
 # (or its throughput samples, 0.1 s apart, integrated) covers many gigabytes.
-LINK_RUN = ["-f", "cuda", "-m", "raw_pinned", "--timing", "streamed", "--shape", LARGE_SHAPE, "--batch-sizes", "256",
-            "--min-time", "10", "--max-time", "20"]  # fmt: skip
+LINK_RUN = ["-f", "cuda", "-m", "raw_pinned", "--timing", "streamed", "--shape", LARGE_SHAPE, "--batch-sizes", "256"]
+LINK_TIME, QUICK_LINK_TIME = ["--min-time", "10", "--max-time", "20"], ["--min-time", "2", "--max-time", "4"]
 
 
 def sweep(out: Path, device: str, frameworks: list[str], extra: list[str], ops: tuple[str, ...] = ("copy", "seed")) -> int:
@@ -68,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     planned = [default, large]
     if not args.framework or "cuda" in args.framework:
         planned.append(link)
-        link_run = [*LINK_RUN[:-4], "--min-time", "2", "--max-time", "4"] if args.quick else LINK_RUN
-        sweep(link, args.device, [], link_run, ops=("copy",))
+        sweep(link, args.device, [], [*LINK_RUN, *(QUICK_LINK_TIME if args.quick else LINK_TIME)], ops=("copy",))
     files = [p for p in planned if p.exists()]
     try:
         loaded = {p.name: (load(p) if p in files else None) for p in planned}

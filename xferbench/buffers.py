@@ -85,6 +85,16 @@ def _equal(a: np.ndarray, b: np.ndarray) -> bool:
 ReadBack = Callable[[int, np.ndarray], None]  # (byte offset, out): fill `out` with the destination's bytes from there
 
 
+def read_host(array: np.ndarray) -> ReadBack:
+    """The read of a destination its framework has already fetched whole into host memory."""
+    flat = array.reshape(-1)
+
+    def read(offset: int, out: np.ndarray) -> None:
+        out[...] = flat[offset : offset + out.size]
+
+    return read
+
+
 def check_all(source: np.ndarray, read: ReadBack, what: str, staging: np.ndarray | None = None) -> None:
     """Compare every byte of the destination with the source, chunk by chunk, and raise
     VerificationError unless all match. `read` copies a chunk of the destination into host memory

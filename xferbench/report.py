@@ -222,7 +222,7 @@ def placement(series: Series) -> str | None:
     """Where the series' worker ran and allocated: its binding, or why it had none."""
     numa = series.numa or {}
     if numa.get("cpus"):
-        node = f", memory bound to NUMA node {numa['node']}" if numa.get("node") is not None else ""
+        node = f", memory preferred on NUMA node {numa['node']}" if numa.get("node") is not None else ""
         refused = f" ({numa['reason']})" if numa.get("reason") else ""
         return f"bound to CPUs {cpu_ranges(numa['cpus'])}{node}{refused}"
     return numa.get("reason")

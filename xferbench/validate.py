@@ -10,7 +10,7 @@ cannot fail by construction and so proves nothing either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from xferbench.display import rate, size
@@ -55,6 +55,12 @@ def _series(results: Sequence[Result], framework: str, mode: str, method: str | 
 
 def _cuda(results: Sequence[Result]) -> list[tuple[Result, Series]]:
     return [(r, s) for r in results for s in r.series if s.device.startswith("cuda") and s.ok_points()]
+
+
+def _worst(gaps: Iterable[tuple[float, str]]) -> tuple[tuple[float, str] | None, int]:
+    """The relative gap furthest from zero with where it was (None if there was none), and how many there were."""
+    found = list(gaps)
+    return (max(found, key=lambda gap: abs(gap[0])) if found else None), len(found)
 
 
 def _largest(series: Series) -> Point:
@@ -162,21 +168,21 @@ def methods_check(results: Sequence[Result]) -> Check:
     """The raw pinned copy's streamed and per-call figures agree on large copies, where a call's launch
     and wait vanish beside the copy: else one of the two methods times something besides the link."""
     name = f"streamed and per-call MB/s within {METHOD_AGREEMENT:.0%} from {LARGE_BYTES // 2**20} MiB (cuda/raw_pinned)"
-    worst: tuple[float, str] | None = None
-    count = 0
-    for result in results:
-        found = {s.method: s for s in result.series
-                 if (s.framework, s.mode, s.op) == ("cuda", "raw_pinned", "copy") and s.ok_points()}  # fmt: skip
-        if PER_CALL not in found or STREAMED not in found:
-            continue
-        streamed = {p.bytes: p for p in found[STREAMED].ok_points()}
-        for point in found[PER_CALL].ok_points():
-            other = streamed.get(point.bytes)
-            if point.bytes >= LARGE_BYTES and other is not None and point.mbps and other.mbps:
-                count += 1
-                gap = other.mbps / point.mbps - 1
-                if worst is None or abs(gap) > abs(worst[0]):
-                    worst = (gap, f"batch {point.batch_size} ({size(point.bytes)}): {rate(other.mbps)} streamed, {rate(point.mbps)} per call")
+
+    def gaps() -> Iterator[tuple[float, str]]:
+        for result in results:
+            found = {s.method: s for s in result.series
+                     if (s.framework, s.mode, s.op) == ("cuda", "raw_pinned", "copy") and s.ok_points()}  # fmt: skip
+            if PER_CALL not in found or STREAMED not in found:
+                continue
+            streamed = {p.bytes: p for p in found[STREAMED].ok_points()}
+            for point in found[PER_CALL].ok_points():
+                other = streamed.get(point.bytes)
+                if point.bytes >= LARGE_BYTES and other is not None and point.mbps and other.mbps:
+                    where = f"batch {point.batch_size} ({size(point.bytes)}): {rate(other.mbps)} streamed, {rate(point.mbps)} per call"
+                    yield other.mbps / point.mbps - 1, where
+
+    worst, count = _worst(gaps())
     if worst is None:
         return Check(name, NA, f"no file has cuda/raw_pinned both per call and streamed at {LARGE_BYTES // 2**20} MiB or more")
     status = PASS if abs(worst[0]) <= METHOD_AGREEMENT else FAIL
@@ -212,18 +218,11 @@ def clock_check(results: Sequence[Result]) -> Check:
     wall time, and on large copies the launch costs are too small to show: the two agree by
     construction, so this cannot fail and proves nothing. The bytes and methods checks can fail."""
     name = f"device-event vs wall-clock MB/s from {LARGE_BYTES // 2**20} MiB (pinned copies, information)"
-    worst: tuple[float, str] | None = None
-    count = 0
-    for result in results:
-        for series in result.series:
-            if series.op != "copy" or series.host_buffer != "pinned":
-                continue
-            for point in series.ok_points():
-                if point.bytes >= LARGE_BYTES and point.device_mbps and point.mbps:
-                    count += 1
-                    gap = point.mbps / point.device_mbps - 1
-                    if worst is None or abs(gap) > abs(worst[0]):
-                        worst = (gap, f"{series.label()} batch {point.batch_size}")
+    worst, count = _worst((point.mbps / point.device_mbps - 1, f"{series.label()} batch {point.batch_size}")
+                          for result in results for series in result.series
+                          if series.op == "copy" and series.host_buffer == "pinned"
+                          for point in series.ok_points()
+                          if point.bytes >= LARGE_BYTES and point.device_mbps and point.mbps)  # fmt: skip
     if worst is None:
         return Check(name, NA, f"no pinned copy of {LARGE_BYTES // 2**20} MiB or more has a device clock")
     return Check(name, INFO, f"worst {worst[0]:+.1%} (wall vs device) at {worst[1]}, over {count} points")

@@ -286,22 +286,20 @@ class CudaBackend(Backend):
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         props = _cupy().cuda.runtime.getDeviceProperties(device_index(key.device))
         name = props.get("name", b"CUDA GPU")
+        pinned, streamed = key.mode == "raw_pinned", key.method == STREAMED
         info = {"call": "cudaMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer"}
-        note = None if key.mode == "raw_pinned" else "from pageable memory the driver stages the copy through pinned buffers of its own"
-        if key.method == STREAMED:
-            pinned = key.mode == "raw_pinned"
+        note = None if pinned else "from pageable memory the driver stages the copy through pinned buffers of its own"
+        if streamed:
             info["hold"] = ("a host function (cudaLaunchHostFunc) waits on the stream until every copy is queued" if pinned
                             else "none: the driver may wait on the stream while it stages a pageable copy")  # fmt: skip
             if not pinned:
                 note += "; streamed, the copies are queued without a hold, so the span includes that staging"
-            return SeriesInfo(device_name=name.decode() if isinstance(name, bytes) else str(name), transfer=HOST_TO_DEVICE,
-                              clock=STREAMED_CLOCK, sync="cudaEventSynchronize on the end event", params=info, note=note)  # fmt: skip
         return SeriesInfo(
             device_name=name.decode() if isinstance(name, bytes) else str(name),
             transfer=HOST_TO_DEVICE,
-            clock="time.perf_counter",
-            sync="cudaEventSynchronize on the event recorded after the copy",
-            device_clock=EVENTS,
+            clock=STREAMED_CLOCK if streamed else "time.perf_counter",
+            sync="cudaEventSynchronize on the " + ("end event" if streamed else "event recorded after the copy"),
+            device_clock=None if streamed else EVENTS,  # streamed, the events are the clock itself
             params=info,
             note=note,
         )

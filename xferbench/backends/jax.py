@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
+from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import SeriesKey, Spec
@@ -112,12 +112,7 @@ class JaxTransfer(Transfer):
             raise VerificationError(f"{self.label}: the result is on {moved.devices()}, not on {self.device}")
         if self.pinned is not None and moved.sharding.memory_kind != "device":
             raise VerificationError(f"{self.label}: the result is in {moved.sharding.memory_kind} memory, not the device's")
-        got = np.asarray(moved).reshape(-1)  # the whole batch, fetched by JAX itself: nothing is compiled
-
-        def read(offset: int, out: np.ndarray) -> None:
-            out[...] = got[offset : offset + out.size]
-
-        check_all(self.host, read, self.label)
+        check_all(self.host, read_host(np.asarray(moved)), self.label)  # fetched whole by JAX itself: nothing is compiled
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
         # An array that still aliases its source changes with it: that is no transfer at all.

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
+from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
 from xferbench.spec import SeriesKey, Spec
@@ -136,12 +136,7 @@ class TFTransfer(Transfer):
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
             return
-        got = moved.numpy().reshape(-1)  # the whole batch, read back by TensorFlow's own copy
-
-        def read(offset: int, out: np.ndarray) -> None:
-            out[...] = got[offset : offset + out.size]
-
-        check_all(self.host, read, self.label)
+        check_all(self.host, read_host(moved.numpy()), self.label)  # read back whole by TensorFlow's own copy
         # A tensor that still aliases the NumPy buffer would change with it: that is no copy at all.
         probe = min(self.host.size, ALIAS_PROBE_BYTES)
         fill_pattern(self.host, variant=2)
