@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from xferbench.backends import BACKENDS
-from xferbench.backends.base import HOST_TO_HOST, Backend, SeriesInfo, Transfer
-from xferbench.spec import Spec
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.spec import HOST_TO_HOST, Spec
 from xferbench.timing import TimingConfig
 
 FAST = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=3, min_time_s=0.0, max_samples=5, max_time_s=5.0)

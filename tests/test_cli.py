@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -41,7 +42,7 @@ def test_host_sweep_default_out_path(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     r = invoke("sweep", "-f", "host", "--batch-sizes", "1,2", "--shape", "16x16x3", *FAST_ARGS)
     assert r.exit_code == 0, r.output
-    (path,) = (tmp_path / "results").glob("*-cpu-*.json")
+    (path,) = (tmp_path / "runs").glob("*-cpu-*.json")  # the default folder, which git ignores in a checkout
     assert load(path).series[0].framework == "host"
 
 
@@ -167,7 +168,7 @@ def test_paths_lists_availability_and_reasons() -> None:
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: pinned modes are available")
-    r = runner.invoke(app, ["paths"], env={"COLUMNS": "250"})
+    r = runner.invoke(app, ["paths", "--all"], env={"COLUMNS": "250"})
     assert r.exit_code == 0
     rows = [line for line in r.stdout.splitlines() if "│" in line]
     rows = [row for row in rows if "torch" in row or "sim" in row]
@@ -178,6 +179,32 @@ def test_paths_lists_availability_and_reasons() -> None:
     cuda_row = next(row for row in rows if "pageable" in row and " cuda " in row)
     assert "torch sees no cuda device here" in cuda_row
     assert any("sim" in row and "link" in row and "available" in row for row in rows)
+
+
+def test_paths_and_env_without_a_gpu_start_no_framework(monkeypatch) -> None:
+    """With no GPU to describe, nothing needs a framework imported: both answer at once, and paths
+    lists only this machine's devices, saying what --all adds."""
+    monkeypatch.setattr("xferbench.environment.accelerator_kinds", lambda: [])
+
+    def no_workers(*args, **kwargs):
+        raise AssertionError("a framework was started")
+
+    monkeypatch.setattr("xferbench.cli.start_runners", no_workers)
+    r = runner.invoke(app, ["paths"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.stdout.splitlines() if "│" in line]
+    assert rows and not any(" cuda " in row or " mps " in row for row in rows)
+    assert any("torch" in row and "pageable" in row and " cpu " in row for row in rows) == HAS_TORCH
+    assert "on devices this machine lacks (cuda, mps) are not shown; --all lists them" in r.stdout
+    r = runner.invoke(app, ["env"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["devices"][0]["id"] == "cpu"
+
+
+def test_version() -> None:
+    from xferbench import __version__
+
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.stdout.strip() == f"xferbench {__version__}"
 
 
 def test_existing_result_is_not_overwritten_unless_asked(tmp_path) -> None:
@@ -198,14 +225,18 @@ def test_csv_may_not_replace_the_json(tmp_path) -> None:
 
 
 def test_default_names_do_not_collide(tmp_path, monkeypatch) -> None:
-    from xferbench.cli import default_out_path
+    from xferbench.cli import default_name
+    from xferbench.results import OutputFile, Result, output_path
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("time.strftime", lambda fmt: "20260101-000000")
-    first = default_out_path("sim")
-    first.parent.mkdir()
-    first.write_text("{}")
-    assert default_out_path("sim").name == first.name.replace(".json", "-2.json")
+    path, numbered = output_path(None, default_name("sim"))
+    first, second = OutputFile(path, numbered=numbered), OutputFile(path, numbered=numbered)  # two runs in one second
+    first.save(Result({}, {}, "first"))
+    second.save(Result({}, {}, "second"))
+    first.save(Result({}, {}, "first again"))
+    assert first.path.parent == Path("runs") and second.path.name == first.path.name.replace(".json", "-2.json")
+    assert load(first.path).created == "first again" and load(second.path).created == "second"
 
 
 @pytest.mark.parametrize("framework, module, message", [
@@ -246,12 +277,23 @@ def test_module_entry_point() -> None:
     assert r.returncode == 0 and "sweep" in r.stdout
 
 
-def test_host_only_sweep_accepts_a_device_that_another_framework_sees(monkeypatch, tmp_path) -> None:
+@pytest.mark.parametrize("framework, device, why", [
+    ("host", "cuda:5", "--device cuda:5: host copies within host memory and runs on the cpu only"),
+    ("host", "mps", "--device mps: host copies within host memory and runs on the cpu only"),
+    ("sim", "cpu", "--device cpu: sim is a simulated link and reaches no device"),
+])
+def test_a_device_a_host_side_path_cannot_reach_is_refused(framework, device, why, tmp_path) -> None:
     out = tmp_path / "r.json"
-    r = invoke("sweep", "-f", "host", "--device", "cuda", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
+    r = invoke("sweep", "-f", framework, "--device", device, "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 2 and why in r.stderr and "Traceback" not in r.output
+    assert not out.exists()
+
+
+def test_host_side_paths_accept_their_own_device(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "host", "--device", "cpu", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)
     assert r.exit_code == 0, r.output
-    saved = load(out)
-    assert saved.config["device"] == "cuda:0" and saved.series[0].device == "cpu"  # host copies stay on the host
+    assert load(out).series[0].device == "cpu"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
@@ -549,7 +591,7 @@ def test_the_timing_method_is_part_of_each_series_identity(tmp_path) -> None:
     timing = ["--min-samples", "8", "--max-samples", "8", "--warmup-calls", "1", "--warmup-time", "0", "--min-time", "0"]
     r = invoke("sweep", "-f", "sim", "--batch-sizes", "1,64", "--timing", "per-call", "--timing", "streamed", "-o", str(a), *timing)
     assert r.exit_code == 0, r.output
-    assert "sim/link/copy/streamed@sim" in r.stdout and "copies/sample" in r.stdout
+    assert "sim/link/copy/streamed@sim" in r.stdout and "copies" in r.stdout
     assert [s.method for s in load(a).series] == ["per-call", "streamed"]
     slower = ["--sim-bandwidth-gbps", "6", "--sim-jitter", "0.01"]
     assert invoke("sweep", "-f", "sim", "--batch-sizes", "1,64", "--timing", "streamed", "-o", str(b), *slower, *timing).exit_code == 0

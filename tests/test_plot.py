@@ -10,8 +10,10 @@ from conftest import FAST
 from xferbench.backends import SimLink
 from xferbench.cli import app
 from xferbench.plot import figure
-from xferbench.results import Result, Selection, select
+from xferbench.results import Point, Result, Selection, Series, select
+from xferbench.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.timing import Samples
 
 BATCHES = (1, 4, 16, 64)
 
@@ -100,10 +102,11 @@ def test_cli_writes_each_format_by_suffix(tmp_path, suffix, magic) -> None:
     assert out.read_bytes().startswith(magic)
 
 
-def test_cli_default_output_goes_under_plots(tmp_path) -> None:
+def test_cli_default_output_goes_under_runs(tmp_path) -> None:
+    """Beside the user's own sweeps, in the folder git ignores: never among a checkout's committed plots/."""
     r = CliRunner().invoke(app, ["plot", str(sim_file(tmp_path / "run.json"))])
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "plots" / "run.png").exists()  # the autouse fixture made tmp_path the working folder
+    assert (tmp_path / "runs" / "run.png").exists() and not (tmp_path / "plots").exists()  # tmp_path is the working folder
 
 
 def test_selection_keeps_matching_series_only(tmp_path) -> None:
@@ -150,3 +153,88 @@ def test_a_series_cut_short_says_so_in_the_legend(tmp_path) -> None:
     rate = figure(picks).axes[0]
     assert [line.get_label() for line in rate.get_lines() if not line.get_label().startswith("_")] == [
         "sim/link/copy @ simulated link (10 µs, 25 GB/s) (FAILED)"]  # fmt: skip
+
+
+REPO = Path(__file__).resolve().parent.parent
+CPU_FILE = REPO / "results" / "cpu-amd-epyc-2core" / "host-back-to-back-1.json"
+
+
+def rate_labels(fig) -> list[str]:
+    return [line.get_label() for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")]
+
+
+def as_gpu(path: Path, name: str = "NVIDIA H100", device: str = "cuda:0") -> Path:
+    data = json.loads(path.read_text())
+    data["series"][0].update(device=device, device_name=name, transfer="host-to-device")
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_default_title_names_the_transfer_and_the_device(tmp_path) -> None:
+    def title(*paths: Path) -> str:
+        return figure(select(list(paths))[0]).get_suptitle()
+
+    assert title(sim_file(tmp_path / "s.json")) == "simulated transfer (no data moves): simulated link (10 µs, 25 GB/s)"
+    assert title(CPU_FILE) == "host-to-host on the CPU (no GPU): AMD EPYC"
+    gpu = as_gpu(sim_file(tmp_path / "g.json"))
+    assert title(gpu) == "host-to-device: NVIDIA H100 (cuda:0)"
+    other = as_gpu(sim_file(tmp_path / "h.json"), "NVIDIA A100", "cuda:1")
+    assert title(gpu, other) == "host-to-device: NVIDIA H100 (cuda:0), NVIDIA A100 (cuda:1)"
+    # A GPU run's host copy is host-to-host, but not "no GPU"; the CPU is named beside the GPUs.
+    assert title(gpu, CPU_FILE) == "host-to-device: NVIDIA H100 (cuda:0); host-to-host on the CPU: AMD EPYC"
+    many = [as_gpu(sim_file(tmp_path / f"{i}.json"), device=f"cuda:{i}") for i in range(4)]
+    assert title(*many) == "host-to-device: 4 devices"
+    assert figure(select([gpu])[0], title="mine").get_suptitle() == "mine"
+
+
+def test_a_host_to_host_series_says_so_in_the_legend(tmp_path) -> None:
+    picks, _ = select([CPU_FILE, as_gpu(sim_file(tmp_path / "g.json"))])
+    assert rate_labels(figure(picks)) == ["host/numpy/copy @ AMD EPYC · host-to-host (vm)",
+                                          "sim/link/copy @ NVIDIA H100 (hostA)"]  # fmt: skip
+
+
+def cliff_file(path: Path, mbps_by_batch: dict[int, float]) -> Path:
+    """One hand-built series whose every point took the time that gives the MB/s asked for."""
+    key = SeriesKey("torch", "pageable", "copy", "cuda:0", (1000, 1000))
+    series = Series("torch", "pageable", "copy", "cuda:0", [1000, 1000], device_name="GPU", transfer="host-to-device")
+    for batch, mbps in mbps_by_batch.items():
+        spec = key.at(batch)
+        series.points.append(Point.measured(spec, Samples([spec.nbytes / (mbps * 1e6)] * 3), warmup_calls=1))
+    series.refresh_summary()
+    Result({"host": "h"}, {}, "2026-01-02T03:04:05+00:00", [series], "complete").save(path)
+    return path
+
+
+def cliff_notes(fig) -> list[tuple[str, tuple[float, float], str]]:
+    """Each note of the MB/s panel's cliff key with the point and colour of the triangle it names."""
+    legend = fig.axes[0].get_legend()
+    triangles = [line for line in fig.axes[0].get_lines() if line.get_label() == "_cliff"]
+    texts = legend.get_texts() if legend else []
+    assert len(texts) == len(triangles) and all(line.get_marker() == "v" for line in triangles)
+    return [(text.get_text(), (line.get_xdata()[0], line.get_ydata()[0]), line.get_color())
+            for text, line in zip(texts, triangles)]  # fmt: skip
+
+
+def test_a_cliff_is_marked_at_its_batch_with_its_fall(tmp_path) -> None:
+    picks, _ = select([cliff_file(tmp_path / "c.json", {1: 1000.0, 4: 10000.0, 16: 6000.0, 64: 2500.0})])
+    assert picks[0].series.summary.cliff_batch_size == 16
+    fig = figure(picks)
+    rate = fig.axes[0]
+    (curve,) = [line for line in rate.get_lines() if not line.get_label().startswith("_")]
+    ((text, (x, y), color),) = cliff_notes(fig)
+    assert text == "cliff: −40% at batch 16 (worst −75%)"
+    assert (x, y, color) == (16, pytest.approx(6000.0), curve.get_color())
+    assert "▼ at a cliff (below 80% of peak)" in rate.get_title()
+    assert rate_labels(fig) == ["torch/pageable/copy @ GPU"]  # the triangle is not a series of the main legend
+    steady = figure(select([cliff_file(tmp_path / "s.json", {1: 1000.0, 4: 10000.0, 16: 9000.0})])[0])
+    assert cliff_notes(steady) == [] and "cliff" not in steady.axes[0].get_title()
+    falls_once = figure(select([cliff_file(tmp_path / "o.json", {1: 1000.0, 4: 10000.0, 16: 5000.0})])[0])
+    assert [note[0] for note in cliff_notes(falls_once)] == ["cliff: −50% at batch 16"]  # its worst fall too: said once
+
+
+def test_two_cliffs_with_one_text_are_both_noted(tmp_path) -> None:
+    again = tmp_path / "again.json"
+    again.write_bytes(CPU_FILE.read_bytes())
+    notes = cliff_notes(figure(select([CPU_FILE, again])[0]))
+    assert [(text, x) for text, (x, _), _ in notes] == [("cliff: −30% at batch 64 (worst −72%)", 64)] * 2
+    assert notes[0][2] != notes[1][2]  # told apart by colour

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xferbench import report
 from xferbench.backends import SimLink
 from xferbench.results import Point, Result, Selection, Series, select
@@ -272,3 +274,43 @@ def test_real_cpu_result_renders_with_an_unknown_ceiling() -> None:
     assert "- cpu: unknown: a CPU series copies host to host, over no PCIe link" in text
     assert "| PCIe link | n/a |" in text and "torch/pinned/copy@cpu: pinned host memory needs a CUDA device" in text
     assert text.count("<details>") == 3 and "--op copy --op seed" in text
+
+
+def test_two_files_get_one_table_of_mb_s_by_batch_with_ratios_to_the_first(tmp_path) -> None:
+    faster = curve("torch", "pinned", "cuda:0", {4: 12600.0, 16: 27500.0, 64: 30000.0})
+    other = write(tmp_path / "other.json", {**GPU_ENV, "host": "hostC"}, [faster])
+    text = render([gpu_file(tmp_path), other], Selection(modes=("pinned",)))
+    assert text.index("### Summary") < text.index("### MB/s by batch size") < text.index("### Environment")
+    rows = [cells(line) for line in section(text, "MB/s by batch size").splitlines() if line.startswith("|")]
+    assert rows[0] == ["batch size", "reference: torch/pinned/copy@cuda:0 (hostA)", "torch/pinned/copy@cuda:0 (hostC)"]
+    assert rows[2:] == [["1", "6,300", "–"], ["4", "25,200", "12,600 (0.50×)"], ["16", "25,000", "27,500 (1.10×)"],
+                        ["64", "–", "30,000"]]  # fmt: skip
+
+
+def test_series_of_one_file_are_compared_and_a_lone_series_is_not(tmp_path) -> None:
+    text = render([gpu_file(tmp_path)])
+    rows = [cells(line) for line in section(text, "MB/s by batch size").splitlines() if line.startswith("|")]
+    assert rows[0] == ["batch size", "reference: torch/pinned/copy@cuda:0", "torch/pageable/copy@cuda:0"]
+    assert rows[4] == ["16", "25,000", "5,000 (0.20×)"]
+    assert "MB/s by batch size" not in render([cpu_file(tmp_path)])
+
+
+@pytest.mark.parametrize("argv", [
+    ["/home/someone/.venv/bin/xferbench", "sweep", "-f", "tf"],
+    ["xferbench", "sweep", "-f", "tf"],
+    ["/usr/lib/python3/site-packages/xferbench/__main__.py", "sweep", "-f", "tf"],
+    ["python", "-m", "xferbench", "sweep", "-f", "tf"],
+    ["/usr/bin/python3", "-m", "xferbench", "sweep", "-f", "tf"],
+    ["C:\\venv\\Scripts\\xferbench.exe", "sweep", "-f", "tf"],
+])  # fmt: skip
+def test_reproduce_runs_xferbench_whatever_started_the_sweep(argv: list[str]) -> None:
+    env = {**CPU_ENV, "settings": {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536", "HOME": "/x"}}
+    result = Result(env, {"argv": argv}, "2026-01-02T03:04:05+00:00")
+    assert report.reproduce(result) == "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536 xferbench sweep -f tf"
+    assert report.reproduce(Result(CPU_ENV, {"argv": argv}, "")) == "xferbench sweep -f tf"
+
+
+def test_reproduce_section_of_a_committed_file_names_xferbench_not_a_path() -> None:
+    text = render([Path(__file__).resolve().parent.parent / "results" / "sim" / "link-10us-25gbps.json"])
+    assert "\nxferbench sweep -f sim --sim-latency-us 10 --sim-bandwidth-gbps 25" in section(text, "Reproduce")
+    assert "/bin/xferbench" not in text

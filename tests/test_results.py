@@ -1,4 +1,6 @@
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +123,41 @@ def test_check_writable(tmp_path) -> None:
         check_writable(tmp_path / "afile" / "r.json")
     with pytest.raises(XferbenchError, match="is a directory"):
         check_writable(tmp_path)
+
+
+def test_out_naming_a_folder_means_a_folder(tmp_path) -> None:
+    from xferbench.results import output_path
+
+    assert output_path(None, "h.json") == (Path("runs") / "h.json", True)
+    assert output_path(f"{tmp_path}/new/", "h.json") == (tmp_path / "new" / "h.json", True)  # a slash: a folder, made
+    assert output_path(str(tmp_path), "h.json") == (tmp_path / "h.json", True)  # an existing folder
+    assert output_path(str(tmp_path / "r.json"), "h.json") == (tmp_path / "r.json", False)
+
+
+def test_only_regular_files_are_ever_replaced(tmp_path) -> None:
+    target = tmp_path / "precious.txt"
+    target.write_text("keep")
+    link = tmp_path / "r.json"
+    link.symlink_to(target)
+    for path in (link, Path(os.devnull)):
+        with pytest.raises(XferbenchError, match="not a regular file"):
+            check_writable(path, overwrite=True)
+    assert target.read_text() == "keep"
+
+
+def test_a_run_never_writes_over_a_file_it_no_longer_owns(tmp_path) -> None:
+    from xferbench.results import OutputFile
+
+    path = tmp_path / "r.json"
+    mine = OutputFile(path)
+    mine.save(Result({}, {}, "1"))
+    path.unlink()
+    path.write_text("another run's file")  # something else took the name mid-run
+    mine.save(Result({}, {}, "2"))
+    assert path.read_text() == "another run's file"
+    assert mine.moved_from == path and mine.path == tmp_path / "r-2.json" and load(mine.path).created == "2"
+    late = OutputFile(tmp_path / "late.json")  # checked while the name was free...
+    (tmp_path / "late.json").write_text("{}")  # ...then another run claimed it first
+    with pytest.raises(XferbenchError, match="was just created by another run"):
+        late.save(Result({}, {}, "x"))
+    assert (tmp_path / "late.json").read_text() == "{}"

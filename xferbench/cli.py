@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -10,9 +11,9 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -21,7 +22,7 @@ from rich.markup import escape
 from xferbench import display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import Point, Result, Selection, Series, check_writable, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, output_path, select
 from xferbench.spec import PER_CALL
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
@@ -38,6 +39,7 @@ from xferbench.sweep import (
 )
 from xferbench.telemetry import INTERVAL_S
 from xferbench.timing import TimingConfig
+from xferbench.worker import Runner
 
 app = typer.Typer(
     help="Host-to-device transfer throughput, swept over batch sizes, through each framework's real path.",
@@ -45,10 +47,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+def _print_version(value: bool) -> None:
+    if value:
+        from xferbench import __version__
+
+        typer.echo(f"xferbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    pass
+
+
 def console(stderr: bool = False) -> Console:
-    """The terminal's own width; 160 columns when piped to a file or CI log, so tables keep every column."""
+    """The terminal's own width; piped, the width COLUMNS gives, else 160 columns, so a CI log keeps every column."""
     made = Console(stderr=stderr)
-    return made if made.is_terminal else Console(stderr=stderr, width=160)
+    if made.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return made  # rich reads COLUMNS itself
+    return Console(stderr=stderr, width=160)
 
 
 out = console()
@@ -60,15 +79,10 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def default_out_path(device: str) -> Path:
-    """results/HOST-DEVICE-TIME.json, with -2, -3... when a run in the same second took the name."""
+def default_name(device: str) -> str:
+    """HOST-DEVICE-TIME.json: runs from several machines can share a folder."""
     host = re.sub(r"[^A-Za-z0-9_.-]", "-", platform.node() or "host")
-    stem = f"{host}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}"
-    path, number = Path("results") / f"{stem}.json", 1
-    while path.exists():
-        number += 1
-        path = path.with_name(f"{stem}-{number}.json")
-    return path
+    return f"{host}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
 _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
@@ -86,7 +100,7 @@ def sweep(
     shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
     host_buffer: Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: where each batch starts. numpy (default): a plain NumPy array; aligned: 64-byte aligned; pinned: page-locked (torch's pinned modes).")] = None,
     python: Annotated[Optional[list[str]], typer.Option("--python", help="Repeatable, [FRAMEWORK=]PATH: run that framework's worker with another Python (which needs numpy and the framework), e.g. tf=/opt/py312/bin/python.")] = None,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Result file. Default: results/HOST-DEVICE-TIME.json")] = None,
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file, or a folder (a name ending in /) for HOST-DEVICE-TIME.json. Default: {DEFAULT_FOLDER}/", show_default=False)] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
@@ -98,6 +112,7 @@ def sweep(
     min_time: Annotated[float, typer.Option(help="...and for at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.min_time_s,
     max_samples: Annotated[int, typer.Option(help="Cap on samples per point.", rich_help_panel="Timing")] = TimingConfig.max_samples,
     max_time: Annotated[float, typer.Option(help="Cap on sampling seconds per point.", rich_help_panel="Timing")] = TimingConfig.max_time_s,
+    settle_time: Annotated[float, typer.Option(help="Past the minimums, go on sampling for up to this many seconds while the median is uncertain by more than 5%.", rich_help_panel="Timing")] = TimingConfig.settle_s,
     sim_latency_us: Annotated[float, typer.Option(help="Simulated link latency per call (µs).", rich_help_panel="sim")] = SimLink.latency_us,
     sim_bandwidth_gbps: Annotated[float, typer.Option(help="Simulated link bandwidth (GB/s, 10^9 B).", rich_help_panel="sim")] = SimLink.bandwidth_gbps,
     sim_jitter: Annotated[float, typer.Option(help="Relative std-dev of each simulated call.", rich_help_panel="sim")] = SimLink.jitter,
@@ -116,7 +131,7 @@ def sweep(
             device=device,
             batch_sizes=parse_batch_sizes(batch_sizes),
             shape=parse_shape(shape),
-            timing=TimingConfig(warmup_calls, warmup_time, min_samples, min_time, max_samples, max_time),
+            timing=TimingConfig(warmup_calls, warmup_time, min_samples, min_time, max_samples, max_time, settle_time),
             sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed),
             host_buffers=tuple(dict.fromkeys(h.strip().lower() for h in host_buffer or ())),
             pythons=parse_pythons(python or (), frameworks),
@@ -124,7 +139,8 @@ def sweep(
             bind=bind,
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
-            check_writable(out_path, csv=csv, overwrite=overwrite)
+            probe, numbered = output_path(out_path, "run.json")
+            check_writable(probe, csv=csv, overwrite=overwrite, numbered=numbered)
         plan = make_plan(config)
     except XferbenchError as error:
         raise fail(str(error)) from None
@@ -132,8 +148,9 @@ def sweep(
         raise fail("interrupted while starting; nothing was measured", 130) from None
     previous_term = signal.signal(signal.SIGTERM, _terminate)  # kill, a CI timeout: stop as Ctrl-C does
     try:
-        path = check_writable(out_path or default_out_path(plan.target), csv=csv, overwrite=overwrite)
-        result = run_sweep(plan, path, csv, link_sampling)
+        path, numbered = output_path(out_path, default_name(plan.target))
+        output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
+        result = run_sweep(plan, output, link_sampling)
     except XferbenchError as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on
@@ -145,7 +162,7 @@ def sweep(
     failed = failures(result)
     if failed:
         listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
-        raise fail(f"{len(failed)} failure(s) ({listed}); see the table above and {path}", 1)
+        raise fail(f"{len(failed)} failure(s) ({listed}); see the table above and {output.path}", 1)
 
 
 def failures(result: Result) -> list[str]:
@@ -207,18 +224,20 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> Result:
+def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True) -> Result:
     """Measure with progress on stderr, print the tables on stdout; Ctrl-C keeps what was measured."""
     from xferbench import environment
 
     result = new_result(plan, environment.capture(plan.environments()), sys.argv)
+    save = output.save
+    save(result)  # claims the file (a name of its own if numbered), holding a loadable result from the start
     total = len(plan.runnable) * len(plan.config.batch_sizes)
     target = plan.target
     name = next((d["name"] for d in result.environment["devices"] if d["id"] == target), None)
     out.print(
         f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {target}"
         + (f" ({name})" if name else "")
-        + f", saving to {path}",
+        + f", saving to {output.path}",
         highlight=False,
     )
     for why in absent_frameworks(plan.config, target):
@@ -232,8 +251,6 @@ def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> 
     if numa:
         err.print(numa, highlight=False)
 
-    def save(r: Result) -> None:
-        r.save(path, csv=csv)
 
     link_interval_s = INTERVAL_S if link_sampling else None
     try:
@@ -264,13 +281,16 @@ def run_sweep(plan: Plan, path: Path, csv: bool, link_sampling: bool = True) -> 
             signal.signal(signal.SIGINT, previous)
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
         how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
-        raise fail(f"{how}: {measured} measured point(s) saved to {path}", code) from None
+        raise fail(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
     out.print()
     for series in result.series:
         display.print_series(out, series, result)
     if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
         out.print(numa, highlight=False)
-    out.print(f"saved {path}", highlight=False)
+    if output.moved_from:
+        err.print(f"[bold yellow]warning: {output.moved_from} was replaced by something else during the run;"
+                  f" this run's results are in {output.path}[/]", highlight=False)
+    out.print(f"saved {output.path}", highlight=False)
     return result
 
 
@@ -293,7 +313,7 @@ def selection(framework, mode, op, device, host_buffer, timing=None) -> Selectio
 @app.command()
 def plot(
     files: FILES,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix. Default: plots/STEM.png (plots/A-vs-B.png for several files).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix. Default: runs/STEM.png (runs/A-vs-B.png for several files).")] = None,
     title: Annotated[Optional[str], typer.Option(help="Figure title.")] = None,
     framework: SelectFramework = None,
     mode: SelectMode = None,
@@ -382,41 +402,60 @@ def compare(
         raise typer.Exit(1)
 
 
+SHOW_ALL = Annotated[bool, typer.Option("--all", help="Start every installed framework and show everything, also what this machine lacks.")]
+
+
+@contextlib.contextmanager
+def installed_frameworks() -> Iterator[dict[str, Runner]]:
+    """A runner per installed framework (a worker process for each GPU framework), closed after use."""
+    try:
+        runners = start_runners([b for b in BACKENDS.values() if not b.missing()])
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    try:
+        yield runners
+    finally:
+        for runner in runners.values():
+            runner.close()
+
+
 @app.command()
-def env() -> None:
-    """Print the environment a sweep would record (JSON)."""
+def env(show_all: SHOW_ALL = False) -> None:
+    """Print the environment a sweep would record (JSON). Frameworks are started only where there is a GPU for them to describe, or with --all."""
     from xferbench import environment
 
-    try:
-        runners = start_runners([b for b in BACKENDS.values() if not b.missing()])
-    except XferbenchError as error:
-        raise fail(str(error)) from None
-    try:
-        print(json.dumps(environment.capture({n: r.environment() for n, r in runners.items()}), indent=2))
-    finally:
-        for runner in runners.values():
-            runner.close()
+    views: dict[str, dict[str, Any]] = {}
+    if show_all or environment.accelerator_kinds():  # importing every framework takes seconds: only where it adds devices
+        with installed_frameworks() as runners:
+            views = {name: runner.environment() for name, runner in runners.items()}
+    print(json.dumps(environment.capture(views), indent=2))
 
 
 @app.command()
-def paths() -> None:
-    """List every path, where it can run here, and why not where it cannot."""
+def paths(show_all: SHOW_ALL = False) -> None:
+    """List every path on this machine's devices, where it can run and why not where it cannot."""
     from rich.table import Table
 
-    try:
-        runners = start_runners([b for b in BACKENDS.values() if not b.missing()])
-    except XferbenchError as error:
-        raise fail(str(error)) from None
-    try:
-        devices = {name: runner.devices() for name, runner in runners.items()}
-    finally:
-        for runner in runners.values():
-            runner.close()
+    from xferbench import environment
+
+    kinds = environment.accelerator_kinds()
+    installed = [b for b in BACKENDS.values() if not b.missing()]
+    if kinds or show_all:  # only a framework can say whether it reaches the GPU
+        with installed_frameworks() as runners:
+            devices = {name: runner.devices() for name, runner in runners.items()}
+    else:  # no GPU here: every framework reaches the CPU, and nothing else
+        devices = {b.name: b.devices() if b.fixed_device else [] if b.cuda_only else ["cpu"] for b in installed}
+    rows = path_availability(devices)
+    here = {"cpu", "sim", *kinds}
+    shown = rows if show_all else [row for row in rows if row.device.split(":")[0] in here]
     table = Table("framework", "mode", "ops", "device", "status")
-    for row in path_availability(devices):
+    for row in shown:
         status = f"[red]unavailable[/]: {escape(row.reason)}" if row.reason else "[green]available[/]"
         table.add_row(row.framework, row.mode, ", ".join(row.ops), row.device, status)
     out.print(table)
+    hidden = sorted({row.device.split(":")[0] for row in rows} - here)
+    if hidden and not show_all:
+        out.print(f"[dim]{len(rows) - len(shown)} paths on devices this machine lacks ({', '.join(hidden)}) are not shown; --all lists them[/]", highlight=False)
 
 
 def main() -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from xferbench.numa import plan_binding
 from xferbench.results import Point, Result, Series
 from xferbench.spec import STREAMED
-from xferbench.stats import Summary
+from xferbench.stats import Summary, median_uncertainty
 from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
 
-NOISY_SPREAD = 0.25  # (p90 - p10) / median above this is worth a warning
+BUSY_SHARE = 0.25  # other processes' share of this process's CPUs from which a point is called spoiled
+BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
+UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note
 FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages)
 POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
 
@@ -48,7 +51,14 @@ def series_title(series: Series) -> str:
     return title
 
 
-def series_table(series: Series, result: Result | None = None) -> Table:
+# Columns a narrow terminal drops, first to last, until the table fits: each is derived from, or
+# secondary to, the columns that always stay (batch, MB/s and its p10–p90 band).
+DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "device MB/s", "batch time")
+
+
+def series_table(series: Series, result: Result | None = None, console: Console | None = None) -> Table:
+    """The series' points in the original report's columns. Given a console, columns are dropped in
+    DROP_ORDER until the table fits its width (the caption says which), so no number is ever cut."""
     streamed = series.method == STREAMED
     has_device_clock = any(p.device_median_s for p in series.points)
     # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
@@ -57,31 +67,57 @@ def series_table(series: Series, result: Result | None = None) -> Table:
     caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceiling_parts(series, result)])
     if streamed:
         caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
-    table = Table(title=escape(series_title(series)), title_justify="left", caption=caption, caption_justify="left")
-    for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "MB/s p10–p90", "n"):
-        table.add_column(name, justify="right")
+    columns: dict[str, list[str]] = {name: [] for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "p10–p90", "n")}
     if streamed:
-        table.add_column("copies/sample", justify="right")
+        columns["copies"] = []
     if has_device_clock:
-        table.add_column("device MB/s", justify="right")
+        columns["device MB/s"] = []
     if has_faults:
-        table.add_column("faults/call", justify="right")
-    for p in series.points:
+        columns["faults/call"] = []
+    failed: dict[int, str] = {}
+    for row, p in enumerate(series.points):
         if p.status != "ok":
-            cells = [str(p.batch_size), f"[red]{p.status}[/]: {escape(p.error or '')}"] + [""] * (5 + streamed + has_device_clock + has_faults)
-        else:
-            cells = [
-                str(p.batch_size),
-                seconds(p.median_s),
-                rate(p.batches_per_s),
-                rate(p.images_per_s),
-                f"[bold]{rate(p.mbps)}[/]",
-                f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}",
-                str(p.n),
-            ] + ([str(p.copies or "-")] if streamed else []) + ([rate(p.device_mbps)] if has_device_clock else [])
-            cells += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if has_faults else []
-        table.add_row(*cells)
-    return table
+            failed[row] = f"[red]{p.status}[/]: {escape(p.error or '')}"
+        cells = {
+            "batch": str(p.batch_size),
+            "batch time": seconds(p.median_s),
+            "batches/s": rate(p.batches_per_s),
+            "images/s": rate(p.images_per_s),
+            "MB/s": f"[bold]{rate(p.mbps)}[/]",
+            "p10–p90": f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}",
+            "n": str(p.n),
+            "copies": str(p.copies or "-"),
+            "device MB/s": rate(p.device_mbps),
+            "faults/call": f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-",
+        }
+        for name, values in columns.items():
+            values.append(cells[name] if p.status == "ok" else "")
+
+    def build(names: list[str], dropped: list[str]) -> Table:
+        note = f" · not shown for width: {', '.join(dropped)} (all in the file)" if dropped else ""
+        table = Table(title=escape(series_title(series)), title_justify="left", caption=caption + note, caption_justify="left")
+        for name in names:
+            table.add_column(name, justify="right")
+        for row in range(len(series.points)):
+            if row in failed:  # the error spans the row: it sits in the second column, the rest empty
+                table.add_row(columns["batch"][row], failed[row], *[""] * (len(names) - 2))
+            else:
+                table.add_row(*[columns[name][row] for name in names])
+        return table
+
+    def width(names: list[str]) -> int:
+        """Each column's widest cell or header, plus its padding and border (failed rows' messages wrap)."""
+        ok = [row for row in range(len(series.points)) if row not in failed]
+        return 1 + sum(3 + max([len(name), *(Text.from_markup(columns[name][row]).cell_len for row in ok)]) for name in names)
+
+    names, dropped = list(columns), []
+    for name in DROP_ORDER if console is not None else ():
+        if width(names) <= console.width:  # type: ignore[union-attr]
+            break
+        if name in names:
+            names.remove(name)
+            dropped.append(name)
+    return build(names, dropped)
 
 
 def summary_line(summary: Summary, sizes: int | None = None, streamed: bool = False) -> str:
@@ -135,7 +171,9 @@ def point_line(series: Series, point: Point) -> str:
     where = f"{series.label()} batch {point.batch_size}"
     if point.status != "ok":
         return f"{where}: {point.status}: {point.error}"
-    return f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n})"
+    others = point.others_cpus
+    busy = f"; busy: other processes used {others:.2f} of {point.cpus} CPUs" if others is not None and others >= BUSY_SHARE * (point.cpus or 1) else ""
+    return f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n}{busy})"
 
 
 def point_brief(point: Point) -> str:
@@ -145,8 +183,38 @@ def point_brief(point: Point) -> str:
 
 
 def noisy_points(series: Series) -> list[Point]:
-    """Points whose p10–p90 spread is wide: warned about, never dropped."""
-    return [p for p in series.ok_points() if p.median_s and (p.p90_s - p.p10_s) / p.median_s > NOISY_SPREAD]  # type: ignore[operator]
+    """Points whose median is still uncertain after sampling (the half width of its 95% confidence
+    interval above UNCERTAIN), as where a path's calls split between two times: noted, never dropped.
+    A wide p10–p90 alone is no reason: on a quiet machine many paths spread that wide, and enough
+    samples still pin their median down."""
+    return [p for p in series.ok_points() if (median_uncertainty(p.times_s) or 0) > UNCERTAIN]
+
+
+def uncertain_note(noisy: list[Point]) -> str:
+    """A finding about the path, not a fault of the machine: said as a note, not a warning."""
+    listed = ", ".join(f"{p.batch_size} (±{median_uncertainty(p.times_s):.0%}, n={p.n})" for p in noisy)
+    return (f"the median is uncertain at batch {listed} with nothing else busy: this path's own time varies"
+            " there, e.g. calls split between two speeds (see p10–p90; every sample is in the file)")
+
+
+def busy_points(series: Series) -> list[Point]:
+    """Points measured while other processes took a fair share of this process's CPUs."""
+    return [p for p in series.ok_points() if p.others_cpus is not None and p.others_cpus >= BUSY_SHARE * (p.cpus or 1)]
+
+
+def busy_warning(series: Series) -> str | None:
+    """Which points a busy machine spoiled, and by how much, in one warning."""
+    busy = busy_points(series)
+    if not busy:
+        return None
+
+    def one(p: Point) -> str:
+        waited = f", and this process waited {p.run_wait:.2f} s/s for one" if (p.run_wait or 0) >= BUSY_WAIT else ""
+        return f"at batch {p.batch_size} other processes used {p.others_cpus:.2f} of its {p.cpus or '?'} CPUs{waited}"
+
+    listed = "; ".join(one(p) for p in busy[:4]) + (f"; and at {len(busy) - 4} more batches" if len(busy) > 4 else "")
+    return (f"the machine was busy: {listed}. A busy machine moves figures either way, by up to several"
+            " times: measure again on a quiet machine")
 
 
 def print_series(console: Console, series: Series, result: Result | None = None) -> None:
@@ -154,18 +222,18 @@ def print_series(console: Console, series: Series, result: Result | None = None)
     and of the raw copy's ceilings. The sweep's NUMA warning is printed once (numa_line)."""
     if series.status == "skipped":  # announced before measuring; nothing to show
         return
-    console.print(series_table(series, result))
+    console.print(series_table(series, result, console))
     if series.note:
         console.print(f"[yellow]note: {series.label()}: {escape(series.note)}[/]")
     if series.status == "failed":
         console.print(f"[bold red]FAILED {series.label()}: {escape(series.reason or '')}[/]")
-    noisy = noisy_points(series)
+    busy = busy_warning(series)
+    if busy:
+        console.print(f"[bold yellow]warning: {series.label()}: {escape(busy)}[/]")
+    spoiled = {p.batch_size for p in busy_points(series)}
+    noisy = [p for p in noisy_points(series) if p.batch_size not in spoiled]
     if noisy:
-        batches = ", ".join(str(p.batch_size) for p in noisy)
-        console.print(
-            f"[yellow]warning: {series.label()}: wide p10–p90 spread (>{NOISY_SPREAD:.0%} of the median)"
-            f" at batch {batches}; the machine may be busy. All samples are kept in the file.[/]"
-        )
+        console.print(f"note: {series.label()}: {escape(uncertain_note(noisy))}")
     for warning in series_warnings(series, result.environment if result else {}):
         console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()

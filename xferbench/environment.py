@@ -204,6 +204,31 @@ def nvml_info() -> dict[str, Any]:
         read(pynvml.nvmlShutdown)  # a failing shutdown must not cost the facts already read
 
 
+def accelerator_kinds() -> list[str]:
+    """The kinds of GPU this machine has, found without importing a framework, so commands that only
+    describe the machine answer at once: NVIDIA GPUs by the driver's /proc entries or NVML, Apple GPUs
+    by the platform (every Apple-silicon Mac has one)."""
+    kinds = []
+    gpus = "/proc/driver/nvidia/gpus"
+    if os.path.isdir(gpus) and os.listdir(gpus):
+        kinds.append("cuda")
+    elif sys.platform != "darwin":
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            try:
+                if pynvml.nvmlDeviceGetCount() > 0:
+                    kinds.append("cuda")
+            finally:
+                pynvml.nvmlShutdown()
+        except Exception:  # no binding, no driver, no permission: no NVIDIA GPU to use
+            pass
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        kinds.append("mps")
+    return kinds
+
+
 def pci_key(bus_id: Any) -> tuple[int, ...] | None:
     """'00000000:3B:00.0' (NVML) and '0000:3b:00.0' (CUDA) -> (0, 59, 0, 0): one key for both forms."""
     try:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from xferbench import contention
 from xferbench.backends import Backend
 from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.numa import page_nodes
@@ -45,6 +46,7 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
     transfer = None
     try:
         transfer = backend.prepare(spec, params)
+        cpu_before = contention.snapshot()  # from warm-up to the last sample: long enough for /proc's ticks
         streamed = spec.series.method == STREAMED
         copies = None
         if streamed:
@@ -63,7 +65,12 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
             samples = sample_streamed(transfer.streamed, copies, timing, transfer.clock)
         else:
             samples = sample(transfer, timing, transfer.clock)
+        cpu = contention.usage(cpu_before, contention.snapshot())
         point = Point.measured(spec, samples, warmup_calls)
+        if cpu is not None:
+            point.others_cpus = None if cpu.others_cpus is None else round(cpu.others_cpus, 3)
+            point.run_wait = None if cpu.run_wait is None else round(cpu.run_wait, 4)
+            point.cpus = cpu.cpus
         point.host_offset, point.copies, point.transfers = transfer.host_offset, copies, transfer.transfers
         point.verify_s, point.host_nodes = verify_s, nodes
         if faults_before is not None:

@@ -10,11 +10,14 @@ import re
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from xferbench.display import POOR_FIT
 from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
-from xferbench.results import Selected, file_labels
+from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
+from xferbench.results import DEFAULT_FOLDER, Point, Selected, Series, file_labels
+from xferbench.stats import CLIFF_FRACTION
 
 FORMATS = (".png", ".svg", ".pdf")
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -22,8 +25,10 @@ LINE_STYLES = ("-", "--", ":", "-.")
 
 def series_labels(picks: list[Selected]) -> list[str]:
     """framework/mode/op @ device name per series, plus whatever else tells two lines apart: the
-    device id (two GPUs of one model), then, with several files, the host, the file name, or the path."""
-    labels = [f"{p.series.label().rsplit('@', 1)[0]} @ {p.series.device_name or p.series.device}" for p in picks]
+    device id (two GPUs of one model), then, with several files, the host, the file name, or the path.
+    A host-to-host series says so: "@ AMD EPYC" alone would pass a CPU copy off as a GPU curve."""
+    labels = [f"{p.series.label().rsplit('@', 1)[0]} @ {p.series.device_name or p.series.device}"
+              + (f" · {HOST_TO_HOST}" if p.series.transfer == HOST_TO_HOST else "") for p in picks]  # fmt: skip
     if _collide(labels, [p.series.device for p in picks]):
         labels = [f"{label} [{p.series.device}]" for label, p in zip(labels, picks)]
     files = {id(p.result): (p.path, p.result) for p in picks}
@@ -40,10 +45,49 @@ def _collide(labels: list[str], owners: list[str]) -> bool:
     return any(seen.setdefault(label, owner) != owner for label, owner in zip(labels, owners))
 
 
+def device_text(series: Series) -> str:
+    """The device's name, with its id where that tells GPUs apart: NVIDIA H100 (cuda:0)."""
+    name = series.device_name or series.device
+    return f"{name} ({series.device})" if series.transfer == HOST_TO_DEVICE and name != series.device else name
+
+
+def default_title(picks: list[Selected]) -> str:
+    """What the figure shows when no title is given: the transfer and the devices, so a figure pasted
+    alone into a bug report cannot be read as a GPU's curve when it is a CPU copy or a simulation."""
+    devices: dict[str | None, dict[str, None]] = {}  # transfer -> device texts, in order of appearance
+    for pick in picks:
+        devices.setdefault(pick.series.transfer, {})[device_text(pick.series)] = None
+    what = {HOST_TO_DEVICE: HOST_TO_DEVICE,
+            HOST_TO_HOST: "host-to-host on the CPU" + (" (no GPU)" if len(devices) == 1 else ""),
+            SIMULATED: "simulated transfer (no data moves)"}  # fmt: skip
+    parts = []
+    for transfer, names in devices.items():
+        where = ", ".join(names) if len(names) <= 3 else f"{len(names)} devices"
+        parts.append(f"{what.get(transfer or '', transfer or 'transfer not recorded')}: {where}")
+    return "; ".join(parts)
+
+
+def cliff_note(series: Series) -> tuple[Point, str] | None:
+    """The first batch below CLIFF_FRACTION of the peak and how far it fell there (and at worst, when
+    it fell further later): the figures a bug report about the fall quotes. None without a cliff."""
+    summary = series.summary
+    if not summary.cliff or not summary.peak_mbps:
+        return None
+    at = next((p for p in series.ok_points() if p.batch_size == summary.cliff_batch_size), None)
+    if at is None or at.mbps is None:
+        return None
+    drop = 1 - at.mbps / summary.peak_mbps
+    text = f"cliff: −{drop:.0%} at batch {at.batch_size}"
+    if summary.cliff_drop is not None and f"{summary.cliff_drop:.0%}" != f"{drop:.0%}":
+        text += f" (worst −{summary.cliff_drop:.0%})"
+    return at, text
+
+
 def default_path(paths: list[Path]) -> Path:
-    """plots/STEM.png for one file, plots/STEM-vs-STEM2.png for several (names kept short)."""
+    """runs/STEM.png for one file, runs/STEM-vs-STEM2.png for several (names kept short): beside a
+    user's own sweeps, in the folder git ignores, never among a checkout's committed plots/."""
     stem = "-vs-".join(p.stem for p in paths[:3]) + (f"-and-{len(paths) - 3}-more" if len(paths) > 3 else "")
-    return Path("plots") / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', stem)[:120]}.png"
+    return DEFAULT_FOLDER / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', stem)[:120]}.png"
 
 
 def tick_labels(ticks: list[int]) -> list[str]:
@@ -59,13 +103,15 @@ def tick_labels(ticks: list[int]) -> list[str]:
 
 
 def figure(picks: list[Selected], title: str | None = None) -> Figure:
-    """Panel 1: MB/s against batch size with the p10-p90 band, saturation marker and link ceiling.
-    Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit."""
+    """Panel 1: MB/s against batch size with the p10-p90 band, saturation and cliff markers and link ceiling.
+    Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit.
+    Without a title, the figure is titled by its transfer and devices (default_title)."""
     labels = series_labels(picks)
     fig = Figure(figsize=(13, 5.6 + 0.25 * ((len(picks) + len({p.series.device for p in picks})) // 3)), layout="constrained")
     rate_axes, time_axes = fig.subplots(1, 2)
     batches: set[int] = set()
     ceilings: dict[str, float] = {}
+    cliffs: list[tuple[Line2D, str]] = []  # each cliff's triangle and note
     for number, (pick, label) in enumerate(zip(picks, labels)):
         series = pick.series
         points = series.ok_points()
@@ -81,6 +127,11 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
         if at is not None:
             rate_axes.plot([at.batch_size], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
                            color=color, linestyle="none")  # fmt: skip
+        cliff = cliff_note(series)
+        if cliff is not None:
+            (marker,) = rate_axes.plot([cliff[0].batch_size], [cliff[0].mbps], marker="v", markersize=9, color=color,
+                                       linestyle="none", label="_cliff")  # fmt: skip
+            cliffs.append((marker, cliff[1]))
         time_axes.plot([p.bytes for p in points], [p.median_s for p in points], marker=".", linestyle="none",
                        color=color, label=label)  # fmt: skip
         summary = series.summary
@@ -102,8 +153,11 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     rate_axes.set_xlabel("batch size (images)")
     rate_axes.set_ylabel("MB/s (10^6 B of uint8 input per second, median)")
     rate_axes.set_ylim(bottom=0)
-    rate_axes.set_title("throughput: band p10–p90, ring at saturation (95% of peak)", fontsize=9)
+    marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
+    rate_axes.set_title(f"throughput: band p10–p90, ring at saturation (95% of peak){marked}", fontsize=9)
     rate_axes.grid(True, alpha=0.3)
+    if cliffs:  # notes beside the points would collide where curves fall together (171, 172): a key clear of the data
+        rate_axes.legend(*zip(*cliffs), loc="best", fontsize=7)
     fig.legend(*rate_axes.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8)
     time_axes.set_xscale("log")
     time_axes.set_yscale("log")
@@ -112,8 +166,7 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     time_axes.set_title(f"time per call; dashed: fitted latency + bytes / bandwidth (dotted: poor fit, rms > {POOR_FIT:.0%})",
                         fontsize=9)  # fmt: skip
     time_axes.grid(True, which="both", alpha=0.3)
-    if title:
-        fig.suptitle(title)
+    fig.suptitle(title or default_title(picks))
     return fig
 
 

@@ -1,4 +1,4 @@
-"""A Markdown report for a bug report, from result files only: environment, summary and every point.
+"""A Markdown report for a bug report, from result files only: environment, summary, MB/s side by side and every point.
 
 GitHub renders it (GFM tables, collapsible per-batch detail) and it still reads as plain text.
 """
@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.display import FAULTY, POOR_FIT, noisy_points, rate
+from xferbench.display import FAULTY, POOR_FIT, busy_points, busy_warning, noisy_points, rate, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Selected, Selection, Series, file_labels
-from xferbench.spec import STREAMED
+from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
     RAW_REFERENCE,
@@ -31,6 +30,7 @@ from xferbench.telemetry import (
 
 MISSING = "—"  # the file does not record it
 NA = "n/a"  # it does not apply to this device
+ABSENT = "–"  # the series has no measured point at this batch size
 RAW_LABEL = "/".join(RAW_REFERENCE)  # cuda/raw_pinned/copy: the run's own ceiling on each GPU
 
 # The theoretical per-direction PCIe rate of a device NVML described: one table, kept in environment.
@@ -191,6 +191,23 @@ def summary_table(
     return table(header, rows, [False, False, *[True] * (len(header) - 3), False]), ceilings, raw
 
 
+def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
+    """MB/s per batch size with the series side by side, each with its ratio to the first series at
+    the same batch: the table a comparison of two GPUs, paths or machines in a bug report turns on."""
+    rates = [{p.batch_size: p.mbps for p in pick.series.ok_points() if p.mbps} for pick in picks]
+    rows = []
+    for batch in sorted({batch for measured in rates for batch in measured}):
+        reference = rates[0].get(batch)
+        row = [str(batch), rate(reference) if reference else ABSENT]
+        for measured in rates[1:]:
+            mbps = measured.get(batch)
+            ratio = f" ({mbps / reference:.2f}×)" if mbps and reference else ""
+            row.append(f"{rate(mbps)}{ratio}" if mbps else ABSENT)
+        rows.append(row)
+    header = ["batch size", f"reference: {names[0]}", *names[1:]]
+    return table(header, rows, [True] * len(header))
+
+
 def detail(series: Series, name: str) -> list[str]:
     """The original report's columns for every batch, folded away so the summary stays on screen."""
     device_clock = any(p.device_mbps for p in series.points)
@@ -278,20 +295,32 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
             warned.setdefault(warning, []).append(name)
     notes += [f"- **warning** {warning} (affects {', '.join(on)})" for warning, on in warned.items()]
     for pick, name in zip(picks, names):
-        noisy = noisy_points(pick.series)
+        busy = busy_warning(pick.series)
+        if busy:
+            notes.append(f"- **warning** {name}: {busy}")
+        spoiled = {p.batch_size for p in busy_points(pick.series)}
+        noisy = [p for p in noisy_points(pick.series) if p.batch_size not in spoiled]
         if noisy:
-            batches = ", ".join(str(p.batch_size) for p in noisy)
-            notes.append(f"- {name}: wide p10–p90 spread at batch {batches}; the machine may have been busy")
+            notes.append(f"- {name}: {uncertain_note(noisy)}")
     unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}
     notes += [f"- {path}: the sweep {unfinished[r.status]}; curves may be short" for path, r in files if r.status in unfinished]
     return notes + [f"- **{'FAILED' if e.series.status == 'failed' else 'EMPTY'}** {e.why_empty()}" for e in empty]
 
 
+def command_args(argv: Sequence[str]) -> list[str]:
+    """The arguments after the program, however it was started: a script path (/x/.venv/bin/xferbench,
+    .../xferbench/__main__.py) or an interpreter (python -m xferbench) from the machine that ran it
+    means nothing to a reader, who runs `xferbench`."""
+    module = len(argv) > 2 and argv[1] == "-m" and argv[2].split(".")[0] == "xferbench"
+    return list(argv[3 if module else 1 :])
+
+
 def reproduce(result: Result) -> str:
-    """The recorded command line, preceded by the recorded settings (GLIBC_TUNABLES=...) it ran under."""
+    """The recorded command line as `xferbench ARGS`, preceded by the recorded settings
+    (GLIBC_TUNABLES=...) it ran under."""
     settings = result.environment.get("settings") or {}
     prefix = [f"{name}={value}" for name, value in settings.items() if name in SETTINGS]
-    return shlex.join([*prefix, *result.config.get("argv", [])])
+    return shlex.join([*prefix, "xferbench", *command_args(result.config.get("argv") or [])])
 
 
 def render(
@@ -332,6 +361,11 @@ def render(
     if raw:
         lines += ["Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):",
                   *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in raw.items()), ""]  # fmt: skip
+    if len(picks) > 1:
+        lines += ["### MB/s by batch size", "",
+                  "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"
+                  f" the reference, at the same batch; {ABSENT}: not measured at that batch.", "",
+                  *comparison_table(picks, names), ""]  # fmt: skip
     notes = _notes(picks, names, files, empty)
     if notes:
         lines += ["### Notes", "", *notes, ""]

@@ -10,6 +10,8 @@ import dataclasses
 import json
 import math
 import os
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +59,9 @@ class Point:
     transfers: int | None = None  # every transfer the point issued (warm-up, verification, samples), where counted
     verify_s: float | None = None  # seconds the whole-buffer verification took, outside every sample
     host_nodes: dict[str, int] | None = None  # the source's sampled pages per NUMA node ("-1": not resident)
+    others_cpus: float | None = None  # other processes' CPU time on this process's CPUs while measured, in CPUs
+    run_wait: float | None = None  # seconds this process's threads waited for a CPU, per second measured
+    cpus: int | None = None  # how many CPUs this process could run on
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
@@ -188,13 +193,16 @@ def _known(cls: Any, data: dict[str, Any]) -> Any:
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    temp = path.with_name(path.name + ".tmp")
+def _atomic_write(path: Path, text: str) -> int:
+    """Write a temp file of this process's own, then rename it over `path`; return the new file's inode."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temp, "w") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+        inode = os.fstat(handle.fileno()).st_ino
     os.replace(temp, path)
+    return inode
 
 
 def csv_path(path: Path) -> Path:
@@ -202,29 +210,100 @@ def csv_path(path: Path) -> Path:
     return path.with_suffix(".csv")
 
 
-def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False) -> Path:
+DEFAULT_FOLDER = Path("runs")  # a user's own sweeps land here (ignored by git in a checkout)
+
+
+def output_path(out: str | None, name: str) -> tuple[Path, bool]:
+    """Where `--out OUT` puts a result file called `name`, and whether the name may be numbered.
+
+    No --out: DEFAULT_FOLDER/name. An --out that ends with a slash or names a folder: that folder/name.
+    A name in a folder is numbered -2, -3... when taken; a file the user named is used as named.
+    """
+    if out is None:
+        return DEFAULT_FOLDER / name, True
+    if out.endswith(("/", os.sep)) or Path(out).is_dir():
+        return Path(out) / name, True
+    return Path(out), False
+
+
+def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False, numbered: bool = False) -> Path:
     """Create the folder and prove a file can be written there, before anything is measured.
 
-    An existing result is never replaced unless asked: it may be the only copy of a long run.
+    An existing result is never replaced unless asked: it may be the only copy of a long run; and
+    nothing but a regular file is ever replaced (a link, a device, a pipe or a folder stays).
     """
     path = Path(path)
-    if path.is_dir():
-        raise XferbenchError(f"--out {path} is a directory; give a file name such as {path / 'run.json'}")
-    if path.exists() and not overwrite:
-        raise XferbenchError(f"{path} already exists; choose another --out, or add --overwrite to replace it")
+    if not numbered:
+        if path.is_dir():
+            raise XferbenchError(f"--out {path} is a directory; give a file name such as {path / 'run.json'}")
+        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+            raise XferbenchError(f"--out {path} is not a regular file (a link, device or pipe); xferbench writes only regular files")
+        if path.exists() and not overwrite:
+            raise XferbenchError(f"{path} already exists; choose another --out, or add --overwrite to replace it")
     if csv and csv_path(path) == path:
         raise XferbenchError(f"--out {path} would be overwritten by --csv; give the result file a .json name")
     blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         raise XferbenchError(f"cannot write results to {path}: {blocker} is a file, not a folder; choose another --out")
-    probe = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        probe.write_text("")
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".xferbench-probe-"):
+            pass
     except OSError as error:
         raise XferbenchError(f"cannot write results to {path}: {error.strerror or error}; choose another --out") from None
     return path
+
+
+class OutputFile:
+    """A result file this run owns: claimed by creating it exclusively at the first save, so two runs
+    never share one, and it holds a loadable result from the moment it exists.
+
+    Every later save checks the file is still the one this run wrote last; if something replaced or
+    removed it, the run moves to a fresh numbered name rather than write over another run's file.
+    """
+
+    def __init__(self, path: Path, csv: bool = False, overwrite: bool = False, numbered: bool = False) -> None:
+        self.path, self.csv, self.overwrite, self.numbered = check_writable(path, csv, overwrite, numbered), csv, overwrite, numbered
+        self.inode: int | None = None  # of the file this run wrote last
+        self.moved_from: Path | None = None  # where the run wrote before something else took that file
+
+    def _claim(self, text: str, numbered: bool) -> None:
+        path, stem, number = self.path, self.path.stem, 1
+        while True:
+            try:
+                handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                if not numbered:
+                    raise XferbenchError(f"{path} was just created by another run; choose another --out") from None
+                number += 1
+                path = path.with_name(f"{stem}-{number}{path.suffix}")
+            except OSError as error:
+                raise XferbenchError(f"cannot write results to {path}: {error.strerror or error}; choose another --out") from None
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+            self.path, self.inode = path, os.fstat(file.fileno()).st_ino
+
+    def save(self, result: Result) -> None:
+        text = json.dumps(result.to_dict(), indent=1, allow_nan=False)
+        if self.inode is None:
+            if self.overwrite and not self.numbered and self.path.exists():
+                self.path.unlink()  # check_writable proved it a regular file
+            self._claim(text, self.numbered)
+        else:
+            try:
+                ours = os.lstat(self.path).st_ino == self.inode
+            except FileNotFoundError:
+                ours = False
+            if ours:
+                self.inode = _atomic_write(self.path, text)
+            else:
+                self.moved_from = self.moved_from or self.path
+                self._claim(text, numbered=True)
+        if self.csv:
+            _atomic_write(csv_path(self.path), result.to_frame().to_csv(index=False))
 
 
 def load(path: str | os.PathLike[str]) -> Result:
@@ -365,4 +444,5 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
     return picked, empty
 
 
-__all__ = ["SCHEMA", "Point", "Result", "Selected", "Selection", "Series", "check_writable", "csv_path", "file_labels", "load", "select"]
+__all__ = ["DEFAULT_FOLDER", "SCHEMA", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
+           "csv_path", "file_labels", "load", "output_path", "select"]

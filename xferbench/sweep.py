@@ -112,8 +112,13 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
     if requested != "auto" and not DEVICE_PATTERN.match(requested):
         raise XferbenchError(f"unknown device {requested!r}; use auto, cpu, cuda, cuda:N or mps")
     movable = [r for r in runners if not r.backend.fixed_device]
-    if not movable:  # only host-side paths: they run where they run, whatever --device says
-        return "cpu" if requested == "auto" else "cuda:0" if requested == "cuda" else requested
+    if not movable:  # only host-side paths: they run where they run, and nowhere else
+        fixed = {r.backend.name: str(r.backend.fixed_device) for r in runners}
+        if requested not in ("auto", *fixed.values()):
+            where = ", ".join(f"{name} is a simulated link and reaches no device" if device == "sim"
+                              else f"{name} copies within host memory and runs on the {device} only" for name, device in fixed.items())
+            raise XferbenchError(f"--device {requested}: {where}; drop --device, or add a framework that reaches {requested}")
+        return "cpu" if requested == "auto" else requested
     present = ["cpu"]
     for runner in movable:
         present += [d for d in runner.devices() if d not in present]

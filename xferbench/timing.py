@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from xferbench.stats import median_uncertainty
+
 Clock = Callable[[], float]
 TransferCall = Callable[[], "float | None"]
 StreamedRun = Callable[[int], float]  # queue n copies behind a held stream; the events' seconds around them
@@ -29,6 +31,11 @@ STREAM_PROBE_COPIES = 4  # the short runs that warm a streamed path up, size its
 STREAM_WARM_COPIES = 2  # queued before the start event in every streamed run, so the timed copies start on a busy engine
 
 
+# Sampling goes on past its minimums while the median is uncertain by more than this share (the half
+# width of its 95% confidence interval, stats.median_uncertainty), up to TimingConfig.settle_s.
+MEDIAN_TARGET = 0.05
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     warmup_calls: int = 5
@@ -37,6 +44,7 @@ class TimingConfig:
     min_time_s: float = 0.25
     max_samples: int = 1000
     max_time_s: float = 10.0  # cap on one point's sampling; at least one sample is always taken
+    settle_s: float = 1.0  # how long sampling may go on past the minimums while the median is uncertain
 
     def check(self) -> None:
         from xferbench.errors import XferbenchError
@@ -45,9 +53,9 @@ class TimingConfig:
             raise XferbenchError("--warmup-calls and --min-samples must be at least 1")
         if self.max_samples < self.min_samples:
             raise XferbenchError("--max-samples must be at least --min-samples")
-        times = (self.warmup_s, self.min_time_s, self.max_time_s)
+        times = (self.warmup_s, self.min_time_s, self.max_time_s, self.settle_s)
         if not all(math.isfinite(t) and t >= 0 for t in times) or self.max_time_s == 0:
-            raise XferbenchError("--warmup-time, --min-time and --max-time must be finite seconds, --max-time > 0")
+            raise XferbenchError("--warmup-time, --min-time, --max-time and --settle-time must be finite seconds, --max-time > 0")
         if self.min_time_s > self.max_time_s:
             raise XferbenchError("--min-time must not exceed --max-time")
 
@@ -74,11 +82,20 @@ def warm_up(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_c
             return calls
 
 
-def _enough(n: int, elapsed: float, config: TimingConfig) -> bool:
-    """Both minimums met, or a cap reached."""
-    if n >= config.min_samples and elapsed >= config.min_time_s:
+def _enough(times: list[float], elapsed: float, config: TimingConfig) -> bool:
+    """Both minimums met and the median known to MEDIAN_TARGET (or settle_s spent trying), or a cap reached.
+
+    The median's uncertainty is checked only when the count of samples grows by a tenth, so a fast
+    path's loop does not sort its samples after every call."""
+    n = len(times)
+    if n >= config.max_samples or elapsed >= config.max_time_s:
         return True
-    return n >= config.max_samples or elapsed >= config.max_time_s
+    if n < config.min_samples or elapsed < config.min_time_s:
+        return False
+    if elapsed >= config.settle_s or n % max(1, n // 10) != 0:
+        return elapsed >= config.settle_s
+    uncertainty = median_uncertainty(times)
+    return uncertainty is None or uncertainty <= MEDIAN_TARGET
 
 
 def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter) -> Samples:
@@ -93,7 +110,7 @@ def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_co
         times.append(t1 - t0)
         if device_s is not None:
             device_times.append(device_s)
-        if _enough(len(times), t1 - start, config):
+        if _enough(times, t1 - start, config):
             return out
 
 
@@ -118,5 +135,5 @@ def sample_streamed(run: StreamedRun, copies: int, config: TimingConfig, clock: 
     start = clock()
     while True:
         out.times_s.append(run(copies) / copies)
-        if _enough(len(out.times_s), clock() - start, config):
+        if _enough(out.times_s, clock() - start, config):
             return out

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from xferbench import contention
 from xferbench.backends import Backend, get_backend
 from xferbench.errors import XferbenchError
 from xferbench.measure import OnPoint, OnStart, first_line, measure_series
@@ -386,6 +387,7 @@ def main() -> None:
     os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
     binding = os.environ.pop(BIND_ENV, None)  # applied before the framework is imported, so before it allocates
     numa = apply_binding(binding) if binding else None
+    contention.count_as_ours(os.getppid())  # the main process polls NVML for this worker: not competition
     try:
         sys.exit(serve(sys.argv[1], sys.stdin, replies, numa))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the main process reports it

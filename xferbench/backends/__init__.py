@@ -52,7 +52,8 @@ def path_availability(devices: Mapping[str, list[str]]) -> list[PathAvailability
         if backend.fixed_device:
             listed = [backend.fixed_device]
         else:
-            absent = [k for k in ("cpu", "cuda", "mps") if not any(d.split(":")[0] == k for d in present)]
+            kinds = ("cuda",) if backend.cuda_only else ("cpu", "cuda", "mps")  # a CUDA-only path has no row elsewhere
+            absent = [k for k in kinds if not any(d.split(":")[0] == k for d in present)]
             listed = present + absent
         for mode in backend.modes:
             for device in listed:

@@ -17,7 +17,6 @@ from xferbench.spec import PER_CALL, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_PROBE_COPIES, Clock
 
 OPS = ("copy", "seed")
-HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED = "host-to-device", "host-to-host", "simulated"
 
 
 @dataclass(frozen=True)

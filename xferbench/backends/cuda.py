@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import HOST_TO_DEVICE, Backend, SeriesInfo, Transfer
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source
 from xferbench.errors import VerificationError
-from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.spec import HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
 RAW_MODES = ("raw_pinned", "raw_pageable")

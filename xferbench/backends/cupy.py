@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import HOST_TO_DEVICE, Backend, SeriesInfo, Transfer
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.backends.cuda import (
     EVENTS,
     _cupy,
@@ -34,7 +34,7 @@ from xferbench.backends.cuda import (
 )
 from xferbench.buffers import ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
 from xferbench.errors import VerificationError
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import HOST_TO_DEVICE, SeriesKey, Spec
 
 
 class AsArray(Transfer):

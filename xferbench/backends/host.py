@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import HOST_TO_HOST, Backend, SeriesInfo, Transfer
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import address_offset, aligned_empty, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import HOST_TO_HOST, SeriesKey, Spec
 
 
 class HostCopy(Transfer):

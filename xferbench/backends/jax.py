@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.spec import SeriesKey, Spec
+from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
 
 PINNED_HOST = "pinned_host"
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import HOST_TO_DEVICE, HOST_TO_HOST, Backend, SeriesInfo, Transfer
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
-from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
 PINNED_MODES = ("pinned", "pinned_into")
@@ -264,6 +264,10 @@ class TorchBackend(Backend):
         if key.method == STREAMED:
             clock, sync, device_clock = "torch.cuda.Event pair around the copies queued on the held stream, per copy", "the end event synchronized", None
             info["hold"] = "torch.cuda._sleep (a spin kernel), lengthened until the start event is still pending once every copy is queued"
+        note = None
+        if kind == "cpu" and key.mode == "pageable":  # said wherever xferbench changes the user's expression
+            note = ("on the CPU .to('cpu') returns the same tensor and copies nothing, so xferbench adds"
+                    " copy=True: torch.from_numpy(x).to('cpu', copy=True)")
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
@@ -271,6 +275,7 @@ class TorchBackend(Backend):
             sync=sync,
             device_clock=device_clock,
             params=info,
+            note=note,
         )
 
     def host_bytes(self, spec: Spec) -> int:

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import SIMULATED, Backend, SeriesInfo, Transfer
+from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.errors import VerificationError, XferbenchError
-from xferbench.spec import STREAMED, SeriesKey, Spec
+from xferbench.spec import SIMULATED, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
 
