@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redraw the README's gallery (plots/) from committed result files. Nothing is measured.
+# Redraw the gallery (plots/, shown in docs/usage.md and the README) from committed result files. Nothing is measured.
 # Run it where xferbench is installed (e.g. after scripts/test.sh: source .venv/bin/activate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
