@@ -193,16 +193,24 @@ def _known(cls: Any, data: dict[str, Any]) -> Any:
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def _atomic_write(path: Path, text: str) -> int:
-    """Write a temp file of this process's own, then rename it over `path`; return the new file's inode."""
+FileIdentity = tuple[int, int, int, int]
+
+
+def _identity(stat_result: os.stat_result) -> FileIdentity:
+    """Which file this is: an inode number alone may be reused by the next file made after a delete."""
+    return stat_result.st_dev, stat_result.st_ino, stat_result.st_size, stat_result.st_mtime_ns
+
+
+def _atomic_write(path: Path, text: str) -> FileIdentity:
+    """Write a temp file of this process's own, then rename it over `path`; return the new file's identity."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temp, "w") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
-        inode = os.fstat(handle.fileno()).st_ino
+        identity = _identity(os.fstat(handle.fileno()))
     os.replace(temp, path)
-    return inode
+    return identity
 
 
 def csv_path(path: Path) -> Path:
@@ -264,7 +272,7 @@ class OutputFile:
 
     def __init__(self, path: Path, csv: bool = False, overwrite: bool = False, numbered: bool = False) -> None:
         self.path, self.csv, self.overwrite, self.numbered = check_writable(path, csv, overwrite, numbered), csv, overwrite, numbered
-        self.inode: int | None = None  # of the file this run wrote last
+        self.written: FileIdentity | None = None  # the file this run wrote last
         self.moved_from: Path | None = None  # where the run wrote before something else took that file
 
     def _claim(self, text: str, numbered: bool) -> None:
@@ -284,21 +292,21 @@ class OutputFile:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
-            self.path, self.inode = path, os.fstat(file.fileno()).st_ino
+            self.path, self.written = path, _identity(os.fstat(file.fileno()))
 
     def save(self, result: Result) -> None:
         text = json.dumps(result.to_dict(), indent=1, allow_nan=False)
-        if self.inode is None:
+        if self.written is None:
             if self.overwrite and not self.numbered and self.path.exists():
                 self.path.unlink()  # check_writable proved it a regular file
             self._claim(text, self.numbered)
         else:
             try:
-                ours = os.lstat(self.path).st_ino == self.inode
+                ours = _identity(os.lstat(self.path)) == self.written
             except FileNotFoundError:
                 ours = False
             if ours:
-                self.inode = _atomic_write(self.path, text)
+                self.written = _atomic_write(self.path, text)
             else:
                 self.moved_from = self.moved_from or self.path
                 self._claim(text, numbered=True)
