@@ -354,6 +354,8 @@ def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml,
         captured = environment.capture()
         assert captured["process_cpus"] == sorted(os.sched_getaffinity(0))
         assert len(captured["load_average"]) == 3 and all(x >= 0 for x in captured["load_average"])
+        if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"):
+            assert captured["transparent_hugepages"]["enabled"] in ("always", "madvise", "never")
 
 
 def test_the_terminal_shows_the_fractions_and_the_warnings() -> None:

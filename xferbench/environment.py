@@ -127,6 +127,21 @@ def load_average() -> list[float] | None:
         return None
 
 
+def transparent_hugepages() -> dict[str, str] | None:
+    """The kernel's transparent huge page modes (always, madvise or never): a path that touches fresh
+    memory on every call faults once per 4 KiB page, or once per 2 MiB where huge pages back it, so
+    the same sweep falls by 4x on one kernel and by a quarter on another. None off Linux."""
+    found = {}
+    for name in ("enabled", "defrag"):
+        try:
+            text = open(f"/sys/kernel/mm/transparent_hugepage/{name}").read()
+        except OSError:
+            continue
+        chosen = text[text.find("[") + 1 : text.find("]")] if "[" in text else text.strip()
+        found[name] = chosen
+    return found or None
+
+
 def numa_node_cpus(node: Any) -> list[int] | None:
     """The CPUs of a NUMA node, from sysfs; None off Linux or for an unknown node (NVML gives -1 then)."""
     if not isinstance(node, int) or node < 0:
@@ -287,6 +302,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "cpu_count": os.cpu_count(),
         "process_cpus": process_cpus(),
         "load_average": load_average(),
+        "transparent_hugepages": transparent_hugepages(),
         "memory_bytes": _total_memory(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
