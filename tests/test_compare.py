@@ -1,6 +1,7 @@
 """compare on real sim runs: a planted slowdown is flagged, jitter alone is not, bad input is one line."""
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,23 @@ def test_parse_threshold_refuses(text, why) -> None:
     with pytest.raises(XferbenchError, match=why) as error:
         parse_threshold(text)
     assert "\n" not in str(error.value)
+
+
+def test_points_measured_on_a_busy_machine_are_said(tmp_path) -> None:
+    """A verdict on a point measured beside a busy process may show the machine, not the change."""
+    from rich.console import Console
+
+    from xferbench.compare import compare, render
+
+    base, new = sim_run(), sim_run()
+    for point in [*base.series[0].points, *new.series[0].points]:  # whatever this machine was doing meanwhile
+        point.others_cpus, point.cpus = 0.0, 2
+    for point in new.series[0].points[:2]:
+        point.others_cpus, point.cpus = 0.98, 2
+    new.series[0].points[2].others_cpus, new.series[0].points[2].cpus = 0.3, 2  # under a quarter of the CPUs
+    comparison = compare(base, new)
+    batches = [p.batch_size for p in new.series[0].points[:2]]
+    assert comparison.busy == {"base": [], "new": [f"sim/link/copy@sim batch {b}" for b in batches]}
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))
+    console.print(render(comparison, "a.json", "b.json"))
+    assert "warning: b.json was measured on a busy machine at sim/link/copy@sim batch" in console.export_text()

@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from xferbench.display import rate
+from xferbench.display import is_busy, rate
 from xferbench.errors import XferbenchError
 from xferbench.results import Point, Result, Series, load
 from xferbench.spec import SeriesKey
@@ -120,6 +120,7 @@ class Comparison:
     rows: list[Row] = field(default_factory=list)
     unmatched: list[Unmatched] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)
+    busy: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # compared points measured on a busy machine
 
     @property
     def slower(self) -> list[Row]:
@@ -194,6 +195,9 @@ def compare(
         for batch in sorted(base_points.keys() | new_points.keys()):
             if batch in base_points and batch in new_points:
                 comparison.rows.append(compare_point(series.label(), base_points[batch], new_points[batch], threshold, alpha))
+                for side, point in (("base", base_points[batch]), ("new", new_points[batch])):
+                    if is_busy(point):
+                        comparison.busy[side].append(f"{series.label()} batch {batch}")
             elif batch in base_points and batch in tried and (tried[batch].status == "error" or other.status == "failed"):
                 # An error, or a point skipped after its worker died: the run broke where BASE worked.
                 comparison.failed.append(Failure(series.label(), batch, tried[batch].error or other.reason or "not measured"))
@@ -247,6 +251,12 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
         lines.append(Text(f"only in {paths[item.only_in]}: {where}", style="yellow"))
     if any(r.method == TOO_FEW for r in comparison.rows):
         lines.append(Text(f"inconclusive where a side has fewer than {MIN_SAMPLES} samples: sweep with --min-samples {MIN_RANK_SAMPLES} or more", style="yellow"))
+    for side, points in comparison.busy.items():
+        if points:
+            listed = ", ".join(points[:3]) + (f" and {len(points) - 3} more" if len(points) > 3 else "")
+            lines.append(Text(f"warning: {paths[side]} was measured on a busy machine at {listed}: other processes"
+                              " used a quarter of its CPUs or more, so those verdicts may show the machine, not the change",
+                              style="bold yellow"))  # fmt: skip
     if comparison.slower or comparison.faster:
         lines.append(Text(f"note: {CAVEAT}", style="dim"))
     colour = "bold red" if comparison.regressed else "bold green"

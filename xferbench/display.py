@@ -171,8 +171,7 @@ def point_line(series: Series, point: Point) -> str:
     where = f"{series.label()} batch {point.batch_size}"
     if point.status != "ok":
         return f"{where}: {point.status}: {point.error}"
-    others = point.others_cpus
-    busy = f"; busy: other processes used {others:.2f} of {point.cpus} CPUs" if others is not None and others >= BUSY_SHARE * (point.cpus or 1) else ""
+    busy = f"; busy: other processes used {point.others_cpus:.2f} of {point.cpus} CPUs" if is_busy(point) else ""
     return f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n}{busy})"
 
 
@@ -197,9 +196,13 @@ def uncertain_note(noisy: list[Point]) -> str:
             " there, e.g. calls split between two speeds (see p10–p90; every sample is in the file)")
 
 
+def is_busy(point: Point) -> bool:
+    """Measured while other processes took a fair share (BUSY_SHARE) of this process's CPUs."""
+    return point.others_cpus is not None and point.others_cpus >= BUSY_SHARE * (point.cpus or 1)
+
+
 def busy_points(series: Series) -> list[Point]:
-    """Points measured while other processes took a fair share of this process's CPUs."""
-    return [p for p in series.ok_points() if p.others_cpus is not None and p.others_cpus >= BUSY_SHARE * (p.cpus or 1)]
+    return [p for p in series.ok_points() if is_busy(p)]
 
 
 def busy_warning(series: Series) -> str | None:
