@@ -148,3 +148,16 @@ def test_a_sweep_beside_busy_processes_records_and_warns(hogs, tmp_path) -> None
     assert all(p.run_wait is not None and p.run_wait > 0.2 for p in points)
     assert all(p.others_cpus is not None and p.others_cpus > 0.5 and p.cpus == hogs for p in points)
     assert "the machine was busy" in " ".join(r.stdout.split())
+
+
+def test_the_report_notes_busy_points_and_uncertain_medians(tmp_path) -> None:
+    from xferbench import report
+    from xferbench.results import Result, select
+
+    result = Result({"host": "h"}, {"argv": ["xferbench", "sweep"]}, "2026-01-01T00:00:00+00:00")
+    result.series = [series_with([point(1, 9150.0), point(64, 1573.0, others=0.98), point(128, 9000.0, times=BIMODAL)])]
+    result.save(tmp_path / "r.json")
+    picks, empty = select([tmp_path / "r.json"])
+    notes = " ".join(report.render(picks, empty).split("### Notes", 1)[1].split())
+    assert "- **warning** torch/pageable/copy@cpu: the machine was busy: at batch 64 other processes used 0.98 of its 2 CPUs" in notes
+    assert "the median is uncertain at batch 128 (±60%, n=10) with nothing else busy" in notes
