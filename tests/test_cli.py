@@ -603,3 +603,22 @@ def test_the_timing_method_is_part_of_each_series_identity(tmp_path) -> None:
     report = invoke("report", str(a), "--timing", "streamed")
     assert report.exit_code == 0 and "sim/link/copy/streamed@sim" in report.stdout and "timed streamed" in report.stdout
     assert "| sim/link/copy@sim |" not in report.stdout
+
+
+def test_plot_and_report_outputs_may_be_folders_and_are_regular_files_only(tmp_path) -> None:
+    sim = tmp_path / "run.json"
+    assert invoke("sweep", "-f", "sim", "--batch-sizes", "1,4", "-o", str(sim), *FAST_ARGS).exit_code == 0
+    assert invoke("plot", str(sim), "-o", f"{tmp_path}/figs/").exit_code == 0
+    assert (tmp_path / "figs" / "run.png").is_file()
+    r = invoke("report", str(sim), "-o", f"{tmp_path}/md/", "--plot", f"{tmp_path}/md/")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "md" / "run.md").is_file() and (tmp_path / "md" / "run.png").is_file()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep")
+    (tmp_path / "link.png").symlink_to(precious)
+    (tmp_path / "link.md").symlink_to(precious)
+    r = invoke("plot", str(sim), "-o", str(tmp_path / "link.png"))
+    assert r.exit_code == 2 and "not a regular file" in r.stderr
+    r = invoke("report", str(sim), "-o", str(tmp_path / "link.md"))
+    assert r.exit_code == 2 and "not a regular file" in r.stderr
+    assert precious.read_text() == "keep"

@@ -313,7 +313,7 @@ def selection(framework, mode, op, device, host_buffer, timing=None) -> Selectio
 @app.command()
 def plot(
     files: FILES,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix. Default: runs/STEM.png (runs/A-vs-B.png for several files).")] = None,
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help="PNG, SVG or PDF, by suffix, or a folder (ending in /). Default: runs/STEM.png (runs/A-vs-B.png for several files).", show_default=False)] = None,
     title: Annotated[Optional[str], typer.Option(help="Figure title.")] = None,
     framework: SelectFramework = None,
     mode: SelectMode = None,
@@ -326,7 +326,8 @@ def plot(
     from xferbench import plot as plotting
 
     try:
-        path = out_path or plotting.default_path(files)
+        default = plotting.default_path(files)
+        path = output_path(out_path, default.name)[0] if out_path is not None else default
         refuse_overwriting_input(path, files, "--out")
         picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing))
         for left_out in empty:
@@ -340,8 +341,8 @@ def plot(
 @app.command()
 def report(
     files: FILES,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the Markdown here. Default: print it.")] = None,
-    plot_path: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the same series to this .png/.svg/.pdf and link it.")] = None,
+    out_text: Annotated[Optional[str], typer.Option("--out", "-o", help="Write the Markdown here (a folder, ending in /, gets STEM.md). Default: print it.", show_default=False)] = None,
+    plot_text: Annotated[Optional[str], typer.Option("--plot", help="Also draw the same series to this .png/.svg/.pdf (or a folder, ending in /) and link it.", show_default=False)] = None,
     title: Annotated[Optional[str], typer.Option(help="Report heading, and the plot's title with --plot.")] = None,
     framework: SelectFramework = None,
     mode: SelectMode = None,
@@ -355,6 +356,9 @@ def report(
     from xferbench import report as reporting
 
     chosen = selection(framework, mode, op, device, host_buffer, timing)
+    stem = plotting.default_path(files).stem
+    out_path = output_path(out_text, f"{stem}.md")[0] if out_text is not None else None
+    plot_path = output_path(plot_text, f"{stem}.png")[0] if plot_text is not None else None
     try:
         if out_path is not None:
             refuse_overwriting_input(out_path, files, "--out")

@@ -16,7 +16,7 @@ from xferbench.display import POOR_FIT
 from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.results import DEFAULT_FOLDER, Point, Selected, Series, file_labels
+from xferbench.results import DEFAULT_FOLDER, Point, Selected, Series, file_labels, refuse_unless_regular
 from xferbench.stats import CLIFF_FRACTION
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -175,6 +175,7 @@ def save(fig: Figure, path: Path, option: str = "--out") -> Path:
     gave the path, when that is impossible."""
     if path.suffix.lower() not in FORMATS:
         raise XferbenchError(f"{option} {path}: use a .png, .svg or .pdf name")
+    refuse_unless_regular(path, option)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=130)

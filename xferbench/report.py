@@ -15,7 +15,7 @@ from typing import Any
 from xferbench.display import FAULTY, POOR_FIT, busy_points, busy_warning, noisy_points, rate, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
-from xferbench.results import Result, Selected, Selection, Series, file_labels
+from xferbench.results import Result, Selected, Selection, Series, file_labels, refuse_unless_regular
 from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
@@ -387,6 +387,7 @@ def render(
 
 def save(text: str, path: Path) -> Path:
     """Write the report; a one-line XferbenchError when that is impossible."""
+    refuse_unless_regular(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

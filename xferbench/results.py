@@ -234,6 +234,13 @@ def output_path(out: str | None, name: str) -> tuple[Path, bool]:
     return Path(out), False
 
 
+def refuse_unless_regular(path: Path, option: str = "--out") -> None:
+    """xferbench replaces regular files only: never a link, a device, a pipe or a folder."""
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        what = "a folder" if path.is_dir() and not path.is_symlink() else "not a regular file (a link, device or pipe)"
+        raise XferbenchError(f"{option} {path} is {what}; xferbench writes only regular files: choose another {option}")
+
+
 def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False, numbered: bool = False) -> Path:
     """Create the folder and prove a file can be written there, before anything is measured.
 
@@ -244,8 +251,7 @@ def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: b
     if not numbered:
         if path.is_dir():
             raise XferbenchError(f"--out {path} is a directory; give a file name such as {path / 'run.json'}")
-        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-            raise XferbenchError(f"--out {path} is not a regular file (a link, device or pipe); xferbench writes only regular files")
+        refuse_unless_regular(path)
         if path.exists() and not overwrite:
             raise XferbenchError(f"{path} already exists; choose another --out, or add --overwrite to replace it")
     if csv and csv_path(path) == path:
@@ -453,4 +459,4 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
 
 
 __all__ = ["DEFAULT_FOLDER", "SCHEMA", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
-           "csv_path", "file_labels", "load", "output_path", "select"]
+           "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "select"]
