@@ -127,7 +127,7 @@ def test_points_and_series_in_one_file_only_are_listed(base, tmp_path) -> None:
     console = Console(record=True, width=200)
     console.print(render(compare_files(tmp_path / "base.json", tmp_path / "new.json"), "base.json", "new.json"))
     text = console.export_text()
-    for expected in ("series", "base MB/s", "new MB/s", "ratio", "verdict", "no change", "only in base.json: sim/link/copy@sim batch 1",
+    for expected in ("base.json → new.json: median MB/s", "series", "base", "new", "ratio", "verdict", "no change", "only in base.json: sim/link/copy@sim batch 1",
                      "only in new.json: sim/link/copy@sim batch 1024", "0 slower, 0 faster, 3 no change, 0 inconclusive at threshold 5%; 2 measured in one file only"):  # fmt: skip
         assert expected in text
 
@@ -207,3 +207,12 @@ def test_points_measured_on_a_busy_machine_are_said(tmp_path) -> None:
     console = Console(width=200, record=True, file=open(os.devnull, "w"))
     console.print(render(comparison, "a.json", "b.json"))
     assert "warning: b.json was measured on a busy machine at sim/link/copy@sim batch" in console.export_text()
+
+
+def test_at_80_columns_every_figure_and_verdict_stays_on_its_row(base, tmp_path) -> None:
+    base.save(tmp_path / "base.json")
+    base.save(tmp_path / "new.json")
+    console = Console(record=True, width=80, file=open(os.devnull, "w"))
+    console.print(render(compare_files(tmp_path / "base.json", tmp_path / "new.json"), "base.json", "new.json"))
+    rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
+    assert rows and all(len(line) <= 80 and "no change" in line for line in rows)

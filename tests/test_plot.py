@@ -189,7 +189,7 @@ def test_default_title_names_the_transfer_and_the_device(tmp_path) -> None:
 
 def test_a_host_to_host_series_says_so_in_the_legend(tmp_path) -> None:
     picks, _ = select([CPU_FILE, as_gpu(sim_file(tmp_path / "g.json"))])
-    assert rate_labels(figure(picks)) == ["host/numpy/copy @ AMD EPYC · host-to-host (vm)",
+    assert rate_labels(figure(picks)) == ["host/numpy/copy @ AMD EPYC · host-to-host (vm) · ▼ cliff: −30% at batch 64 (worst −72%)",
                                           "sim/link/copy @ NVIDIA H100 (hostA)"]  # fmt: skip
 
 
@@ -206,13 +206,13 @@ def cliff_file(path: Path, mbps_by_batch: dict[int, float]) -> Path:
 
 
 def cliff_notes(fig) -> list[tuple[str, tuple[float, float], str]]:
-    """Each note of the MB/s panel's cliff key with the point and colour of the triangle it names."""
-    legend = fig.axes[0].get_legend()
-    triangles = [line for line in fig.axes[0].get_lines() if line.get_label() == "_cliff"]
-    texts = legend.get_texts() if legend else []
-    assert len(texts) == len(triangles) and all(line.get_marker() == "v" for line in triangles)
-    return [(text.get_text(), (line.get_xdata()[0], line.get_ydata()[0]), line.get_color())
-            for text, line in zip(texts, triangles)]  # fmt: skip
+    """Each cliff's note, from its series' legend entry, with the point and colour of its triangle."""
+    rate = fig.axes[0]
+    triangles = [line for line in rate.get_lines() if line.get_label() == "_cliff"]
+    curves = {line.get_color(): line.get_label() for line in rate.get_lines() if not line.get_label().startswith("_")}
+    assert all(line.get_marker() == "v" for line in triangles)
+    return [(curves[line.get_color()].split(" · ▼ ")[1], (line.get_xdata()[0], line.get_ydata()[0]), line.get_color())
+            for line in triangles]  # fmt: skip
 
 
 def test_a_cliff_is_marked_at_its_batch_with_its_fall(tmp_path) -> None:
@@ -225,7 +225,7 @@ def test_a_cliff_is_marked_at_its_batch_with_its_fall(tmp_path) -> None:
     assert text == "cliff: −40% at batch 16 (worst −75%)"
     assert (x, y, color) == (16, pytest.approx(6000.0), curve.get_color())
     assert "▼ at a cliff (below 80% of peak)" in rate.get_title()
-    assert rate_labels(fig) == ["torch/pageable/copy @ GPU"]  # the triangle is not a series of the main legend
+    assert rate_labels(fig) == ["torch/pageable/copy @ GPU · ▼ cliff: −40% at batch 16 (worst −75%)"]  # one entry: the triangle is no series
     steady = figure(select([cliff_file(tmp_path / "s.json", {1: 1000.0, 4: 10000.0, 16: 9000.0})])[0])
     assert cliff_notes(steady) == [] and "cliff" not in steady.axes[0].get_title()
     falls_once = figure(select([cliff_file(tmp_path / "o.json", {1: 1000.0, 4: 10000.0, 16: 5000.0})])[0])

@@ -22,7 +22,7 @@ from rich.markup import escape
 from xferbench import display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, output_path, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, output_path, select
 from xferbench.spec import PER_CALL
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
@@ -59,15 +59,19 @@ def _print_version(value: bool) -> None:
 def _options(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
-    pass
+    for made in (out, err):  # sized as each command starts: COLUMNS may differ from when this module was imported
+        fit(made)
+
+
+def fit(made: Console) -> Console:
+    """The width COLUMNS gives; else the terminal's own; piped without COLUMNS, 160, so a CI log keeps every column."""
+    columns = os.environ.get("COLUMNS", "")
+    made.width = int(columns) if columns.isdigit() and int(columns) > 0 else None if made.is_terminal else 160  # type: ignore[assignment]
+    return made
 
 
 def console(stderr: bool = False) -> Console:
-    """The terminal's own width; piped, the width COLUMNS gives, else 160 columns, so a CI log keeps every column."""
-    made = Console(stderr=stderr)
-    if made.is_terminal or os.environ.get("COLUMNS", "").isdigit():
-        return made  # rich reads COLUMNS itself
-    return Console(stderr=stderr, width=160)
+    return fit(Console(stderr=stderr))
 
 
 out = console()
@@ -290,7 +294,7 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True) -> Res
     if output.moved_from:
         err.print(f"[bold yellow]warning: {output.moved_from} was replaced by something else during the run;"
                   f" this run's results are in {output.path}[/]", highlight=False)
-    out.print(f"saved {output.path}", highlight=False)
+    out.print(f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else ""), highlight=False)
     return result
 
 

@@ -224,10 +224,10 @@ def compare_files(
 def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> RenderableType:
     """The table, the points measured on one side only, and the one-line summary, for the terminal."""
     table = Table()
-    table.add_column("series", no_wrap=True)
-    for name in ("batch", "base MB/s", "new MB/s", "ratio", "p"):
-        table.add_column(name, justify="right")
-    table.add_column("verdict")
+    table.add_column("series", overflow="fold")  # the one column that may wrap: a narrow terminal folds names, not figures
+    for name in ("batch", "base", "new", "ratio", "p"):  # short headers: 80 columns hold every figure
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
     colours = {SLOWER: "bold red", FASTER: "green", NO_CHANGE: "dim", INCONCLUSIVE: "yellow"}
     for row in comparison.rows:
         p = _p(row.p_value) if row.p_value is not None else "p10–p90 " + ("apart" if row.significant else "overlap")
@@ -242,7 +242,7 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
             f"[{colours[row.verdict]}]{row.verdict}[/]",
         )
     paths = {"base": str(base_path), "new": str(new_path)}
-    lines: list[RenderableType] = [Text(f"{base_path} → {new_path}", style="bold"), table]  # a title would wrap at the table's width
+    lines: list[RenderableType] = [Text(f"{base_path} → {new_path}: median MB/s", style="bold"), table]  # a title would wrap at the table's width
     for failure in comparison.failed:
         where = failure.series if failure.batch_size is None else f"{failure.series} batch {failure.batch_size}"
         lines.append(Text(f"FAILED in {new_path}, measured in {base_path}: {where}: {failure.error}", style="bold red"))

@@ -46,7 +46,7 @@ def size(nbytes: float | None) -> str:
 
 def series_title(series: Series) -> str:
     title = f"{series.label()} · {series.device_name or series.device}"
-    if series.transfer and series.transfer != "host-to-device":
+    if series.transfer and series.transfer != "host-to-device" and series.transfer not in title:  # "simulated link": said once
         title += f" · {series.transfer}"
     return title
 

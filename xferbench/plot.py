@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from xferbench.display import POOR_FIT
 from xferbench.environment import device_entry, pcie_ceiling
@@ -111,7 +110,7 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     rate_axes, time_axes = fig.subplots(1, 2)
     batches: set[int] = set()
     ceilings: dict[str, float] = {}
-    cliffs: list[tuple[Line2D, str]] = []  # each cliff's triangle and note
+    cliffs = 0  # series marked with a cliff
     for number, (pick, label) in enumerate(zip(picks, labels)):
         series = pick.series
         points = series.ok_points()
@@ -119,6 +118,9 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
         batches.update(x)
         # Past the ten colours of the cycle, a colour comes back: the line style tells those apart.
         style = LINE_STYLES[number // 10 % len(LINE_STYLES)]
+        cliff = cliff_note(series)
+        if cliff is not None:  # said in the series' own legend entry: a key of its own would need matching by colour
+            label = f"{label} · ▼ {cliff[1]}"
         (line,) = rate_axes.plot(x, [p.mbps for p in points], marker=".", linestyle=style, label=label)
         color = line.get_color()
         rate_axes.fill_between(x, [p.mbps_p10 for p in points], [p.mbps_p90 for p in points], color=color, alpha=0.15)
@@ -127,11 +129,10 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
         if at is not None:
             rate_axes.plot([at.batch_size], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
                            color=color, linestyle="none")  # fmt: skip
-        cliff = cliff_note(series)
         if cliff is not None:
-            (marker,) = rate_axes.plot([cliff[0].batch_size], [cliff[0].mbps], marker="v", markersize=9, color=color,
-                                       linestyle="none", label="_cliff")  # fmt: skip
-            cliffs.append((marker, cliff[1]))
+            rate_axes.plot([cliff[0].batch_size], [cliff[0].mbps], marker="v", markersize=9, color=color,
+                           linestyle="none", label="_cliff")  # fmt: skip
+            cliffs += 1
         time_axes.plot([p.bytes for p in points], [p.median_s for p in points], marker=".", linestyle="none",
                        color=color, label=label)  # fmt: skip
         summary = series.summary
@@ -156,9 +157,10 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
     rate_axes.set_title(f"throughput: band p10–p90, ring at saturation (95% of peak){marked}", fontsize=9)
     rate_axes.grid(True, alpha=0.3)
-    if cliffs:  # notes beside the points would collide where curves fall together (171, 172): a key clear of the data
-        rate_axes.legend(*zip(*cliffs), loc="best", fontsize=7)
-    fig.legend(*rate_axes.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=8)
+    handles, names = rate_axes.get_legend_handles_labels()
+    # As many columns as the longest entry leaves room for: a legend wider than the figure is cut at both edges.
+    columns = max(1, min(3, 240 // (max(len(name) for name in names) + 8))) if names else 1
+    fig.legend(handles, names, loc="outside lower center", ncols=columns, fontsize=8)
     time_axes.set_xscale("log")
     time_axes.set_yscale("log")
     time_axes.set_xlabel("bytes per call")

@@ -127,7 +127,7 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
     device = "cuda:0" if requested == "cuda" else requested
     if device not in present:
         why = "; ".join(r.absent_reason(device, r.devices()) for r in movable)
-        raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)} ({why})")
+        raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)}; {why}")
     return device
 
 
