@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,16 +25,23 @@ def spin(seconds: float) -> None:
 
 @pytest.fixture
 def hogs():
-    """One busy process per CPU this process may use, pinned to those CPUs: whatever else the machine
-    does, this process's thread must then wait for a CPU."""
+    """One busy process per CPU this process may use, pinned to those CPUs and started outside this
+    process's tree (a shell starts each and exits): whatever else the machine does, this process's
+    thread must then wait for a CPU that someone else holds."""
     cpus = sorted(os.sched_getaffinity(0))
-    started = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
-               for cpu in cpus]  # fmt: skip
+    pids = []
+    for cpu in cpus:
+        code = f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
+        started = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "{code}" >/dev/null 2>&1 & echo $!'],
+                                 capture_output=True, text=True, check=True)  # fmt: skip
+        pids.append(int(started.stdout.split()[-1]))
     time.sleep(0.3)  # they are running before anything is measured
     yield len(cpus)
-    for hog in started:
-        hog.kill()
-        hog.wait()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @linux_only
@@ -48,23 +56,30 @@ def test_busy_processes_are_measured(hogs) -> None:
 
 
 @linux_only
-def test_a_workers_parent_counts_as_its_own(monkeypatch) -> None:
-    """A worker's parent polls NVML for it: its CPU time is the measurement's, not competition."""
-    parent = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def test_this_runs_own_process_tree_is_not_competition(monkeypatch) -> None:
+    """The sweep polls NVML for its worker, and other frameworks' workers sit under it too: their CPU
+    time is the run's own. A busy child of this process stands for them."""
+    monkeypatch.setattr(contention, "_root", [])
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        monkeypatch.setattr(contention, "_extra_pids", [])
         time.sleep(0.2)
         before = contention.snapshot()
         time.sleep(0.4)
-        alone = contention.usage(before, contention.snapshot())
-        contention.count_as_ours(parent.pid)
+        ours = contention.usage(before, contention.snapshot())
+        contention.count_tree_of(os.getppid())  # as a worker does: the tree of the parent, this process and its child
         before = contention.snapshot()
         time.sleep(0.4)
-        counted = contention.usage(before, contention.snapshot())
+        from_parent = contention.usage(before, contention.snapshot())
+        monkeypatch.setattr(contention, "_children", lambda pid: [])  # a tree of one: the child is someone else's
+        monkeypatch.setattr(contention, "_root", [])
+        before = contention.snapshot()
+        time.sleep(0.4)
+        alone = contention.usage(before, contention.snapshot())
     finally:
-        parent.kill()
-        parent.wait()
-    assert alone.others_cpus > 0.6 and counted.others_cpus < alone.others_cpus - 0.5
+        child.kill()
+        child.wait()
+    assert alone.others_cpus > 0.6
+    assert ours.others_cpus < alone.others_cpus - 0.5 and from_parent.others_cpus < alone.others_cpus - 0.5
 
 
 def test_busy_ticks_count_only_this_process_cpus() -> None:

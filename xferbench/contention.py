@@ -3,8 +3,8 @@
 A busy machine slows host-side work (staging copies, page faults, a framework's own threads) and can
 do so evenly: every call loses the same time slice, so the samples stay tight around a wrong median
 and the spread says nothing. So each point records two things, from Linux's /proc:
-- the CPU time other processes took on the CPUs this process may use (/proc/stat, less this
-  process's own time from /proc/self/stat and, in a worker, its parent's), in CPUs' worth;
+- the CPU time other processes took on the CPUs this process may use (/proc/stat, less the time of
+  this run's own process tree: the sweep and every worker under it), in CPUs' worth;
 - how long this process's threads waited, runnable, for a CPU (/proc/self/task/*/schedstat), in
   seconds per second sampled: the direct measure of a point spoiled by a busy machine.
 Elsewhere (macOS, Windows) both are None.
@@ -18,20 +18,46 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OTHERS_MIN_WINDOW_S = 0.05  # /proc/stat counts 10 ms ticks: a shorter window says nothing of others' time
-_extra_pids: list[int] = []  # processes whose CPU time is ours too (a worker's parent polls NVML for it)
+_root: list[int] = []  # the xferbench process whose tree is ours; empty: this process is the root
 
 
-def count_as_ours(pid: int) -> None:
-    """Add a process (a worker's parent) whose CPU time is this measurement's own, not competition."""
-    if pid not in _extra_pids:
-        _extra_pids.append(pid)
+def count_tree_of(pid: int) -> None:
+    """Count the whole tree under `pid` (a worker's parent, the sweep) as this measurement's own: the
+    sweep polls NVML for the worker, and other frameworks' idle workers are part of the same run."""
+    _root[:] = [pid]
+
+
+def _children(pid: int) -> list[int]:
+    """A process's child processes, from each of its threads' /proc children list."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _tree(root: int) -> list[int]:
+    """The root and every process below it."""
+    tree, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        if pid not in tree:
+            tree.append(pid)
+            queue += _children(pid)
+    return tree
 
 
 @dataclass(frozen=True)
 class Snapshot:
     wall_s: float
     busy_s: float  # every process's CPU time on this process's CPUs
-    own_s: float  # this process's and count_as_ours' CPU time
+    own_s: float  # the CPU time of this run's process tree
     wait_s: float | None  # this process's threads' total run-queue wait; None without schedstat
     cpus: int | None  # how many CPUs this process may run on
 
@@ -105,7 +131,8 @@ def snapshot() -> Snapshot | None:
     except OSError:
         return None
     tick, cpus = _ticks(), _allowed_cpus()
-    own = sum(_process_ticks(pid) for pid in [os.getpid(), *_extra_pids])
+    tree = _tree(_root[0] if _root else os.getpid())
+    own = sum(_process_ticks(pid) for pid in (tree if os.getpid() in tree else [os.getpid(), *tree]))
     count = len(cpus) if cpus else os.cpu_count()
     return Snapshot(time.perf_counter(), _busy_ticks(stat, cpus) / tick, own / tick, _run_queue_wait_s(), count)
 

@@ -387,7 +387,7 @@ def main() -> None:
     os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
     binding = os.environ.pop(BIND_ENV, None)  # applied before the framework is imported, so before it allocates
     numa = apply_binding(binding) if binding else None
-    contention.count_as_ours(os.getppid())  # the main process polls NVML for this worker: not competition
+    contention.count_tree_of(os.getppid())  # the sweep and its other workers are this run, not competition
     try:
         sys.exit(serve(sys.argv[1], sys.stdin, replies, numa))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the main process reports it
