@@ -72,3 +72,34 @@ def test_streamed_samples_are_seconds_per_copy_and_sized_for_a_span() -> None:
     assert calibrate_copies(run) == 200 and runs == [4, 200]
     samples = sample_streamed(run, 200, TimingConfig(min_samples=4, min_time_s=0), clock)
     assert samples.times_s == pytest.approx([1e-5] * 4) and samples.device_times_s == []
+
+
+class TwoSpeedClock(StepClock):
+    """A path whose calls alternate between two times: its median stays uncertain however long it runs."""
+
+    def transfer(self) -> float:
+        self.calls += 1
+        self.now += self.step * (1 if self.calls % 2 else 4)
+        return self.step
+
+
+def test_an_uncertain_median_samples_on_for_settle_time_past_the_minimums() -> None:
+    from xferbench.stats import median_uncertainty
+
+    clock = TwoSpeedClock(0.01)
+    config = TimingConfig(min_samples=10, min_time_s=2.0, max_samples=100_000, max_time_s=10.0, settle_s=1.0)
+    samples = sample(clock.transfer, config, clock)
+    assert median_uncertainty(samples.times_s) > 0.05
+    assert 3.0 <= sum(samples.times_s) < 3.1  # the minimums at 2 s, then 1 s of settling: not 1 s from the start
+    steady = StepClock(0.01)
+    assert len(sample(steady.transfer, config, steady).times_s) == 200  # a certain median stops at the minimums
+
+
+def test_the_median_is_checked_as_samples_grow_by_a_tenth(monkeypatch) -> None:
+    import xferbench.timing as timing
+
+    checks: list[int] = []
+    monkeypatch.setattr(timing, "median_uncertainty", lambda times: checks.append(len(times)) or 1.0)
+    clock = StepClock(1e-4)
+    sample(clock.transfer, TimingConfig(min_samples=10, min_time_s=0.0, max_samples=100_000, max_time_s=10, settle_s=1.0), clock)
+    assert checks[:4] == [10, 11, 13, 15] and len(checks) < 120  # 10,000 samples, about a hundred checks

@@ -99,13 +99,14 @@ def _busy_ticks(stat: str, cpus: set[int] | None) -> int:
 
 
 def _process_ticks(pid: int) -> int:
-    """utime + stime of a process (all its threads) from /proc/PID/stat; 0 once it is gone."""
+    """A process's CPU time from /proc/PID/stat: its threads' (utime, stime) and its reaped children's
+    (cutime, cstime), so a compiler a framework runs and waits for stays the run's own; 0 once gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return 0
     fields = text.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    return int(fields[11]) + int(fields[12])
+    return sum(int(field) for field in fields[11:15])
 
 
 def _run_queue_wait_s() -> float | None:
@@ -125,11 +126,16 @@ def _run_queue_wait_s() -> float | None:
 
 
 def snapshot() -> Snapshot | None:
-    """Where CPU time stands now; None where /proc cannot say (not Linux)."""
+    """Where CPU time stands now; None where /proc cannot say (not Linux, or an unreadable entry):
+    a point is worth more than what the machine was doing around it."""
     try:
-        stat = Path("/proc/stat").read_text()
-    except OSError:
+        return _snapshot()
+    except (OSError, ValueError, IndexError):
         return None
+
+
+def _snapshot() -> Snapshot:
+    stat = Path("/proc/stat").read_text()
     tick, cpus = _ticks(), _allowed_cpus()
     tree = _tree(_root[0] if _root else os.getpid())
     own = sum(_process_ticks(pid) for pid in (tree if os.getpid() in tree else [os.getpid(), *tree]))

@@ -192,8 +192,8 @@ def noisy_points(series: Series) -> list[Point]:
 def uncertain_note(noisy: list[Point]) -> str:
     """A finding about the path, not a fault of the machine: said as a note, not a warning."""
     listed = ", ".join(f"{p.batch_size} (±{median_uncertainty(p.times_s):.0%}, n={p.n})" for p in noisy)
-    return (f"the median is uncertain at batch {listed} with nothing else busy: this path's own time varies"
-            " there, e.g. calls split between two speeds (see p10–p90; every sample is in the file)")
+    return (f"the median is uncertain at batch {listed}: this path's own time varies there, e.g. calls"
+            " split between two speeds (see p10–p90; every sample is in the file)")
 
 
 def is_busy(point: Point) -> bool:

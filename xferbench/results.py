@@ -283,6 +283,10 @@ class OutputFile:
 
     def _claim(self, text: str, numbered: bool) -> None:
         path, stem, number = self.path, self.path.stem, 1
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed mid-run is made again
+        except OSError:
+            pass  # os.open says why below
         while True:
             try:
                 handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

@@ -48,7 +48,8 @@ def point_stats(times_s: Sequence[float], nbytes: int, batch_size: int) -> Point
 
 def median_uncertainty(times_s: Sequence[float]) -> float | None:
     """Half the width of a distribution-free 95% confidence interval of the median, as a share of the
-    median: the order statistics n/2 ± 0.98·√n bracket it (a binomial count of samples below it).
+    median: the order statistics ranked n/2 − 0.98·√n and 1 + n/2 + 0.98·√n (counted from 1) bracket
+    it (a binomial count of samples below it).
     None below 6 samples, where the interval is the whole range. Unlike p10–p90, it narrows as samples
     accumulate: a wide but steady spread measured long enough gives a well-known median."""
     n = len(times_s)
@@ -56,7 +57,7 @@ def median_uncertainty(times_s: Sequence[float]) -> float | None:
         return None
     t = np.sort(np.asarray(times_s, dtype=float))
     half = 0.98 * np.sqrt(n)
-    low, high = max(0, int(np.floor(n / 2 - half))), min(n - 1, int(np.ceil(n / 2 + half)))
+    low, high = max(0, int(np.floor(n / 2 - half)) - 1), min(n - 1, int(np.ceil(n / 2 + half)))
     median = float(np.median(t))
     return float(t[high] - t[low]) / (2 * median) if median > 0 else None
 

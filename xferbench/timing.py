@@ -82,27 +82,38 @@ def warm_up(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_c
             return calls
 
 
-def _enough(times: list[float], elapsed: float, config: TimingConfig) -> bool:
-    """Both minimums met and the median known to MEDIAN_TARGET (or settle_s spent trying), or a cap reached.
+class _Enough:
+    """When to stop sampling: both minimums met and the median known to MEDIAN_TARGET, or settle_s
+    spent trying past the moment the minimums were met, or a cap reached.
 
-    The median's uncertainty is checked only when the count of samples grows by a tenth, so a fast
-    path's loop does not sort its samples after every call."""
-    n = len(times)
-    if n >= config.max_samples or elapsed >= config.max_time_s:
-        return True
-    if n < config.min_samples or elapsed < config.min_time_s:
-        return False
-    if elapsed >= config.settle_s or n % max(1, n // 10) != 0:
-        return elapsed >= config.settle_s
-    uncertainty = median_uncertainty(times)
-    return uncertainty is None or uncertainty <= MEDIAN_TARGET
+    The median's uncertainty is checked each time the count of samples has grown by a tenth, so a
+    fast path's loop does not sort its samples after every call."""
+
+    def __init__(self, config: TimingConfig) -> None:
+        self.config, self.met_at, self.next_check = config, None, 0
+
+    def __call__(self, times: list[float], elapsed: float) -> bool:
+        config, n = self.config, len(times)
+        if n >= config.max_samples or elapsed >= config.max_time_s:
+            return True
+        if n < config.min_samples or elapsed < config.min_time_s:
+            return False
+        if self.met_at is None:
+            self.met_at = elapsed
+        if elapsed - self.met_at >= config.settle_s:
+            return True
+        if n < self.next_check:
+            return False
+        self.next_check = math.ceil(n * 1.1)
+        uncertainty = median_uncertainty(times)
+        return uncertainty is None or uncertainty <= MEDIAN_TARGET
 
 
 def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter) -> Samples:
     """Time single calls until min time and min samples are both met, or a cap is reached."""
     out = Samples()
     times, device_times = out.times_s, out.device_times_s
-    start = clock()
+    enough, start = _Enough(config), clock()
     while True:
         t0 = clock()
         device_s = call()
@@ -110,7 +121,7 @@ def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_co
         times.append(t1 - t0)
         if device_s is not None:
             device_times.append(device_s)
-        if _enough(times, t1 - start, config):
+        if enough(times, t1 - start):
             return out
 
 
@@ -132,8 +143,8 @@ def sample_streamed(run: StreamedRun, copies: int, config: TimingConfig, clock: 
     """Time streamed runs of `copies` each until the minimums are met or a cap is reached; each sample
     is one run's event seconds per copy. The loop's own limits go by `clock`, as in sample()."""
     out = Samples()
-    start = clock()
+    enough, start = _Enough(config), clock()
     while True:
         out.times_s.append(run(copies) / copies)
-        if _enough(out.times_s, clock() - start, config):
+        if enough(out.times_s, clock() - start):
             return out
