@@ -44,6 +44,19 @@ def test_cuda_all_modes_both_ops_deliver_and_record_device_time() -> None:
 
 
 @pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
+def test_cuda_pinning_per_call_and_a_fresh_host_copy_deliver() -> None:
+    """The paths users write that pay for pinning, or for a fresh host copy, on every call."""
+    config = SweepConfig(frameworks=("torch",), modes=("pin_per_call", "tensor", "pinned"), device="cuda",
+                         batch_sizes=(1, 64), timing=FAST)  # fmt: skip
+    series = {s.mode: s for s in sweep(config).series}
+    for s in series.values():
+        assert s.status == "ok" and s.transfer == "host-to-device", s.reason
+        assert all(p.status == "ok" and p.mbps > 0 for p in s.points), [p.error for p in s.points]
+    # pinning inside the call costs what a pinned source made once does not
+    assert series["pin_per_call"].points[-1].mbps < series["pinned"].points[-1].mbps
+
+
+@pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
 def test_cuda_out_of_memory_is_recorded_not_raised() -> None:
     import torch
 

@@ -4,6 +4,10 @@ Modes:
 - pageable: torch.from_numpy(x).to(device), the original report's transfer;
 - pinned: a pinned source, .to(device, non_blocking=True), then the device is synchronized;
 - pinned_into: a pinned source copied into a preallocated device tensor (dst.copy_), the peak.
+- pin_per_call: x.pin_memory().to(device, non_blocking=True), pinning inside every call: the
+  pattern PyTorch's own tutorial warns is usually slower than a plain .to() (CUDA only);
+- tensor: torch.tensor(x).to(device), a fresh host copy of the NumPy batch on every call before the
+  transfer, as TensorFlow makes one (not in the default sweep).
 Ops: copy times the transfer alone; seed times the report's `.to(device).type(float32)[0, 0].cpu()`.
 
 pinned_into on CUDA can also be timed streamed: torch.cuda._sleep, a spin kernel PyTorch ships
@@ -24,7 +28,8 @@ from xferbench.errors import VerificationError
 from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
-PINNED_MODES = ("pinned", "pinned_into")
+PINNED_MODES = ("pinned", "pinned_into")  # start from a pinned source made once per point
+CUDA_ONLY_MODES = (*PINNED_MODES, "pin_per_call")  # pinned host memory needs a CUDA device
 HOLD_TRIES = 4  # a hold found too short is lengthened and the run repeated, this many times in all
 HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last run's enqueueing plus this
 ENQUEUE_GUESS_S = 50e-6  # per copy, before the first run has measured it: generous for PyTorch's dispatcher
@@ -94,6 +99,10 @@ class TorchTransfer(Transfer):
             return self.dest.copy_(self.source, non_blocking=True)
         if self.mode == "pinned":
             return self.source.to(self.device, non_blocking=True)
+        if self.mode == "pin_per_call":
+            return self.torch.from_numpy(self.host).pin_memory().to(self.device, non_blocking=True)
+        if self.mode == "tensor":  # on the CPU, torch.tensor's fresh copy is the transfer: .to() adds nothing
+            return self.torch.tensor(self.host).to(self.device)
         # On the CPU .to("cpu") returns the same tensor; copy=True forces the host-to-host copy.
         return self.torch.from_numpy(self.host).to(self.device, copy=self.kind == "cpu")
 
@@ -208,7 +217,8 @@ class TorchTransfer(Transfer):
 class TorchBackend(Backend):
     name = "torch"
     title, module, extra = "PyTorch", "torch", "torch"
-    modes = default_modes = ("pageable", "pinned", "pinned_into")
+    default_modes = ("pageable", "pinned", "pinned_into")
+    modes = (*default_modes, "pin_per_call", "tensor")
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
@@ -226,7 +236,7 @@ class TorchBackend(Backend):
     def skip_reason(self, key: SeriesKey) -> str | None:
         if key.host_buffer == "pinned" and key.mode not in PINNED_MODES:
             return "a pinned source is what torch's pinned and pinned_into modes measure; choose them with --mode"
-        if key.mode in PINNED_MODES and not key.device.startswith("cuda"):
+        if key.mode in CUDA_ONLY_MODES and not key.device.startswith("cuda"):
             if key.device == "mps":
                 return (
                     "pinned modes are CUDA-only here: MPS shares memory with the CPU and"
@@ -268,6 +278,8 @@ class TorchBackend(Backend):
         if kind == "cpu" and key.mode == "pageable":  # said wherever xferbench changes the user's expression
             note = ("on the CPU .to('cpu') returns the same tensor and copies nothing, so xferbench adds"
                     " copy=True: torch.from_numpy(x).to('cpu', copy=True)")
+        elif kind == "cpu" and key.mode == "tensor":
+            note = "on the CPU this is torch.tensor's host copy of the NumPy array into a fresh tensor; .to('cpu') adds nothing"
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
@@ -280,13 +292,15 @@ class TorchBackend(Backend):
 
     def host_bytes(self, spec: Spec) -> int:
         """Source, pinned copy (rounded up to a power of two by PyTorch's caching host allocator), the
-        verification's read-back chunk, and on the CPU the destination and the seed op's float32 cast."""
+        verification's read-back chunk, tensor's fresh host copy, and on the CPU the destination and the
+        seed op's float32 cast."""
         nbytes = spec.nbytes
-        pinned_copy = pinned_size(nbytes) if spec.series.mode in PINNED_MODES else 0
+        pinned_copy = pinned_size(nbytes) if spec.series.mode in CUDA_ONLY_MODES else 0
         on_cpu = spec.series.device == "cpu"
+        fresh_copy = on_cpu or spec.series.mode == "tensor"  # the CPU's destination, or tensor's host copy
         seed_float = spec.series.op == "seed" and on_cpu
         staging = pinned_size(min(nbytes, VERIFY_CHUNK_BYTES))
-        return nbytes * (1 + on_cpu + 4 * seed_float) + pinned_copy + staging
+        return nbytes * (1 + fresh_copy + 4 * seed_float) + pinned_copy + staging
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return TorchTransfer(spec)
