@@ -148,7 +148,23 @@ HOST_ALLOCATIONS: dict[int, Any] = {}  # cudaHostAlloc'd buffers not yet freed
 def _host_alloc(nbytes: int, flags: int) -> int:
     buffer = (ctypes.c_uint8 * nbytes)()
     HOST_ALLOCATIONS[ctypes.addressof(buffer)] = buffer
+    HOST_FLAGS[ctypes.addressof(buffer)] = flags
     return ctypes.addressof(buffer)
+
+
+HOST_FLAGS: dict[int, int] = {}  # cudaHostAlloc's flags, by pointer
+REGISTERED: dict[int, int] = {}  # cudaHostRegister'd ranges not yet unregistered: pointer -> bytes
+
+
+def _host_register(ptr: int, nbytes: int, flags: int) -> None:
+    if ptr in REGISTERED:
+        raise CUDARuntimeError(712)  # cudaErrorHostMemoryAlreadyRegistered
+    REGISTERED[ptr] = nbytes
+
+
+def _host_unregister(ptr: int) -> None:
+    if REGISTERED.pop(ptr, None) is None:
+        raise CUDARuntimeError(713)  # cudaErrorHostMemoryNotRegistered
 
 
 def _memcpy_async(dst: int, src: int, nbytes: int, kind: int, stream: int) -> None:
@@ -163,7 +179,7 @@ runtime = SimpleNamespace(
     CUDARuntimeError=CUDARuntimeError, memcpyHostToDevice=1, getDeviceCount=lambda: 1, runtimeGetVersion=lambda: 13000,
     getDeviceProperties=lambda index: {"name": b"Fake GPU", "totalGlobalMem": 2**30, "major": 9, "minor": 0, "uuid": bytes(range(1, 17))},
     deviceGetPCIBusId=lambda index: "0000:01:00.0", hostAlloc=_host_alloc, freeHost=lambda ptr: HOST_ALLOCATIONS.pop(ptr),
-    memcpyAsync=_memcpy_async,
+    memcpyAsync=_memcpy_async, hostRegister=_host_register, hostUnregister=_host_unregister,
 )  # fmt: skip
 cuda = SimpleNamespace(
     runtime=runtime, Device=Device, Stream=Stream, Event=Event, get_elapsed_time=get_elapsed_time,

@@ -27,6 +27,7 @@ def fake(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     fake_cupy.POOL.emptied = 0
     fake_cupy.HOST_ALLOCATIONS.clear()
+    fake_cupy.REGISTERED.clear()
     return fake_cupy
 
 
@@ -124,3 +125,31 @@ def test_a_path_that_aliases_its_source_is_caught(monkeypatch) -> None:
     monkeypatch.setattr(fake_cupy, "asarray", lambda host: fake_cupy.ndarray(host))  # UMP: a view, not a copy
     with pytest.raises(VerificationError, match="shares memory with the NumPy source"):
         transfer.verify()
+
+
+def test_a_registered_source_is_pinned_in_place_once_and_released() -> None:
+    """raw_registered pins the NumPy array the user has with cudaHostRegister, outside the samples,
+    records what that took, and unregisters it before the array goes."""
+    key = SeriesKey("cuda", "raw_registered", "copy", "cuda:0", SHAPE)
+    point = measure_point(CudaBackend(), key.at(4), {}, FAST)
+    assert point.status == "ok", point.error
+    assert point.pin_s is not None and point.pin_s >= 0 and point.host_offset is not None
+    assert not fake_cupy.REGISTERED and not fake_cupy.HOST_ALLOCATIONS  # released with the point
+    copy = raw("raw_registered", method=STREAMED)
+    assert fake_cupy.REGISTERED == {copy.host.ctypes.data: copy.nbytes} and copy.hold  # page-locked: it can be held
+    assert copy.streamed(8) > 0
+    copy.verify()
+    copy.close()
+    assert not fake_cupy.REGISTERED
+
+
+def test_a_write_combined_source_is_allocated_so_and_checked_whole() -> None:
+    copy = raw("raw_pinned_wc")
+    assert fake_cupy.HOST_FLAGS[copy.pinned_ptr] == 4  # cudaHostAllocWriteCombined
+    copy.verify()
+    copy.close()
+    assert not fake_cupy.HOST_ALLOCATIONS
+    info = CudaBackend().describe(SeriesKey("cuda", "raw_pinned_wc", "copy", "cuda:0", SHAPE), {})
+    assert "bandwidthTest --wc" in info.note
+    assert SeriesKey("cuda", "raw_pinned_wc", "copy", "cuda:0", SHAPE).host_buffer == "pinned"
+    assert "raw_registered" not in CudaBackend.default_modes and "raw_pinned_wc" not in CudaBackend.default_modes

@@ -126,6 +126,21 @@ def test_raw_cuda_reference_delivers_with_event_time_near_wall_time() -> None:
     assert pinned > pageable  # the staging through the driver's buffers costs something
 
 
+def test_raw_registered_and_write_combined_sources_deliver() -> None:
+    """A NumPy array pinned in place, and write-combined pinned memory: both page-locked, so both
+    reach the pinned ceiling's order at 50 MB, and pinning in place records what it took."""
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    config = SweepConfig(frameworks=("cuda",), modes=("raw_pinned", "raw_registered", "raw_pinned_wc"), device="cuda",
+                         batch_sizes=(1, 256), timing=FAST)  # fmt: skip
+    series = {s.mode: s for s in sweep(config).series}
+    for s in series.values():
+        assert s.status == "ok" and all(p.status == "ok" for p in s.points), s.reason
+    assert all(p.pin_s and p.pin_s > 0 for p in series["raw_registered"].points)
+    ceiling = series["raw_pinned"].points[-1].mbps
+    assert series["raw_registered"].points[-1].mbps > 0.8 * ceiling
+
+
 @pytest.mark.parametrize("framework", ["cupy", "jax"])
 def test_cupy_and_jax_deliver_on_cuda(framework) -> None:
     if not _cuda_devices(framework):

@@ -72,7 +72,7 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
             point.run_wait = None if cpu.run_wait is None else round(cpu.run_wait, 4)
             point.cpus = cpu.cpus
         point.host_offset, point.copies, point.transfers = transfer.host_offset, copies, transfer.transfers
-        point.verify_s, point.host_nodes = verify_s, nodes
+        point.verify_s, point.host_nodes, point.pin_s = verify_s, nodes, transfer.pin_s
         if faults_before is not None:
             calls = len(samples.times_s) * (copies or 1)
             point.page_faults_per_call = (minor_faults() - faults_before) / calls  # type: ignore[operator]

@@ -41,6 +41,7 @@ class Transfer(ABC):
     # Host-to-device transfers issued so far (calls, streamed copies, verification), where the path
     # counts them: the bytes a point claims to have moved, for a check against the link's own counters.
     transfers: int | None = None
+    pin_s: float | None = None  # seconds spent pinning the source in place before any sample, where a path does
 
     @abstractmethod
     def __call__(self) -> float | None:

@@ -3,7 +3,11 @@
 Modes:
 - raw_pinned: from page-locked host memory (cudaHostAlloc) by the copy engine, as nvbandwidth copies;
 - raw_pageable: the same call from an ordinary NumPy array, which the driver stages through its
-  own pinned buffers.
+  own pinned buffers;
+- raw_registered: the NumPy array pinned in place with cudaHostRegister, once per point, outside
+  the samples (the registration's own seconds are the point's pin_s);
+- raw_pinned_wc: write-combined pinned memory (cudaHostAllocWriteCombined), as bandwidthTest --wc.
+The last two are not in the default sweep.
 Per call, each sample is one copy and its wait, so the launch and synchronization latency is in
 every sample: it weighs at small batches, not at large ones. Streamed, as nvbandwidth times, a host
 function holds the stream while warm-up copies, the start event, the timed copies and the end event
@@ -31,7 +35,8 @@ from xferbench.errors import VerificationError
 from xferbench.spec import HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
-RAW_MODES = ("raw_pinned", "raw_pageable")
+RAW_MODES = ("raw_pinned", "raw_pageable")  # the default sweep's
+PINNED_ALLOCS = {"raw_pinned": 0, "raw_pinned_wc": 4}  # cudaHostAlloc flags: default, cudaHostAllocWriteCombined
 EVENTS = "cupy.cuda.Event pair on the copy's stream"
 STREAMED_CLOCK = "cupy.cuda.Event pair around the copies queued on the held stream, per copy"
 HOLD_TIMEOUT_S = 30.0  # a held stream is released after this whatever happens: a hang must not outlive a point
@@ -168,7 +173,7 @@ def is_cuda_out_of_memory(cupy: Any, error: BaseException) -> bool:
 class RawCopy(Transfer):
     def __init__(self, spec: Spec) -> None:
         self.cupy = _cupy()
-        self.pinned_ptr, self.dest, self.host, self.stream = 0, None, None, None
+        self.pinned_ptr, self.registered_ptr, self.dest, self.host, self.stream = 0, 0, None, None, None
         try:
             self._prepare(spec)
         except BaseException:  # out of device memory, say: the pinned buffer must not outlive the point
@@ -180,18 +185,22 @@ class RawCopy(Transfer):
         self.label, self.nbytes, self.method, self.transfers = key.label(), spec.nbytes, key.method, 0
         self.device = cupy.cuda.Device(device_index(key.device))
         self.device.use()
-        if key.mode == "raw_pinned":
+        if key.mode in PINNED_ALLOCS:
             # cudaHostAlloc, as nvbandwidth allocates, outside CuPy's pinned pool: freed in close(), not cached.
-            self.pinned_ptr = cupy.cuda.runtime.hostAlloc(spec.nbytes, 0)
+            self.pinned_ptr = cupy.cuda.runtime.hostAlloc(spec.nbytes, PINNED_ALLOCS[key.mode])
             self.host = np.ctypeslib.as_array((ctypes.c_uint8 * spec.nbytes).from_address(self.pinned_ptr))
             self.host = self.host.reshape(spec.batch_shape)
             fill_pattern(self.host)
         else:
             self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
             self.host_offset = address_offset(self.host)
+            if key.mode == "raw_registered":  # pinned in place, as a user pins an array they already have
+                started = time.perf_counter()
+                cupy.cuda.runtime.hostRegister(self.host.ctypes.data, spec.nbytes, 0)
+                self.pin_s, self.registered_ptr = time.perf_counter() - started, self.host.ctypes.data
         # A pageable copy may wait on its stream while the driver stages it: a held stream would never
         # run, so pageable copies are queued without a hold (their staging is part of what they cost).
-        self.hold = key.mode == "raw_pinned"
+        self.hold = key.mode != "raw_pageable"
         self.dest = cupy.empty(spec.batch_shape, dtype=cupy.uint8)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
@@ -246,6 +255,9 @@ class RawCopy(Transfer):
         check_all(self.host, read_back(cupy, self.dest), self.label, pinned_staging(cupy, self.nbytes))
 
     def close(self) -> None:
+        if self.registered_ptr:  # before the array it pins is dropped
+            self.cupy.cuda.runtime.hostUnregister(self.registered_ptr)
+            self.registered_ptr = 0
         self.dest = self.host = self.stream = None
         if self.pinned_ptr:  # after dropping the array that views it
             self.cupy.cuda.runtime.freeHost(self.pinned_ptr)
@@ -256,7 +268,8 @@ class RawCopy(Transfer):
 class CudaBackend(Backend):
     name = "cuda"
     title, module, extra = "The raw CUDA reference (CuPy)", "cupy", "cupy"
-    modes = default_modes = RAW_MODES
+    default_modes = RAW_MODES
+    modes = (*RAW_MODES, "raw_registered", "raw_pinned_wc")
     isolated = True
     cuda_only = True
     host_buffers = ("numpy", "aligned")
@@ -265,7 +278,7 @@ class CudaBackend(Backend):
         return cupy_missing("The raw CUDA reference")
 
     def sources(self, mode: str) -> tuple[str, ...]:
-        return ("pinned",) if mode == "raw_pinned" else self.host_buffers
+        return ("pinned",) if mode in PINNED_ALLOCS else self.host_buffers
 
     def devices(self) -> list[str]:
         return [f"cuda:{i}" for i in range(gpu_count())]
@@ -274,8 +287,8 @@ class CudaBackend(Backend):
         return cuda_absent_reason(device, "the raw CUDA reference", present) or super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
-        if key.host_buffer == "pinned" and key.mode != "raw_pinned":
-            return "a pinned source is what raw_pinned measures; choose it with --mode"
+        if key.host_buffer == "pinned" and key.mode not in PINNED_ALLOCS:
+            return "a pinned source is what raw_pinned (and raw_pinned_wc) measure; choose it with --mode"
         if not key.device.startswith("cuda"):
             return f"cuda/{key.mode} is CUDA-only: it runs on cuda:N devices, not on {key.device}"
         return None
@@ -286,9 +299,16 @@ class CudaBackend(Backend):
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         props = _cupy().cuda.runtime.getDeviceProperties(device_index(key.device))
         name = props.get("name", b"CUDA GPU")
-        pinned, streamed = key.mode == "raw_pinned", key.method == STREAMED
+        pinned, streamed = key.mode != "raw_pageable", key.method == STREAMED  # page-locked, however it came to be
         info = {"call": "cudaMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer"}
-        note = None if pinned else "from pageable memory the driver stages the copy through pinned buffers of its own"
+        notes = {
+            "raw_pageable": "from pageable memory the driver stages the copy through pinned buffers of its own",
+            "raw_registered": "the NumPy array is pinned in place with cudaHostRegister once per point, outside the"
+                              " samples; each point's pin_s says what that took",
+            "raw_pinned_wc": "write-combined pinned memory (cudaHostAllocWriteCombined), as bandwidthTest --wc: the"
+                             " CPU writes it quickly but reads it slowly, so the byte check takes longer",
+        }  # fmt: skip
+        note = notes.get(key.mode)
         if streamed:
             info["hold"] = ("a host function (cudaLaunchHostFunc) waits on the stream until every copy is queued" if pinned
                             else "none: the driver may wait on the stream while it stages a pageable copy")  # fmt: skip
