@@ -53,7 +53,7 @@ def series_title(series: Series) -> str:
 
 # Columns a narrow terminal drops, first to last, until the table fits: each is derived from, or
 # secondary to, the columns that always stay (batch, MB/s and its p10–p90 band).
-DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "device MB/s", "batch time")
+DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "pin time", "device MB/s", "batch time")
 
 
 def series_table(series: Series, result: Result | None = None, console: Console | None = None) -> Table:
@@ -74,6 +74,8 @@ def series_table(series: Series, result: Result | None = None, console: Console 
         columns["device MB/s"] = []
     if has_faults:
         columns["faults/call"] = []
+    if any(p.pin_s is not None for p in series.points):  # what pinning the batch in place took, once per point
+        columns["pin time"] = []
     failed: dict[int, str] = {}
     for row, p in enumerate(series.points):
         if p.status != "ok":
@@ -89,6 +91,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             "copies": str(p.copies or "-"),
             "device MB/s": rate(p.device_mbps),
             "faults/call": f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-",
+            "pin time": seconds(p.pin_s),
         }
         for name, values in columns.items():
             values.append(cells[name] if p.status == "ok" else "")
