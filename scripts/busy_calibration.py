@@ -42,7 +42,7 @@ def points(paths: list[Path]) -> dict[tuple[str, int], list[tuple[Point, bool, b
     for path in paths:
         for series in load(path).series:
             busy = {p.batch_size for p in busy_points(series)}
-            noisy = {p.batch_size for p in noisy_points(series)} - busy  # as printed: a busy point is not called uncertain too
+            noisy = {p.batch_size for p in noisy_points(series)}  # as printed: a busy point is not called uncertain too
             for p in series.ok_points():
                 found.setdefault((series.label(), p.batch_size), []).append((p, p.batch_size in busy, p.batch_size in noisy))
     return found

@@ -255,7 +255,6 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True) -> Res
     if numa:
         err.print(numa, highlight=False)
 
-
     link_interval_s = INTERVAL_S if link_sampling else None
     try:
         if err.is_terminal:
@@ -330,8 +329,7 @@ def plot(
     from xferbench import plot as plotting
 
     try:
-        default = plotting.default_path(files)
-        path = output_path(out_path, default.name)[0] if out_path is not None else default
+        path = output_path(out_path, plotting.default_path(files).name)[0]  # no --out: plot's own default, runs/STEM.png
         refuse_overwriting_input(path, files, "--out")
         picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing))
         for left_out in empty:

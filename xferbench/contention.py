@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from xferbench.environment import process_cpus
+
 OTHERS_MIN_WINDOW_S = 0.05  # /proc/stat counts 10 ms ticks: a shorter window says nothing of others' time
 _root: list[int] = []  # the xferbench process whose tree is ours; empty: this process is the root
 
@@ -76,13 +78,6 @@ def _ticks() -> float:
         return 100.0
 
 
-def _allowed_cpus() -> set[int] | None:
-    try:
-        return set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None
-
-
 def _busy_ticks(stat: str, cpus: set[int] | None) -> int:
     """Non-idle ticks of the given CPUs ('cpuN' lines), or of the machine ('cpu' line) when unknown.
     Fields: user nice system idle iowait irq softirq steal (guest time is inside user)."""
@@ -136,7 +131,8 @@ def snapshot() -> Snapshot | None:
 
 def _snapshot() -> Snapshot:
     stat = Path("/proc/stat").read_text()
-    tick, cpus = _ticks(), _allowed_cpus()
+    allowed = process_cpus()
+    tick, cpus = _ticks(), set(allowed) if allowed else None
     tree = _tree(_root[0] if _root else os.getpid())
     own = sum(_process_ticks(pid) for pid in (tree if os.getpid() in tree else [os.getpid(), *tree]))
     count = len(cpus) if cpus else os.cpu_count()

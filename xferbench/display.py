@@ -186,10 +186,10 @@ def point_brief(point: Point) -> str:
 
 def noisy_points(series: Series) -> list[Point]:
     """Points whose median is still uncertain after sampling (the half width of its 95% confidence
-    interval above UNCERTAIN), as where a path's calls split between two times: noted, never dropped.
-    A wide p10–p90 alone is no reason: on a quiet machine many paths spread that wide, and enough
-    samples still pin their median down."""
-    return [p for p in series.ok_points() if (median_uncertainty(p.times_s) or 0) > UNCERTAIN]
+    interval above UNCERTAIN) with no busy machine to blame, as where a path's calls split between two
+    times: noted, never dropped. A wide p10–p90 alone is no reason: on a quiet machine many paths
+    spread that wide, and enough samples still pin their median down."""
+    return [p for p in series.ok_points() if not is_busy(p) and (median_uncertainty(p.times_s) or 0) > UNCERTAIN]
 
 
 def uncertain_note(noisy: list[Point]) -> str:
@@ -236,8 +236,7 @@ def print_series(console: Console, series: Series, result: Result | None = None)
     busy = busy_warning(series)
     if busy:
         console.print(f"[bold yellow]warning: {series.label()}: {escape(busy)}[/]")
-    spoiled = {p.batch_size for p in busy_points(series)}
-    noisy = [p for p in noisy_points(series) if p.batch_size not in spoiled]
+    noisy = noisy_points(series)
     if noisy:
         console.print(f"note: {series.label()}: {escape(uncertain_note(noisy))}")
     for warning in series_warnings(series, result.environment if result else {}):

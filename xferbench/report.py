@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, busy_points, busy_warning, noisy_points, rate, uncertain_note
+from xferbench.display import FAULTY, POOR_FIT, busy_warning, noisy_points, rate, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Selected, Selection, Series, file_labels, refuse_unless_regular
@@ -298,8 +298,7 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
         busy = busy_warning(pick.series)
         if busy:
             notes.append(f"- **warning** {name}: {busy}")
-        spoiled = {p.batch_size for p in busy_points(pick.series)}
-        noisy = [p for p in noisy_points(pick.series) if p.batch_size not in spoiled]
+        noisy = noisy_points(pick.series)
         if noisy:
             notes.append(f"- {name}: {uncertain_note(noisy)}")
     unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}

@@ -14,7 +14,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
 from xferbench.spec import PER_CALL, SeriesKey, Spec, usual_source
@@ -154,10 +154,13 @@ class Result:
             series.append(_known(Series, {**s, "points": points, "summary": summary}))
         return _known(cls, {**data, "series": series})
 
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
+
     def save(self, path: str | os.PathLike[str], csv: bool = False) -> None:
         """Write atomically (temp file + rename), so a crash mid-write never leaves a torn file."""
         path = Path(path)
-        _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False))
+        _atomic_write(path, self.to_json())
         if csv:
             _atomic_write(csv_path(path), self.to_frame().to_csv(index=False))
 
@@ -202,14 +205,19 @@ def _identity(stat_result: os.stat_result) -> FileIdentity:
     return stat_result.st_dev, stat_result.st_ino, stat_result.st_size, stat_result.st_mtime_ns
 
 
+def _write_durably(handle: IO[str], text: str) -> FileIdentity:
+    """Write, flush to the disk, and say which file it was."""
+    handle.write(text)
+    handle.flush()
+    os.fsync(handle.fileno())
+    return _identity(os.fstat(handle.fileno()))
+
+
 def _atomic_write(path: Path, text: str) -> FileIdentity:
     """Write a temp file of this process's own, then rename it over `path`; return the new file's identity."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-        identity = _identity(os.fstat(handle.fileno()))
+        identity = _write_durably(handle, text)
     os.replace(temp, path)
     return identity
 
@@ -300,13 +308,10 @@ class OutputFile:
             except OSError as error:
                 raise XferbenchError(f"cannot write results to {path}: {error.strerror or error}; choose another --out") from None
         with os.fdopen(handle, "w") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-            self.path, self.written = path, _identity(os.fstat(file.fileno()))
+            self.path, self.written = path, _write_durably(file, text)
 
     def save(self, result: Result) -> None:
-        text = json.dumps(result.to_dict(), indent=1, allow_nan=False)
+        text = result.to_json()
         if self.written is None:
             if self.overwrite and not self.numbered and self.path.exists():
                 self.path.unlink()  # check_writable proved it a regular file

@@ -29,6 +29,7 @@ def usual_source(framework: str, mode: str) -> str:
 # What a series' `transfer` field holds: written by the backends, read by plot and report (docs/results.md).
 HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED = "host-to-device", "host-to-host", "simulated"
 
+
 @dataclass(frozen=True)
 class SeriesKey:
     """One curve: a framework path on one device, swept over batch sizes."""
