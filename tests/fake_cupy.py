@@ -118,7 +118,7 @@ class ndarray:
     def astype(self, dtype: Any) -> ndarray:
         return ndarray(self.array.astype(dtype))
 
-    def get(self, out: np.ndarray | None = None) -> np.ndarray:
+    def get(self, stream: Any = None, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             return self.array.copy()
         out[...] = self.array
@@ -176,7 +176,7 @@ def _nvrtc_version() -> tuple[int, int]:
 
 
 runtime = SimpleNamespace(
-    CUDARuntimeError=CUDARuntimeError, memcpyHostToDevice=1, getDeviceCount=lambda: 1, runtimeGetVersion=lambda: 13000,
+    CUDARuntimeError=CUDARuntimeError, memcpyHostToDevice=1, memcpyDeviceToHost=2, getDeviceCount=lambda: 1, runtimeGetVersion=lambda: 13000,
     getDeviceProperties=lambda index: {"name": b"Fake GPU", "totalGlobalMem": 2**30, "major": 9, "minor": 0, "uuid": bytes(range(1, 17))},
     deviceGetPCIBusId=lambda index: "0000:01:00.0", hostAlloc=_host_alloc, freeHost=lambda ptr: HOST_ALLOCATIONS.pop(ptr),
     memcpyAsync=_memcpy_async, hostRegister=_host_register, hostUnregister=_host_unregister,

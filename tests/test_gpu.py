@@ -221,3 +221,22 @@ def test_jax_pinned_host_delivers_on_cuda() -> None:
     if series.status == "skipped":
         pytest.skip(series.reason)
     assert series.status == "ok" and all(p.status == "ok" for p in series.points), [p.error for p in series.points]
+
+
+def test_every_direction_delivers_on_cuda_and_bidir_moves_more_than_one_way() -> None:
+    """d2h and bidir on a real GPU: the raw copies, torch's and CuPy's, each checked byte for byte.
+    A full-duplex PCIe link moves more both ways at once than one way; each direction is reported."""
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    frameworks = ("cuda", "cupy", "torch") if _has("cuda") else ("cuda", "cupy")
+    config = SweepConfig(frameworks=frameworks, modes=("raw_pinned", "raw_pageable", "asarray", "pageable", "pinned_into"),
+                         device="cuda", batch_sizes=(1, 64), timing=FAST, directions=("h2d", "d2h", "bidir"))  # fmt: skip
+    by = {s.label(): s for s in sweep(config).series}
+    ran = [s for s in by.values() if s.status != "skipped"]
+    assert {s.direction for s in ran} == {"h2d", "d2h", "bidir"}
+    for s in ran:
+        assert s.status == "ok" and all(p.status == "ok" for p in s.points), (s.label(), s.reason, [p.error for p in s.points])
+        if s.direction == "bidir":
+            assert s.transfer == "bidirectional" and all(set(p.direction_mbps) == {"h2d", "d2h"} for p in s.points)
+    both, one = by["cuda/raw_pinned/copy/bidir@cuda:0"].points[-1], by["cuda/raw_pinned/copy@cuda:0"].points[-1]
+    assert both.mbps > one.mbps

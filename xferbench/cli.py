@@ -23,7 +23,7 @@ from xferbench import display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
 from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, output_path, select
-from xferbench.spec import PER_CALL
+from xferbench.spec import H2D, PER_CALL
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     OUT_OF_MEMORY,
@@ -109,6 +109,7 @@ def sweep(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
     bind: Annotated[bool, typer.Option("--bind/--no-bind", help="Bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory, before it allocates.")] = True,
+    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable. h2d (default): host to device; d2h: device to host; bidir: both at once on two streams, each direction's figure and their total.")] = None,
     timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
@@ -141,6 +142,7 @@ def sweep(
             pythons=parse_pythons(python or (), frameworks),
             methods=tuple(dict.fromkeys(t.strip().lower() for t in timing_method or (PER_CALL,))),
             bind=bind,
+            directions=tuple(dict.fromkeys(d.strip().lower() for d in direction or (H2D,))),
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
             probe, numbered = output_path(out_path, "run.json")
@@ -303,14 +305,16 @@ SelectMode = Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="R
 SelectOp = Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable: keep only these ops.", rich_help_panel="Selection")]  # fmt: skip
 SelectDevice = Annotated[Optional[list[str]], typer.Option("--device", help="Repeatable: keep only these device ids (cpu, cuda:0, mps).", rich_help_panel="Selection")]  # fmt: skip
 SelectHostBuffer = Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: keep only these host buffers.", rich_help_panel="Selection")]  # fmt: skip
+SelectDirection = Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable: keep only these directions (h2d, d2h, bidir).", rich_help_panel="Selection")]  # fmt: skip
 SelectTiming = Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable: keep only these timing methods (per-call, streamed).", rich_help_panel="Selection")]  # fmt: skip
 
 
-def selection(framework, mode, op, device, host_buffer, timing=None) -> Selection:  # type: ignore[no-untyped-def]
+def selection(framework, mode, op, device, host_buffer, timing=None, direction=None) -> Selection:  # type: ignore[no-untyped-def]
     def clean(values: Optional[list[str]]) -> tuple[str, ...]:
         return tuple(v.strip().lower() for v in values or ())
 
-    return Selection(clean(framework), clean(mode), clean(op), clean(device), clean(host_buffer), clean(timing))
+    return Selection(clean(framework), clean(mode), clean(op), clean(device), clean(host_buffer), clean(timing),
+                     clean(direction))  # fmt: skip
 
 
 @app.command()
@@ -324,6 +328,7 @@ def plot(
     device: SelectDevice = None,
     host_buffer: SelectHostBuffer = None,
     timing: SelectTiming = None,
+    direction: SelectDirection = None,
 ) -> None:
     """Draw MB/s by batch size and time by bytes from result files (several files overlay)."""
     from xferbench import plot as plotting
@@ -331,7 +336,7 @@ def plot(
     try:
         path = output_path(out_path, plotting.default_path(files).name)[0]  # no --out: plot's own default, runs/STEM.png
         refuse_overwriting_input(path, files, "--out")
-        picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing))
+        picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing, direction))
         for left_out in empty:
             err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
         path = plotting.save(plotting.figure(picks, title), path)
@@ -352,12 +357,13 @@ def report(
     device: SelectDevice = None,
     host_buffer: SelectHostBuffer = None,
     timing: SelectTiming = None,
+    direction: SelectDirection = None,
 ) -> None:
     """Write Markdown for a bug report from result files: environment, summary and every point."""
     from xferbench import plot as plotting
     from xferbench import report as reporting
 
-    chosen = selection(framework, mode, op, device, host_buffer, timing)
+    chosen = selection(framework, mode, op, device, host_buffer, timing, direction)
     stem = plotting.default_path(files).stem
     out_path = output_path(out_text, f"{stem}.md")[0] if out_text is not None else None
     plot_path = output_path(plot_text, f"{stem}.png")[0] if plot_text is not None else None

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from xferbench.numa import plan_binding
 from xferbench.results import Point, Result, Series
-from xferbench.spec import STREAMED
+from xferbench.spec import BIDIR, D2H, H2D, STREAMED
 from xferbench.stats import Summary, median_uncertainty
 from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
 
@@ -67,9 +67,15 @@ def series_table(series: Series, result: Result | None = None, console: Console 
     caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceiling_parts(series, result)])
     if streamed:
         caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
+    ways = [way for way in (H2D, D2H) if any(way in (p.direction_mbps or {}) for p in series.points)]
+    if series.direction == BIDIR:
+        caption += (" · bidir: MB/s is both directions together (a batch each way per call);"
+                    f" {' and '.join(f'{w} MB/s' for w in ways) or 'each direction'}: each direction's stream alone, timed by its own events")  # fmt: skip
     columns: dict[str, list[str]] = {name: [] for name in ("batch", "batch time", "batches/s", "images/s", "MB/s", "p10–p90", "n")}
     if streamed:
         columns["copies"] = []
+    for way in ways:
+        columns[f"{way} MB/s"] = []
     if has_device_clock:
         columns["device MB/s"] = []
     if has_faults:
@@ -92,6 +98,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             "device MB/s": rate(p.device_mbps),
             "faults/call": f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-",
             "pin time": seconds(p.pin_s),
+            **{f"{way} MB/s": rate((p.direction_mbps or {}).get(way)) for way in ways},
         }
         for name, values in columns.items():
             values.append(cells[name] if p.status == "ok" else "")
@@ -163,7 +170,8 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
     of_link, gbps = fraction_of_link(series, result.environment)
     if of_link:
         which = "as configured" if series.device == "sim" else "theoretical"
-        parts.append(f"{of_link:.0%} of the link's {gbps:.1f} GB/s ({which})")
+        both = ", both ways" if series.direction == BIDIR else ""
+        parts.append(f"{of_link:.0%} of the link's {gbps:.1f} GB/s ({which}{both})")
     of_raw = fraction_of_raw(series, result.series)
     if of_raw and not is_raw_reference(series):
         parts.append(f"{of_raw:.0%} of the raw ceiling (cuda/raw_pinned/copy)")

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from xferbench.display import POOR_FIT
 from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
-from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
+from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.results import DEFAULT_FOLDER, Point, Selected, Series, file_labels, refuse_unless_regular
 from xferbench.stats import CLIFF_FRACTION
 
@@ -47,7 +47,8 @@ def _collide(labels: list[str], owners: list[str]) -> bool:
 def device_text(series: Series) -> str:
     """The device's name, with its id where that tells GPUs apart: NVIDIA H100 (cuda:0)."""
     name = series.device_name or series.device
-    return f"{name} ({series.device})" if series.transfer == HOST_TO_DEVICE and name != series.device else name
+    on_gpu = series.transfer in (HOST_TO_DEVICE, DEVICE_TO_HOST, BIDIRECTIONAL)
+    return f"{name} ({series.device})" if on_gpu and name != series.device else name
 
 
 def default_title(picks: list[Selected]) -> str:
@@ -58,7 +59,8 @@ def default_title(picks: list[Selected]) -> str:
         devices.setdefault(pick.series.transfer, {})[device_text(pick.series)] = None
     what = {HOST_TO_DEVICE: HOST_TO_DEVICE,
             HOST_TO_HOST: "host-to-host on the CPU" + (" (no GPU)" if len(devices) == 1 else ""),
-            SIMULATED: "simulated transfer (no data moves)"}  # fmt: skip
+            SIMULATED: "simulated transfer (no data moves)",
+            BIDIRECTIONAL: "bidirectional (MB/s both ways together)"}  # fmt: skip
     parts = []
     for transfer, names in devices.items():
         where = ", ".join(names) if len(names) <= 3 else f"{len(names)} devices"

@@ -16,7 +16,7 @@ from xferbench.display import FAULTY, POOR_FIT, busy_warning, noisy_points, rate
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Selected, Selection, Series, file_labels, refuse_unless_regular
-from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
+from xferbench.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
     RAW_REFERENCE,
@@ -214,6 +214,8 @@ def detail(series: Series, name: str) -> list[str]:
     # As in the terminal table: page faults per call explain host-side cliffs, shown only where they happen.
     faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     header = ["batch size", "batch time (s)", "BPS", "FPS", "MB/S", "MB/s p10–p90", "n"]
+    ways = [way for way in (H2D, D2H) if any(way in (p.direction_mbps or {}) for p in series.points)]
+    header += [f"{way} MB/s" for way in ways]
     header += (["device MB/s"] if device_clock else []) + (["faults/call"] if faults else [])
     rows = []
     for p in series.points:
@@ -222,6 +224,7 @@ def detail(series: Series, name: str) -> list[str]:
             continue
         row = [str(p.batch_size), f"{p.median_s:.4g}" if p.median_s else "-", rate(p.batches_per_s), rate(p.images_per_s), rate(p.mbps),
                f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}", str(p.n)]  # fmt: skip
+        row += [rate((p.direction_mbps or {}).get(way)) for way in ways]
         row += [rate(p.device_mbps)] if device_clock else []
         row += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if faults else []
         rows.append(row)
@@ -343,10 +346,14 @@ def render(
     what = {frozenset({HOST_TO_DEVICE}): "Host-to-device transfer throughput",
             frozenset({SIMULATED}): "Simulated link throughput (no data moves)",
             frozenset({HOST_TO_HOST}): "Host-to-host copy throughput (CPU only: no GPU in these series)",
+            frozenset({DEVICE_TO_HOST}): "Device-to-host transfer throughput",
+            frozenset({BIDIRECTIONAL}): "Bidirectional transfer throughput",
             }.get(frozenset(kinds), "Transfer throughput")  # fmt: skip
+    both = (" For a bidir series (a batch each way per call) MB/s is both directions together; its per-batch"
+            " detail gives each direction's own MB/s." if any(p.series.direction == BIDIR for p in picks) else "")  # fmt: skip
     lines = [f"## {title or 'xferbench report'}", "",
              f"{what}: {len(picks)} series from {len(files)} result file(s)."
-             " MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.", ""]  # fmt: skip
+             f" MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.{both}", ""]  # fmt: skip
     if plot is not None:
         lines += [_plot_link(plot, out), ""]
     empty_names = [(e, e.series.label() + (f" ({label_of[id(e.result)]})" if several and id(e.result) in label_of else ""))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
-from xferbench.spec import PER_CALL, SeriesKey, Spec, usual_source
+from xferbench.spec import H2D, PER_CALL, SeriesKey, Spec, usual_source
 from xferbench.stats import Summary, point_stats, summarize
 from xferbench.timing import Samples
 
@@ -63,22 +63,30 @@ class Point:
     others_cpus: float | None = None  # other processes' CPU time on this process's CPUs while measured, in CPUs
     run_wait: float | None = None  # seconds this process's threads waited for a CPU, per second measured
     cpus: int | None = None  # how many CPUs this process could run on
+    # bidir: each direction's own seconds per call, timed by its stream's events, and its MB/s from their
+    # median (the point's own mbps is both directions together); None for one direction
+    direction_times_s: dict[str, list[float]] | None = None
+    direction_mbps: dict[str, float] | None = None
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
-        stats = point_stats(samples.times_s, spec.nbytes, spec.batch_size)
-        point = cls(spec.batch_size, spec.nbytes, warmup_calls=warmup_calls, times_s=samples.times_s)
+        stats = point_stats(samples.times_s, spec.moved_bytes, spec.batch_size)
+        point = cls(spec.batch_size, spec.moved_bytes, warmup_calls=warmup_calls, times_s=samples.times_s)
         for name, value in dataclasses.asdict(stats).items():
             setattr(point, name, _finite(value) if isinstance(value, float) else value)
         if samples.device_times_s:
             point.device_times_s = samples.device_times_s
-            device = point_stats(samples.device_times_s, spec.nbytes, spec.batch_size)
+            device = point_stats(samples.device_times_s, spec.moved_bytes, spec.batch_size)
             point.device_median_s, point.device_mbps = device.median_s, _finite(device.mbps)
+        if samples.by_direction:
+            point.direction_times_s = samples.by_direction
+            point.direction_mbps = {way: _finite(point_stats(times, spec.nbytes, spec.batch_size).mbps)
+                                    for way, times in samples.by_direction.items()}  # fmt: skip
         return point
 
     @classmethod
     def failed(cls, spec: Spec, status: str, error: str) -> Point:
-        return cls(spec.batch_size, spec.nbytes, status=status, error=error)
+        return cls(spec.batch_size, spec.moved_bytes, status=status, error=error)
 
 
 @dataclass
@@ -90,6 +98,7 @@ class Series:
     shape: list[int]
     host_buffer: str = ""  # "" (or absent, in files older than the field): the path's usual_source
     method: str = PER_CALL  # how each point was timed: per-call, or streamed (spec.TIMING_METHODS)
+    direction: str = H2D  # h2d, d2h or bidir (spec.DIRECTIONS); files older than the field measured h2d
     device_name: str | None = None
     transfer: str | None = None
     clock: str | None = None
@@ -112,11 +121,12 @@ class Series:
     @classmethod
     def of(cls, key: SeriesKey) -> Series:
         """An empty series for a key, to be described and filled by measure_series."""
-        return cls(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer, key.method)
+        return cls(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer, key.method, key.direction)
 
     @property
     def key(self) -> SeriesKey:
-        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape), self.host_buffer, self.method)
+        return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape), self.host_buffer, self.method,
+                         self.direction)
 
     def label(self) -> str:
         return self.key.label()
@@ -183,9 +193,12 @@ class Result:
                     "transfer": s.transfer,
                     "host_buffer": s.host_buffer,
                     "method": s.method,
+                    "direction": s.direction,
                     "shape": "x".join(map(str, s.shape)),
                 }
-                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes")})
+                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes", "direction_times_s", "direction_mbps")})
+                for way, mbps in (p.direction_mbps or {}).items():
+                    row[f"{way}_mbps"] = mbps
                 row.update(os=env.get("os"), cpu=env.get("cpu"), python=env.get("python"))
                 row.update({f"{name}_version": v for name, v in env.get("versions", {}).items() if name != "xferbench"})
                 rows.append(row)
@@ -402,11 +415,12 @@ class Selection:
     devices: tuple[str, ...] = ()
     host_buffers: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
+    directions: tuple[str, ...] = ()
 
     def matches(self, series: Series) -> bool:
         pairs = ((self.frameworks, series.framework), (self.modes, series.mode), (self.ops, series.op),
                  (self.devices, series.device), (self.host_buffers, series.host_buffer),
-                 (self.methods, series.method))  # fmt: skip
+                 (self.methods, series.method), (self.directions, series.direction))  # fmt: skip
         return all(not accepted or value in accepted for accepted, value in pairs)
 
 

@@ -26,8 +26,14 @@ def usual_source(framework: str, mode: str) -> str:
     return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned
 
 
+# Which way a series moves its batches: host to device (the default, and what files without the field
+# measured), device to host, or both at once on two streams (bidir).
+H2D, D2H, BIDIR = "h2d", "d2h", "bidir"
+DIRECTIONS = (H2D, D2H, BIDIR)
+
 # What a series' `transfer` field holds: written by the backends, read by plot and report (docs/results.md).
 HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED = "host-to-device", "host-to-host", "simulated"
+DEVICE_TO_HOST, BIDIRECTIONAL = "device-to-host", "bidirectional"
 
 
 @dataclass(frozen=True)
@@ -41,17 +47,20 @@ class SeriesKey:
     shape: tuple[int, ...]  # one item's shape; the batch adds a leading dimension
     host_buffer: str = ""  # where the batch starts: a HOST_BUFFERS kind; "" means the path's usual_source
     method: str = PER_CALL  # how each point is timed: a TIMING_METHODS kind
+    direction: str = H2D  # which way the batches go: a DIRECTIONS kind
 
     def __post_init__(self) -> None:
         if not self.host_buffer:
             object.__setattr__(self, "host_buffer", usual_source(self.framework, self.mode))
 
     def label(self) -> str:
-        """framework/mode/op@device, plus +host_buffer where the source is not the path's usual one
-        and /streamed for the streamed timing method."""
+        """framework/mode/op@device, plus /d2h or /bidir for those directions, /streamed for the
+        streamed timing method, and +host_buffer where the source is not the path's usual one."""
         usual = self.host_buffer == usual_source(self.framework, self.mode)
+        direction = "" if self.direction == H2D else f"/{self.direction}"
         method = "" if self.method == PER_CALL else f"/{self.method}"
-        return f"{self.framework}/{self.mode}/{self.op}{method}{'' if usual else '+' + self.host_buffer}@{self.device}"
+        buffer = "" if usual else "+" + self.host_buffer
+        return f"{self.framework}/{self.mode}/{self.op}{direction}{method}{buffer}@{self.device}"
 
     def at(self, batch_size: int) -> Spec:
         return Spec(self, batch_size)
@@ -70,4 +79,10 @@ class Spec:
 
     @property
     def nbytes(self) -> int:
+        """One batch's bytes: what each direction moves per call."""
         return self.batch_size * math.prod(self.series.shape)
+
+    @property
+    def moved_bytes(self) -> int:
+        """The bytes one call moves in all: a bidir call moves a batch each way."""
+        return self.nbytes * (2 if self.series.direction == BIDIR else 1)

@@ -16,7 +16,7 @@ from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.numa import plan_binding
 from xferbench.results import Point, Result, Series
-from xferbench.spec import HOST_BUFFERS, PER_CALL, STREAMED, TIMING_METHODS, SeriesKey
+from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, STREAMED, TIMING_METHODS, SeriesKey
 from xferbench.telemetry import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
 from xferbench.worker import LocalRunner, Runner, WorkerDied, WorkerRunner
@@ -41,6 +41,7 @@ class SweepConfig:
     pythons: dict[str, str] = field(default_factory=dict)  # framework -> interpreter for its worker
     methods: tuple[str, ...] = (PER_CALL,)  # timing methods (spec.TIMING_METHODS)
     bind: bool = True  # bind each CUDA worker to its GPU's CPUs and NUMA node before it allocates
+    directions: tuple[str, ...] = (H2D,)  # which ways to copy (spec.DIRECTIONS)
 
     def params(self, framework: str) -> dict[str, Any]:
         return dataclasses.asdict(self.sim) if framework == "sim" else {}
@@ -196,6 +197,11 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     for method in config.methods:
         if method not in TIMING_METHODS:
             raise XferbenchError(f"unknown --timing {method!r}; choose from: {', '.join(TIMING_METHODS)}")
+    if not config.directions:
+        raise XferbenchError(f"give at least one --direction: {', '.join(DIRECTIONS)}")
+    for direction in config.directions:
+        if direction not in DIRECTIONS:
+            raise XferbenchError(f"unknown --direction {direction!r}; choose from: {', '.join(DIRECTIONS)}")
     for name in config.pythons:
         if name not in {b.name for b in backends}:
             raise XferbenchError(f"--python {name}=...: {name} is not among the frameworks swept")
@@ -214,8 +220,10 @@ def _skip_reason(runner: Runner, key: SeriesKey, present: list[str]) -> str | No
             f"{backend.name} {key.mode} cannot start from a {key.host_buffer} host buffer;"
             f" it takes {', '.join(backend.sources(key.mode))}"
         )
-    skip = backend.skip_reason(key)
+    skip = backend.skip_reason(key) or backend.direction_reason(key)
     if skip is None and key.method == STREAMED:
+        if key.direction == BIDIR:
+            return "bidir is timed per call only: each direction's stream is timed by its own events around one copy"
         return backend.streamed_reason(key)
     return skip
 
@@ -240,8 +248,10 @@ def make_plan(config: SweepConfig) -> Plan:
                 for op in config.ops:
                     for kind in kinds:
                         for method in config.methods:
-                            key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind, method)
-                            series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
+                            for direction in config.directions:
+                                key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind,
+                                                method, direction)  # fmt: skip
+                                series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
         plan = Plan(config, device, series, runners)
         if not plan.runnable:
             reasons = "; ".join(f"{s.key.label()}: {s.skip}" for s in series) or "no series selected"

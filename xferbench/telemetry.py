@@ -18,6 +18,7 @@ from typing import Any
 from xferbench.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
 from xferbench.numa import pages_off_node
 from xferbench.results import Series
+from xferbench.spec import BIDIR
 
 INTERVAL_S = 0.1
 MAX_SAMPLES = 2000  # per series: past it, every other sample is dropped and the interval doubles
@@ -405,7 +406,8 @@ def is_raw_reference(series: Series) -> bool:
 def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:
     """The raw pinned cudaMemcpyAsync that ran on the series' device in the same result file, if any:
     timed the same way (per call or streamed) where both ran."""
-    found = [s for s in siblings if is_raw_reference(s) and s.device == series.device and s.status != "skipped"]
+    found = [s for s in siblings if is_raw_reference(s) and s.device == series.device and s.direction == series.direction
+             and s.status != "skipped"]  # fmt: skip
     return next((s for s in found if s.method == series.method), found[0] if found else None)
 
 
@@ -416,8 +418,11 @@ def raw_reference(series: Series, siblings: Iterable[Series]) -> Series | None:
 
 
 def fraction_of_link(series: Series, environment: dict[str, Any]) -> tuple[float | None, float | None]:
-    """The series' peak MB/s over its link ceiling, and the ceiling in GB/s; None for what is unknown."""
+    """The series' peak MB/s over its link ceiling, and the ceiling in GB/s; None for what is unknown.
+    A bidir series moves both ways at once over a full-duplex link: its ceiling is twice one direction's."""
     gbps, _ = link_ceiling(series, environment)
+    if gbps and series.direction == BIDIR:
+        gbps *= 2
     peak = series.summary.peak_mbps
     return (peak / (gbps * 1e3) if peak and gbps else None), gbps
 

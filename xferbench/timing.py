@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from xferbench.stats import median_uncertainty
 
 Clock = Callable[[], float]
-TransferCall = Callable[[], "float | None"]
+# A call returns its device-clock seconds, or for a bidir call each direction's own seconds, or None.
+TransferCall = Callable[[], "float | dict[str, float] | None"]
 StreamedRun = Callable[[int], float]  # queue n copies behind a held stream; the events' seconds around them
 
 # Copies per streamed sample: enough for STREAM_SPAN_S of copying (events resolve about 0.5 µs), at
@@ -64,6 +65,7 @@ class TimingConfig:
 class Samples:
     times_s: list[float] = field(default_factory=list)
     device_times_s: list[float] = field(default_factory=list)
+    by_direction: dict[str, list[float]] = field(default_factory=dict)  # bidir: each direction's own seconds per call
 
 
 def warm_up(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter) -> int:
@@ -119,7 +121,10 @@ def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_co
         device_s = call()
         t1 = clock()
         times.append(t1 - t0)
-        if device_s is not None:
+        if isinstance(device_s, dict):
+            for way, seconds in device_s.items():
+                out.by_direction.setdefault(way, []).append(seconds)
+        elif device_s is not None:
             device_times.append(device_s)
         if enough(times, t1 - start):
             return out

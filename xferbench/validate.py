@@ -10,13 +10,14 @@ cannot fail by construction and so proves nothing either way.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from xferbench.display import rate, size
 from xferbench.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
 from xferbench.results import Point, Result, Series
-from xferbench.spec import PER_CALL, STREAMED
+from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.numa import placed_pages
 from xferbench.telemetry import claimed_bytes, link_below_max, loaded_samples, pages_warning, received_bytes
 
@@ -255,6 +256,9 @@ def completed_check(files: Mapping[str, Result | None]) -> Check:
 
 
 def run_checks(results: Sequence[Result]) -> list[Check]:
+    """The checks judge host-to-device figures (the link's own counters count what the GPU received):
+    d2h and bidir series in the same files are left out of them."""
+    results = [dataclasses.replace(r, series=[s for s in r.series if s.direction == H2D]) for r in results]
     return [raw_ceiling_check(results), link_check(results), placement_check(results), pinned_into_check(results),
             methods_check(results), bytes_check(results), verified_check(results), clock_check(results)]  # fmt: skip
 

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from xferbench.spec import PER_CALL, STREAMED, SeriesKey, Spec
+from xferbench.spec import BIDIR, H2D, PER_CALL, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_PROBE_COPIES, Clock
 
 OPS = ("copy", "seed")
@@ -44,8 +44,9 @@ class Transfer(ABC):
     pin_s: float | None = None  # seconds spent pinning the source in place before any sample, where a path does
 
     @abstractmethod
-    def __call__(self) -> float | None:
-        """Do one synchronized transfer; return its device-clock seconds where a device clock exists."""
+    def __call__(self) -> float | dict[str, float] | None:
+        """Do one synchronized transfer; return its device-clock seconds where a device clock exists
+        (a bidir call: each direction's own seconds, by direction)."""
 
     def streamed(self, copies: int) -> float:
         """Hold the stream, queue STREAM_WARM_COPIES and then `copies` transfers between two device
@@ -102,6 +103,19 @@ class Backend(ABC):
     def skip_reason(self, key: SeriesKey) -> str | None:
         """Why this mode/op/host buffer cannot run on this device, or None."""
         return None
+
+    def directions(self, mode: str) -> tuple[str, ...]:
+        """The directions this mode can copy in (spec.DIRECTIONS); most paths go host to device only."""
+        return (H2D,)
+
+    def direction_reason(self, key: SeriesKey) -> str | None:
+        """Why this path cannot copy in the key's direction, or None where it can."""
+        ways = self.directions(key.mode)
+        if key.direction in ways:
+            return None
+        if key.direction == BIDIR and len(ways) > 1:
+            return f"{key.framework}/{key.mode} has no bidir path (it copies {' or '.join(ways)}, one way at a time)"
+        return f"{key.framework}/{key.mode} has no {key.direction} path; it copies {', '.join(ways)}"
 
     def streamed_reason(self, key: SeriesKey) -> str | None:
         """Why this path cannot be timed streamed, or None where it can (Transfer.streamed)."""

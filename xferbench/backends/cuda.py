@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source
+from xferbench.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source, read_host
 from xferbench.errors import VerificationError
-from xferbench.spec import HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
+from xferbench.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
 RAW_MODES = ("raw_pinned", "raw_pageable")  # the default sweep's
@@ -170,13 +170,99 @@ def is_cuda_out_of_memory(cupy: Any, error: BaseException) -> bool:
     return isinstance(error, cupy.cuda.runtime.CUDARuntimeError) and getattr(error, "status", None) == 2
 
 
+class _Lane:
+    """One direction of a raw copy: a host buffer as the mode allocates it, a device buffer, and a
+    stream with its two events. h2d copies the host buffer to the device; d2h the device buffer back."""
+
+    def __init__(self, cupy: Any, spec: Spec, direction: str) -> None:
+        self.cupy, self.direction, self.nbytes = cupy, direction, spec.nbytes
+        self.pinned_ptr = self.registered_ptr = 0
+        self.pin_s: float | None = None
+        self.host_offset: int | None = None
+        self.host: np.ndarray | None = None
+        self.gpu: Any = None
+        self.stream: Any = None
+        try:
+            self._allocate(spec)
+        except BaseException:  # a lane that fails half-made frees what it holds
+            self.close()
+            raise
+
+    def _allocate(self, spec: Spec) -> None:
+        cupy, mode = self.cupy, spec.series.mode
+        if mode in PINNED_ALLOCS:
+            # cudaHostAlloc, as nvbandwidth allocates, outside CuPy's pinned pool: freed in close(), not cached.
+            self.pinned_ptr = cupy.cuda.runtime.hostAlloc(spec.nbytes, PINNED_ALLOCS[mode])
+            self.host = np.ctypeslib.as_array((ctypes.c_uint8 * spec.nbytes).from_address(self.pinned_ptr))
+            self.host = self.host.reshape(spec.batch_shape)
+            fill_pattern(self.host)
+        else:
+            self.host = make_source(spec.batch_shape, aligned=spec.series.host_buffer == "aligned")
+            self.host_offset = address_offset(self.host)
+            if mode == "raw_registered":  # pinned in place, as a user pins an array they already have
+                started = time.perf_counter()
+                cupy.cuda.runtime.hostRegister(self.host.ctypes.data, spec.nbytes, 0)
+                self.pin_s, self.registered_ptr = time.perf_counter() - started, self.host.ctypes.data
+        self.gpu = cupy.empty(spec.batch_shape, dtype=cupy.uint8)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def copy(self) -> None:
+        runtime, host = self.cupy.cuda.runtime, self.host.ctypes.data
+        if self.direction == H2D:
+            runtime.memcpyAsync(self.gpu.data.ptr, host, self.nbytes, runtime.memcpyHostToDevice, self.stream.ptr)
+        else:
+            runtime.memcpyAsync(host, self.gpu.data.ptr, self.nbytes, runtime.memcpyDeviceToHost, self.stream.ptr)
+
+    def timed_copy(self) -> None:
+        """Queue the copy between the lane's two events, without waiting."""
+        self.start.record(self.stream)
+        self.copy()
+        self.end.record(self.stream)
+
+    def seconds(self) -> float:
+        return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+
+    def poison(self, expected: np.ndarray) -> None:
+        """Before a checked copy: new bytes at the source (the host buffer, or the device buffer filled
+        from `expected` for d2h), zeros at the destination, and the stream idle."""
+        runtime = self.cupy.cuda.runtime
+        if self.direction == H2D:
+            fill_pattern(self.host, variant=1)
+            self.gpu.fill(0)
+        else:
+            runtime.memcpyAsync(self.gpu.data.ptr, expected.ctypes.data, self.nbytes, runtime.memcpyHostToDevice, self.stream.ptr)
+            self.host.fill(0)
+        self.stream.synchronize()
+
+    def check(self, label: str, expected: np.ndarray) -> None:
+        """Every byte of the destination against what was sent."""
+        if self.direction == H2D:
+            check_all(self.host, read_back(self.cupy, self.gpu), label, pinned_staging(self.cupy, self.nbytes))
+        else:
+            check_all(expected, read_host(self.host), f"{label} (d2h)")
+
+    def close(self) -> None:
+        if self.registered_ptr:  # before the array it pins is dropped
+            self.cupy.cuda.runtime.hostUnregister(self.registered_ptr)
+            self.registered_ptr = 0
+        self.gpu = self.host = self.stream = None
+        if self.pinned_ptr:  # after dropping the array that views it
+            self.cupy.cuda.runtime.freeHost(self.pinned_ptr)
+            self.pinned_ptr = 0
+
+
 class RawCopy(Transfer):
+    """h2d or d2h: one lane. bidir: an h2d lane and a d2h lane, each with its own buffers and stream,
+    issued together so the two copies run at once; each lane's events time its own direction."""
+
     def __init__(self, spec: Spec) -> None:
         self.cupy = _cupy()
-        self.pinned_ptr, self.registered_ptr, self.dest, self.host, self.stream = 0, 0, None, None, None
+        self.lanes: list[_Lane] = []
+        self.expected: np.ndarray | None = None
         try:
             self._prepare(spec)
-        except BaseException:  # out of device memory, say: the pinned buffer must not outlive the point
+        except BaseException:  # out of device memory, say: the pinned buffers must not outlive the point
             self.close()
             raise
 
@@ -185,83 +271,82 @@ class RawCopy(Transfer):
         self.label, self.nbytes, self.method, self.transfers = key.label(), spec.nbytes, key.method, 0
         self.device = cupy.cuda.Device(device_index(key.device))
         self.device.use()
-        if key.mode in PINNED_ALLOCS:
-            # cudaHostAlloc, as nvbandwidth allocates, outside CuPy's pinned pool: freed in close(), not cached.
-            self.pinned_ptr = cupy.cuda.runtime.hostAlloc(spec.nbytes, PINNED_ALLOCS[key.mode])
-            self.host = np.ctypeslib.as_array((ctypes.c_uint8 * spec.nbytes).from_address(self.pinned_ptr))
-            self.host = self.host.reshape(spec.batch_shape)
-            fill_pattern(self.host)
-        else:
-            self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
-            self.host_offset = address_offset(self.host)
-            if key.mode == "raw_registered":  # pinned in place, as a user pins an array they already have
-                started = time.perf_counter()
-                cupy.cuda.runtime.hostRegister(self.host.ctypes.data, spec.nbytes, 0)
-                self.pin_s, self.registered_ptr = time.perf_counter() - started, self.host.ctypes.data
+        for direction in (H2D, D2H) if key.direction == BIDIR else (key.direction,):
+            self.lanes.append(_Lane(cupy, spec, direction))
+        if key.direction != H2D:  # what the d2h lane's device buffer is filled with before it is checked
+            self.expected = make_source(spec.batch_shape)
+        pins = [lane.pin_s for lane in self.lanes if lane.pin_s is not None]
+        self.pin_s = sum(pins) if pins else None
+        self.host_offset = self.lanes[0].host_offset
+        self.bidir = key.direction == BIDIR
         # A pageable copy may wait on its stream while the driver stages it: a held stream would never
         # run, so pageable copies are queued without a hold (their staging is part of what they cost).
         self.hold = key.mode != "raw_pageable"
-        self.dest = cupy.empty(spec.batch_shape, dtype=cupy.uint8)
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
+        for lane in self.lanes:
+            if lane.direction == D2H:  # its device buffer holds the pattern from the start, as a source does
+                lane.poison(self.expected)
 
-    def _copy(self) -> None:
-        runtime = self.cupy.cuda.runtime
-        runtime.memcpyAsync(self.dest.data.ptr, self.host.ctypes.data, self.nbytes, runtime.memcpyHostToDevice, self.stream.ptr)
-        self.transfers += 1
+    # The first lane's buffers: what a one-way copy moves, and what callers and tests look at.
+    host = property(lambda self: self.lanes[0].host)
+    dest = property(lambda self: self.lanes[0].gpu)
+    stream = property(lambda self: self.lanes[0].stream)
+    pinned_ptr = property(lambda self: self.lanes[0].pinned_ptr)
 
-    def __call__(self) -> float:
-        self.start.record(self.stream)
-        self._copy()
-        self.end.record(self.stream)
-        self.end.synchronize()
-        return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+    def __call__(self) -> float | dict[str, float]:
+        for lane in self.lanes:
+            lane.timed_copy()
+        for lane in self.lanes:
+            lane.end.synchronize()
+        self.transfers += len(self.lanes)
+        if self.bidir:
+            return {lane.direction: lane.seconds() for lane in self.lanes}
+        return self.lanes[0].seconds()
 
     def streamed(self, copies: int) -> float:
+        lane = self.lanes[0]  # bidir is timed per call only
         gate = threading.Event()
         if self.hold:
             # A host function that waits for the gate holds the stream: every copy is queued before any runs.
-            self.stream.launch_host_func(lambda _: gate.wait(HOLD_TIMEOUT_S), None)
+            lane.stream.launch_host_func(lambda _: gate.wait(HOLD_TIMEOUT_S), None)
         began = time.perf_counter()
         try:
             for _ in range(STREAM_WARM_COPIES):
-                self._copy()
-            self.start.record(self.stream)
+                lane.copy()
+            lane.start.record(lane.stream)
             for _ in range(copies):
-                self._copy()
-            self.end.record(self.stream)
-            held = self.start.done is False
+                lane.copy()
+            lane.end.record(lane.stream)
+            held = lane.start.done is False
         finally:
             gate.set()
         queueing_s = time.perf_counter() - began
-        self.end.synchronize()
+        self.transfers += STREAM_WARM_COPIES + copies
+        lane.end.synchronize()
         if self.hold and not held:
             why = (f"queueing blocked until the hold gave up after {HOLD_TIMEOUT_S:g} s: the stream's queue may be full"
                    if queueing_s >= 0.9 * HOLD_TIMEOUT_S else "the hold ended before the copies were queued")  # fmt: skip
             raise RuntimeError(f"the stream was not held while {copies} copies were queued ({why})")
-        return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+        return lane.seconds()
 
     def host_span(self) -> tuple[int, int]:
         return self.host.ctypes.data, self.nbytes
 
     def verify(self) -> None:
-        cupy = self.cupy
-        fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
-        self.dest.fill(0)
+        if self.expected is not None:
+            fill_pattern(self.expected, variant=1)  # new bytes: leftovers from warm-up cannot match
+        for lane in self.lanes:
+            lane.poison(self.expected)
         self.device.synchronize()
         self.once()
         if self.dest.data.device_id != self.device.id:
             raise VerificationError(f"{self.label}: data landed on cuda:{self.dest.data.device_id}, not cuda:{self.device.id}")
-        check_all(self.host, read_back(cupy, self.dest), self.label, pinned_staging(cupy, self.nbytes))
+        for lane in self.lanes:
+            lane.check(self.label, self.expected)
 
     def close(self) -> None:
-        if self.registered_ptr:  # before the array it pins is dropped
-            self.cupy.cuda.runtime.hostUnregister(self.registered_ptr)
-            self.registered_ptr = 0
-        self.dest = self.host = self.stream = None
-        if self.pinned_ptr:  # after dropping the array that views it
-            self.cupy.cuda.runtime.freeHost(self.pinned_ptr)
-            self.pinned_ptr = 0
+        for lane in self.lanes:
+            lane.close()
+        self.expected = None
         free_pinned_pool(self.cupy)
 
 
@@ -296,11 +381,18 @@ class CudaBackend(Backend):
     def streamed_reason(self, key: SeriesKey) -> str | None:
         return None
 
+    def directions(self, mode: str) -> tuple[str, ...]:
+        return DIRECTIONS
+
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         props = _cupy().cuda.runtime.getDeviceProperties(device_index(key.device))
         name = props.get("name", b"CUDA GPU")
         pinned, streamed = key.mode != "raw_pageable", key.method == STREAMED  # page-locked, however it came to be
-        info = {"call": "cudaMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer"}
+        calls = {H2D: "cudaMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer",
+                 D2H: "cudaMemcpyAsync(DeviceToHost) on a non-blocking stream from a device buffer into the host buffer",
+                 BIDIR: "cudaMemcpyAsync HostToDevice and DeviceToHost issued together on two non-blocking streams,"
+                        " each between buffers of its own"}  # fmt: skip
+        info = {"call": calls[key.direction]}
         notes = {
             "raw_pageable": "from pageable memory the driver stages the copy through pinned buffers of its own",
             "raw_registered": "the NumPy array is pinned in place with cudaHostRegister once per point, outside the"
@@ -309,6 +401,12 @@ class CudaBackend(Backend):
                              " CPU writes it quickly but reads it slowly, so the byte check takes longer",
         }  # fmt: skip
         note = notes.get(key.mode)
+        if key.direction == D2H and key.mode == "raw_pageable":
+            note = "into pageable memory the driver stages the copy through pinned buffers of its own"
+        if key.direction == BIDIR:
+            both = ("each call issues a batch each way at once; the point's MB/s is both directions together,"
+                    " h2d and d2h MB/s each stream's own events")  # fmt: skip
+            note = f"{note}; {both}" if note else both
         if streamed:
             info["hold"] = ("a host function (cudaLaunchHostFunc) waits on the stream until every copy is queued" if pinned
                             else "none: the driver may wait on the stream while it stages a pageable copy")  # fmt: skip
@@ -316,17 +414,20 @@ class CudaBackend(Backend):
                 note += "; streamed, the copies are queued without a hold, so the span includes that staging"
         return SeriesInfo(
             device_name=name.decode() if isinstance(name, bytes) else str(name),
-            transfer=HOST_TO_DEVICE,
+            transfer={H2D: HOST_TO_DEVICE, D2H: DEVICE_TO_HOST, BIDIR: BIDIRECTIONAL}[key.direction],
             clock=STREAMED_CLOCK if streamed else "time.perf_counter",
-            sync="cudaEventSynchronize on the " + ("end event" if streamed else "event recorded after the copy"),
-            device_clock=None if streamed else EVENTS,  # streamed, the events are the clock itself
+            sync="cudaEventSynchronize on the " + ("end event" if streamed else "event recorded after each copy"),
+            device_clock=None if streamed or key.direction == BIDIR else EVENTS,  # streamed, the events are the clock itself
             params=info,
             note=note,
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """The source and the verification's pinned read-back chunk."""
-        return spec.nbytes + min(spec.nbytes, VERIFY_CHUNK_BYTES)
+        """A host buffer per direction, what a d2h copy is checked against, and the verification's
+        pinned read-back chunk."""
+        lanes = 2 if spec.series.direction == BIDIR else 1
+        expected = spec.series.direction != H2D
+        return spec.nbytes * (lanes + expected) + min(spec.nbytes, VERIFY_CHUNK_BYTES)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return RawCopy(spec)

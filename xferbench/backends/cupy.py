@@ -4,6 +4,9 @@ Modes: asarray. Ops:
 - copy: cupy.asarray(x) on a stream of its own, then that stream is synchronized;
 - seed: the report's expression in CuPy, `cupy.asarray(x).astype(float32)[0, 0]` fetched with .get().
 
+Directions: h2d, and d2h: `device_array.get()` of a device array holding the batch, into a fresh
+NumPy array per call, as CuPy users bring results back.
+
 CUDA events around each call give the device-side time beside the wall time. asarray allocates a
 new device array every call (from CuPy's memory pool, so after warm-up no cudaMalloc is timed).
 It first copies the NumPy array into a pinned staging buffer on the host, while the stream is
@@ -32,9 +35,10 @@ from xferbench.backends.cuda import (
     pinned_staging,
     read_back,
 )
-from xferbench.buffers import ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
+from xferbench.buffers import (ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern,
+                               make_source, read_host)  # fmt: skip
 from xferbench.errors import VerificationError
-from xferbench.spec import HOST_TO_DEVICE, SeriesKey, Spec
+from xferbench.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, SeriesKey, Spec
 
 
 class AsArray(Transfer):
@@ -87,6 +91,42 @@ class AsArray(Transfer):
         free_pinned_pool(self.cupy)
 
 
+class Get(Transfer):
+    """d2h: device_array.get() on a stream of its own, into a fresh NumPy array."""
+
+    def __init__(self, spec: Spec) -> None:
+        cupy = self.cupy = _cupy()
+        self.label = spec.series.label()
+        self.device = cupy.cuda.Device(device_index(spec.series.device))
+        self.device.use()
+        self.expected = make_source(spec.batch_shape)
+        self.on_device = cupy.asarray(self.expected)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
+        self.moved: np.ndarray | None = None
+
+    def __call__(self) -> float:
+        with self.stream:
+            self.start.record(self.stream)
+            self.moved = self.on_device.get(stream=self.stream)
+            self.end.record(self.stream)
+        self.end.synchronize()
+        return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+
+    def verify(self) -> None:
+        fill_pattern(self.expected, variant=1)  # new bytes on the device: leftovers from warm-up cannot match
+        self.on_device = self.cupy.asarray(self.expected)
+        self.device.synchronize()
+        self()
+        check_all(self.expected, read_host(self.moved), f"{self.label} (d2h)")
+        if self.moved.ctypes.data == self.expected.ctypes.data:
+            raise VerificationError(f"{self.label}: .get() handed back the source array; nothing was copied")
+
+    def close(self) -> None:
+        self.on_device = self.expected = self.moved = self.stream = None
+        free_pinned_pool(self.cupy)
+
+
 class CupyBackend(Backend):
     name = "cupy"
     title, module, extra = "CuPy", "cupy", "cupy"
@@ -110,7 +150,12 @@ class CupyBackend(Backend):
             return "cupy.asarray takes a NumPy array; cuda/raw_pinned and torch's pinned modes show what pinning buys"
         if not key.device.startswith("cuda"):
             return f"cupy/{key.mode} is CUDA-only: it runs on cuda:N devices, not on {key.device}"
+        if key.direction == D2H and key.op != "copy":
+            return f"the {key.op} op is the report's host-to-device expression; d2h times .get() alone"
         return None
+
+    def directions(self, mode: str) -> tuple[str, ...]:
+        return (H2D, D2H)
 
     def streamed_reason(self, key: SeriesKey) -> str | None:
         return ("cupy.asarray allocates a new device array and stages the batch through pinned memory on every"
@@ -122,15 +167,17 @@ class CupyBackend(Backend):
         sync = "the result fetched with .get()" if key.op == "seed" else "cupy.cuda.Event.synchronize on the copy's stream"
         note = ("asarray stages the array through pinned host memory before the copy; the event time includes"
                 " that host copy, so it is no link figure")  # fmt: skip
-        return SeriesInfo(device_name=name, transfer=HOST_TO_DEVICE, clock="time.perf_counter", sync=sync,
-                          device_clock=EVENTS, note=note)  # fmt: skip
+        if key.direction == D2H:
+            note = "d2h: device_array.get(), the reverse of asarray, into a fresh pageable NumPy array per call"
+        return SeriesInfo(device_name=name, transfer=DEVICE_TO_HOST if key.direction == D2H else HOST_TO_DEVICE,
+                          clock="time.perf_counter", sync=sync, device_clock=EVENTS, note=note)  # fmt: skip
 
     def host_bytes(self, spec: Spec) -> int:
         """The source, asarray's pinned staging copy of it, and the verification's pinned read-back chunk."""
         return 2 * spec.nbytes + min(spec.nbytes, VERIFY_CHUNK_BYTES)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
-        return AsArray(spec)
+        return Get(spec) if spec.series.direction == D2H else AsArray(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         return is_cuda_out_of_memory(_cupy(), error)

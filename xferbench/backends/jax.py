@@ -26,7 +26,7 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
+from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
 
 PINNED_HOST = "pinned_host"
 
@@ -158,6 +158,12 @@ class JaxBackend(Backend):
         if key.device == "cpu" and key.host_buffer == "aligned":
             return "on the CPU, jax.device_put of a 64-byte-aligned array is zero-copy (it aliases the buffer): nothing to time"
         return None
+
+    def direction_reason(self, key: SeriesKey) -> str | None:
+        if key.direction == H2D:
+            return None
+        return ("jax times host to device only: a jax.Array keeps the host copy its first fetch made, so repeated"
+                " jax.device_get calls would time that cache, not the link; cuda, torch and cupy time d2h and bidir")  # fmt: skip
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         device = jax_device(key.device)

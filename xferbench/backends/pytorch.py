@@ -10,6 +10,11 @@ Modes:
   transfer, as TensorFlow makes one (not in the default sweep).
 Ops: copy times the transfer alone; seed times the report's `.to(device).type(float32)[0, 0].cpu()`.
 
+Directions (TorchBack): d2h brings a device tensor back, pageable with `.to("cpu")` (a fresh host
+tensor per call) and pinned_into with `dst.copy_(src, non_blocking=True)` into a preallocated pinned
+tensor; bidir (pinned_into, CUDA) runs that d2h copy and pinned_into's h2d copy at once, each on a
+stream of its own and timed by its own events.
+
 pinned_into on CUDA can also be timed streamed: torch.cuda._sleep, a spin kernel PyTorch ships
 compiled, holds a stream of its own while the copies and their events are queued behind it.
 """
@@ -22,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source
+from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
-from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, STREAMED, SeriesKey, Spec
+from xferbench.spec import (BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
+                            SeriesKey, Spec)  # fmt: skip
 from xferbench.timing import STREAM_WARM_COPIES
 
 PINNED_MODES = ("pinned", "pinned_into")  # start from a pinned source made once per point
@@ -52,7 +58,45 @@ def _pci_bus_id(props: Any) -> str | None:
     return None if any(p is None for p in parts) else "{:04x}:{:02x}:{:02x}.0".format(*parts)
 
 
-class TorchTransfer(Transfer):
+class _TorchCopy(Transfer):
+    """What every torch path shares: the device's events, its wait, and the verification's read-back."""
+
+    torch: Any
+    kind: str
+    device: Any
+
+    def _events(self) -> tuple[Any, Any] | None:
+        torch = self.torch
+        if self.kind == "cuda":
+            return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if self.kind == "mps":
+            try:
+                return tuple(torch.mps.event.Event(enable_timing=True) for _ in range(2))  # type: ignore[return-value]
+            except (AttributeError, RuntimeError, TypeError):  # older PyTorch: no timed MPS events
+                return None
+        return None
+
+    def _synchronize(self) -> None:
+        if self.kind == "cuda":
+            self.torch.cuda.synchronize(self.device)
+        elif self.kind == "mps":
+            self.torch.mps.synchronize()
+
+    def _read_back(self, moved: Any) -> tuple[Any, np.ndarray]:
+        """The verification's read of the destination, chunk by chunk, into pinned memory on CUDA:
+        plain copies, no kernel."""
+        torch = self.torch
+        size = min(moved.numel(), VERIFY_CHUNK_BYTES)
+        staging = torch.empty(size, dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
+        flat = moved.reshape(-1)
+
+        def read(offset: int, out: np.ndarray) -> None:
+            torch.from_numpy(out).copy_(flat[offset : offset + out.size])
+
+        return read, staging
+
+
+class TorchTransfer(_TorchCopy):
     def __init__(self, spec: Spec) -> None:
         torch = self.torch = _torch()
         key = spec.series
@@ -82,17 +126,6 @@ class TorchTransfer(Transfer):
             self.enqueue_per_copy_s = ENQUEUE_GUESS_S  # queueing one copy took this long last time
             self.hold_scale = 1  # grows 4-fold whenever a hold proves too short
 
-    def _events(self) -> tuple[Any, Any] | None:
-        torch = self.torch
-        if self.kind == "cuda":
-            return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if self.kind == "mps":
-            try:
-                return tuple(torch.mps.event.Event(enable_timing=True) for _ in range(2))  # type: ignore[return-value]
-            except (AttributeError, RuntimeError, TypeError):  # older PyTorch: no timed MPS events
-                return None
-        return None
-
     def _move(self) -> Any:
         self.transfers += 1
         if self.dest is not None:
@@ -105,12 +138,6 @@ class TorchTransfer(Transfer):
             return self.torch.tensor(self.host).to(self.device)
         # On the CPU .to("cpu") returns the same tensor; copy=True forces the host-to-host copy.
         return self.torch.from_numpy(self.host).to(self.device, copy=self.kind == "cpu")
-
-    def _synchronize(self) -> None:
-        if self.kind == "cuda":
-            self.torch.cuda.synchronize(self.device)
-        elif self.kind == "mps":
-            self.torch.mps.synchronize()
 
     def _run(self) -> tuple[Any, Any, float | None]:
         """One synchronized transfer: the device tensor, the seed op's host result, device seconds."""
@@ -174,19 +201,6 @@ class TorchTransfer(Transfer):
     def host_span(self) -> tuple[int, int]:
         return self.source.data_ptr(), self.host.size
 
-    def _read_back(self, moved: Any) -> tuple[Any, np.ndarray]:
-        """The verification's read of the destination, chunk by chunk, into pinned memory on CUDA:
-        plain copies, no kernel."""
-        torch = self.torch
-        size = min(self.host.size, VERIFY_CHUNK_BYTES)
-        staging = torch.empty(size, dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
-        flat = moved.reshape(-1)
-
-        def read(offset: int, out: np.ndarray) -> None:
-            torch.from_numpy(out).copy_(flat[offset : offset + out.size])
-
-        return read, staging
-
     def verify(self) -> None:
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         if self.mode in PINNED_MODES:
@@ -212,6 +226,87 @@ class TorchTransfer(Transfer):
 
     def close(self) -> None:
         self.dest = self.source = self.host = None
+
+
+class TorchBack(_TorchCopy):
+    """d2h and bidir: see the module's docstring."""
+
+    def __init__(self, spec: Spec) -> None:
+        torch = self.torch = _torch()
+        key = spec.series
+        self.label, self.bidir, self.transfers = key.label(), key.direction == BIDIR, 0
+        self.device = torch.device(key.device)
+        self.kind = self.device.type
+        if self.kind == "cuda":
+            torch.cuda.set_device(self.device)
+        self.expected = make_source(spec.batch_shape)  # what the device tensor holds: the bytes d2h must bring back
+        self.on_device = torch.from_numpy(self.expected).to(self.device, copy=True)
+        self.into = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True) if key.mode == "pinned_into" else None
+        self.moved: Any = None  # the host tensor the last d2h call produced
+        self.up_host: np.ndarray | None = None
+        if self.bidir:  # pinned_into's h2d copy, on buffers and a stream of its own
+            self.up_host = make_source(spec.batch_shape)
+            self.up_source = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True)
+            self.up_source.copy_(torch.from_numpy(self.up_host))
+            self.up_dest = torch.empty(spec.batch_shape, dtype=torch.uint8, device=self.device)
+            self.streams = {way: torch.cuda.Stream(device=self.device) for way in (H2D, D2H)}
+        self.events = {way: self._events() for way in (H2D, D2H)}
+
+    def _down(self) -> Any:
+        if self.into is not None:
+            return self.into.copy_(self.on_device, non_blocking=True)
+        return self.on_device.to("cpu", copy=self.kind == "cpu")  # on the CPU .to("cpu") alone copies nothing
+
+    def __call__(self) -> float | dict[str, float] | None:
+        torch = self.torch
+        if self.bidir:
+            for way, copy in ((H2D, lambda: self.up_dest.copy_(self.up_source, non_blocking=True)), (D2H, self._down)):
+                start, end = self.events[way]
+                with torch.cuda.stream(self.streams[way]):
+                    start.record()
+                    copy()
+                    end.record()
+            self._synchronize()
+            self.transfers += 2
+            return {way: start.elapsed_time(end) / 1e3 for way, (start, end) in self.events.items()}
+        events = self.events[D2H]
+        if events:
+            events[0].record()
+        self.moved = self._down()
+        if events:
+            events[1].record()
+        self._synchronize()
+        self.transfers += 1
+        return events[0].elapsed_time(events[1]) / 1e3 if events else None
+
+    def host_span(self) -> tuple[int, int]:
+        return (self.into.data_ptr() if self.into is not None else self.expected.ctypes.data), self.expected.size
+
+    def verify(self) -> None:
+        torch = self.torch
+        fill_pattern(self.expected, variant=1)  # new bytes: leftovers from warm-up cannot match
+        self.on_device.copy_(torch.from_numpy(self.expected))
+        if self.into is not None:
+            self.into.zero_()
+        if self.bidir:
+            fill_pattern(self.up_host, variant=1)
+            self.up_source.copy_(torch.from_numpy(self.up_host))
+            self.up_dest.zero_()
+        self._synchronize()
+        self()
+        moved = self.into if self.into is not None else self.moved
+        if moved.device.type != "cpu":
+            raise VerificationError(f"{self.label}: the result is on {moved.device}, not in host memory")
+        if moved.data_ptr() == self.on_device.data_ptr():
+            raise VerificationError(f"{self.label}: the result is the device tensor itself; nothing was copied")
+        check_all(self.expected, read_host(moved.numpy()), f"{self.label} (d2h)")
+        if self.bidir:
+            read, staging = self._read_back(self.up_dest)
+            check_all(self.up_host, read, f"{self.label} (h2d)", staging)
+
+    def close(self) -> None:
+        self.on_device = self.into = self.moved = self.expected = self.up_host = None
+        self.up_source = self.up_dest = None
 
 
 class TorchBackend(Backend):
@@ -243,9 +338,16 @@ class TorchBackend(Backend):
                     " PyTorch's pin_memory semantics on MPS changed across releases"
                 )
             return "pinned host memory needs a CUDA device; on the CPU there is no device copy to pin for"
+        if key.direction != H2D and key.op != "copy":
+            return f"the {key.op} op is the report's host-to-device expression; {key.direction} times the copy alone"
         return None
 
+    def directions(self, mode: str) -> tuple[str, ...]:
+        return {"pageable": (H2D, D2H), "pinned_into": DIRECTIONS}.get(mode, (H2D,))
+
     def streamed_reason(self, key: SeriesKey) -> str | None:
+        if key.direction != H2D:
+            return "torch's d2h copies are timed per call only: only pinned_into's h2d copies are queued on a held stream"
         if key.mode != "pinned_into" or not key.device.startswith("cuda"):
             return (f"torch/{key.mode} on {key.device} is timed per call only: only pinned_into on CUDA copies"
                     " into one preallocated tensor, so only it can queue its copies on a held stream")  # fmt: skip
@@ -280,9 +382,18 @@ class TorchBackend(Backend):
                     " copy=True: torch.from_numpy(x).to('cpu', copy=True)")
         elif kind == "cpu" and key.mode == "tensor":
             note = "on the CPU this is torch.tensor's host copy of the NumPy array into a fresh tensor; .to('cpu') adds nothing"
+        if key.direction == D2H:
+            note = {"cpu": "on the CPU .to('cpu') returns the same tensor, so xferbench adds copy=True: a host-to-host copy",
+                    "pinned_into": "pinned.copy_(device_tensor, non_blocking=True) into a preallocated pinned tensor"}.get(
+                        "cpu" if kind == "cpu" else key.mode, "device_tensor.to('cpu'): a fresh pageable host tensor per call")  # fmt: skip
+        elif key.direction == BIDIR:
+            note = ("pinned_into both ways at once on two streams: the point's MB/s is both directions together,"
+                    " h2d and d2h MB/s each stream's own events")  # fmt: skip
+            device_clock = None
+        transfer = {H2D: HOST_TO_DEVICE, D2H: DEVICE_TO_HOST, BIDIR: BIDIRECTIONAL}[key.direction]
         return SeriesInfo(
             device_name=name,
-            transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
+            transfer=HOST_TO_HOST if kind == "cpu" else transfer,
             clock=clock,
             sync=sync,
             device_clock=device_clock,
@@ -300,10 +411,13 @@ class TorchBackend(Backend):
         fresh_copy = on_cpu or spec.series.mode == "tensor"  # the CPU's destination, or tensor's host copy
         seed_float = spec.series.op == "seed" and on_cpu
         staging = pinned_size(min(nbytes, VERIFY_CHUNK_BYTES))
+        if spec.series.direction != H2D:  # the expected bytes, the host copy each call makes (or its pinned destination),
+            bidir = spec.series.direction == BIDIR  # and for bidir the h2d lane's source and its pinned copy
+            return nbytes * (2 + on_cpu + bidir) + pinned_copy * (1 + bidir) + staging
         return nbytes * (1 + fresh_copy + 4 * seed_float) + pinned_copy + staging
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
-        return TorchTransfer(spec)
+        return TorchTransfer(spec) if spec.series.direction == H2D else TorchBack(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         oom = getattr(_torch(), "OutOfMemoryError", None) or _torch().cuda.OutOfMemoryError

@@ -6,6 +6,9 @@ against ground truth, and users can see what a given link would look like.
 Per call, each transfer costs latency + bytes / bandwidth: the latency stands for the launch and
 the wait that every call pays. Streamed, the copies of a run are queued behind a held stream, so the
 run pays the latency once, outside its timed span, and each copy costs bytes / bandwidth alone.
+
+The link is full duplex: d2h costs what h2d costs, and a bidir call moves a batch each way at once in
+the time one direction takes, so each direction reports the link's rate and their total twice that.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.errors import VerificationError, XferbenchError
-from xferbench.spec import SIMULATED, STREAMED, SeriesKey, Spec
+from xferbench.spec import BIDIR, D2H, DIRECTIONS, H2D, SIMULATED, STREAMED, SeriesKey, Spec
 from xferbench.timing import STREAM_WARM_COPIES
 
 
@@ -57,7 +60,7 @@ class VirtualClock:
 class SimTransfer(Transfer):
     def __init__(self, spec: Spec, link: SimLink) -> None:
         self.clock = VirtualClock()
-        self.method = spec.series.method
+        self.method, self.bidir = spec.series.method, spec.series.direction == BIDIR
         self.cost_s, self.copy_s, self.latency_s = link.cost_s(spec.nbytes), link.copy_s(spec.nbytes), link.latency_us * 1e-6
         self.jitter = link.jitter
         self.rng = np.random.default_rng([link.seed, spec.batch_size])
@@ -66,9 +69,11 @@ class SimTransfer(Transfer):
     def _jittered(self, cost: float) -> float:
         return cost * max(0.05, 1.0 + self.jitter * self.rng.standard_normal()) if self.jitter else cost
 
-    def __call__(self) -> None:
-        self.clock.now += self._jittered(self.cost_s)
+    def __call__(self) -> dict[str, float] | None:
+        cost = self._jittered(self.cost_s)
+        self.clock.now += cost
         self.transfers += 1
+        return {H2D: cost, D2H: cost} if self.bidir else None
 
     def streamed(self, copies: int) -> float:
         span = self._jittered(copies * self.copy_s)
@@ -92,6 +97,9 @@ class SimBackend(Backend):
 
     def streamed_reason(self, key: SeriesKey) -> str | None:
         return None
+
+    def directions(self, mode: str) -> tuple[str, ...]:
+        return DIRECTIONS
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         link = SimLink(**params)

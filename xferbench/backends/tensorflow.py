@@ -23,7 +23,7 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import VerificationError
-from xferbench.spec import HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
+from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
 
 SYNC_DEVICES = "tf.test.experimental.sync_devices()"
 SLICE_FETCH = "fetch of the last byte with .numpy()"
@@ -182,6 +182,13 @@ class TFBackend(Backend):
         if key.host_buffer == "pinned":
             return "TensorFlow has no user-facing pinned host memory; torch's pinned modes show what pinning buys"
         return None
+
+    def direction_reason(self, key: SeriesKey) -> str | None:
+        if key.direction == H2D:
+            return None
+        return ("tf times host to device only: on the CPU .numpy() returns the tensor's own buffer and copies"
+                " nothing, and no GPU run has yet checked a GPU tensor's .numpy() against the raw copy;"
+                " cuda, torch and cupy time d2h and bidir")  # fmt: skip
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         tf = _tf()
