@@ -240,3 +240,12 @@ def test_every_direction_delivers_on_cuda_and_bidir_moves_more_than_one_way() ->
             assert s.transfer == "bidirectional" and all(set(p.direction_mbps) == {"h2d", "d2h"} for p in s.points)
     both, one = by["cuda/raw_pinned/copy/bidir@cuda:0"].points[-1], by["cuda/raw_pinned/copy@cuda:0"].points[-1]
     assert both.mbps > one.mbps
+
+
+@pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
+def test_what_pinning_alone_costs_is_a_figure_per_batch() -> None:
+    """torch pin: x.pin_memory() alone, timed per call, with the first (allocating) call's seconds per point."""
+    (series,) = sweep(SweepConfig(frameworks=("torch",), modes=("pin",), device="cuda", batch_sizes=(1, 64), timing=FAST)).series
+    assert series.status == "ok" and series.transfer == "host-to-host" and series.device_clock is None, series.reason
+    for p in series.points:
+        assert p.status == "ok" and p.mbps > 0 and p.pin_s is not None and p.pin_s > 0, p.error

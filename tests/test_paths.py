@@ -73,15 +73,16 @@ def test_torch_pinned_modes_skip_on_cpu_with_reason() -> None:
 def test_torch_tensor_mode_is_a_fresh_host_copy_and_pin_per_call_needs_cuda() -> None:
     """torch.tensor(x) copies the NumPy batch into a fresh tensor on every call, as TensorFlow does
     before its transfer; on the CPU that copy is the whole path, and the series says so."""
-    series = by_label(sweep(frameworks=("torch",), modes=("tensor", "pin_per_call"), ops=("copy", "seed"),
+    series = by_label(sweep(frameworks=("torch",), modes=("tensor", "pin_per_call", "pin"), ops=("copy", "seed"),
                             batch_sizes=(1, 4), device="cpu"))  # fmt: skip
     for op in ("copy", "seed"):
         s = series[f"torch/tensor/{op}@cpu"]
         assert s.status == "ok" and s.transfer == "host-to-host" and "torch.tensor's host copy" in s.note
         assert [p.status for p in s.points] == ["ok", "ok"], [p.error for p in s.points]
-        skipped = series[f"torch/pin_per_call/{op}@cpu"]
-        assert skipped.status == "skipped" and "CUDA" in skipped.reason and not skipped.points
-    assert "tensor" not in BACKENDS["torch"].default_modes and "pin_per_call" not in BACKENDS["torch"].default_modes
+        for mode in ("pin_per_call", "pin"):
+            skipped = series[f"torch/{mode}/{op}@cpu"]
+            assert skipped.status == "skipped" and "CUDA" in skipped.reason and not skipped.points
+    assert not {"tensor", "pin_per_call", "pin"} & set(BACKENDS["torch"].default_modes)
 
 
 @needs_torch
@@ -269,7 +270,7 @@ def test_path_availability_without_torch(monkeypatch) -> None:
     rows = path_availability({"tf": ["cpu"], "host": ["cpu"], "sim": ["sim"]})
     assert all("pip install 'xferbench[cupy]'" in r.reason for r in rows if r.framework in ("cuda", "cupy"))
     torch_rows = [r for r in rows if r.framework == "torch"]
-    assert len(torch_rows) == 15  # 5 modes x cpu, cuda, mps
+    assert len(torch_rows) == 18  # 6 modes x cpu, cuda, mps
     assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)
     assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None)]
 

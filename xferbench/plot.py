@@ -58,7 +58,8 @@ def default_title(picks: list[Selected]) -> str:
     for pick in picks:
         devices.setdefault(pick.series.transfer, {})[device_text(pick.series)] = None
     what = {HOST_TO_DEVICE: HOST_TO_DEVICE,
-            HOST_TO_HOST: "host-to-host on the CPU" + (" (no GPU)" if len(devices) == 1 else ""),
+            HOST_TO_HOST: "host-to-host on the CPU" + (" (no GPU)" if len(devices) == 1 else "")
+            if all(p.series.device == "cpu" for p in picks if p.series.transfer == HOST_TO_HOST) else "host-to-host",
             SIMULATED: "simulated transfer (no data moves)",
             BIDIRECTIONAL: "bidirectional (MB/s both ways together)"}  # fmt: skip
     parts = []

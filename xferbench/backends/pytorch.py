@@ -7,7 +7,10 @@ Modes:
 - pin_per_call: x.pin_memory().to(device, non_blocking=True), pinning inside every call: the
   pattern PyTorch's own tutorial warns is usually slower than a plain .to() (CUDA only);
 - tensor: torch.tensor(x).to(device), a fresh host copy of the NumPy batch on every call before the
-  transfer, as TensorFlow makes one (not in the default sweep).
+  transfer, as TensorFlow makes one (not in the default sweep);
+- pin: x.pin_memory() alone, no device copy: what pinning a batch costs per call (pin_per_call's
+  first half), from PyTorch's caching host allocator once warm; each point's pin_s is the first call
+  of that size, which allocated the page-locked block (CUDA only, not in the default sweep).
 Ops: copy times the transfer alone; seed times the report's `.to(device).type(float32)[0, 0].cpu()`.
 
 Directions (TorchBack): d2h brings a device tensor back, pageable with `.to("cpu")` (a fresh host
@@ -35,7 +38,7 @@ from xferbench.spec import (BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTION
 from xferbench.timing import STREAM_WARM_COPIES
 
 PINNED_MODES = ("pinned", "pinned_into")  # start from a pinned source made once per point
-CUDA_ONLY_MODES = (*PINNED_MODES, "pin_per_call")  # pinned host memory needs a CUDA device
+CUDA_ONLY_MODES = (*PINNED_MODES, "pin_per_call", "pin")  # pinned host memory needs a CUDA device
 HOLD_TRIES = 4  # a hold found too short is lengthened and the run repeated, this many times in all
 HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last run's enqueueing plus this
 ENQUEUE_GUESS_S = 50e-6  # per copy, before the first run has measured it: generous for PyTorch's dispatcher
@@ -118,7 +121,11 @@ class TorchTransfer(_TorchCopy):
             if self.mode == "pinned_into"
             else None
         )
-        self.events = self._events()
+        if self.mode == "pin":  # the first pin of this size allocates the block later calls reuse
+            started = time.perf_counter()
+            torch.from_numpy(self.host).pin_memory()
+            self.pin_s = time.perf_counter() - started
+        self.events = self._events() if self.mode != "pin" else None  # a host copy: no device clock to read
         self.method, self.transfers = key.method, 0
         if self.method == STREAMED:
             self.stream = torch.cuda.Stream(device=self.device)
@@ -132,6 +139,8 @@ class TorchTransfer(_TorchCopy):
             return self.dest.copy_(self.source, non_blocking=True)
         if self.mode == "pinned":
             return self.source.to(self.device, non_blocking=True)
+        if self.mode == "pin":
+            return self.torch.from_numpy(self.host).pin_memory()
         if self.mode == "pin_per_call":
             return self.torch.from_numpy(self.host).pin_memory().to(self.device, non_blocking=True)
         if self.mode == "tensor":  # on the CPU, torch.tensor's fresh copy is the transfer: .to() adds nothing
@@ -213,9 +222,10 @@ class TorchTransfer(_TorchCopy):
             moved, result = self.dest, None
         else:
             moved, result, _ = self._run()
-        if moved.device.type != self.kind or (
-            self.device.index is not None and moved.device.index != self.device.index
-        ):
+        if self.mode == "pin":
+            if not moved.is_pinned():
+                raise VerificationError(f"{self.label}: pin_memory() returned pageable memory (is_pinned() is False)")
+        elif moved.device.type != self.kind or (self.device.index is not None and moved.device.index != self.device.index):
             raise VerificationError(f"{self.label}: data landed on {moved.device}, not {self.device}")
         if moved.data_ptr() == self.source.data_ptr():
             raise VerificationError(f"{self.label}: the result is the source tensor itself; nothing was copied")
@@ -313,7 +323,7 @@ class TorchBackend(Backend):
     name = "torch"
     title, module, extra = "PyTorch", "torch", "torch"
     default_modes = ("pageable", "pinned", "pinned_into")
-    modes = (*default_modes, "pin_per_call", "tensor")
+    modes = (*default_modes, "pin_per_call", "tensor", "pin")
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
@@ -391,6 +401,11 @@ class TorchBackend(Backend):
                     " h2d and d2h MB/s each stream's own events")  # fmt: skip
             device_clock = None
         transfer = {H2D: HOST_TO_DEVICE, D2H: DEVICE_TO_HOST, BIDIR: BIDIRECTIONAL}[key.direction]
+        if key.mode == "pin":
+            transfer, device_clock, sync = HOST_TO_HOST, None, "none needed: pin_memory() returns after its copy"
+            note = ("x.pin_memory() alone, no device copy: pin_per_call's first half, a copy into page-locked memory"
+                    " from PyTorch's caching host allocator once warm; pin time is the first call of each size,"
+                    " which allocated the block")  # fmt: skip
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else transfer,
