@@ -22,6 +22,17 @@ HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
 
 
+def run_config(config: Any) -> Any:
+    """Plan and measure a SweepConfig as a sweep does, without a file: the Result."""
+    from xferbench.sweep import make_plan, new_result, run_plan
+
+    plan = make_plan(config)
+    try:
+        return run_plan(plan, new_result(plan, {}), save=lambda r: None)
+    finally:
+        plan.close()
+
+
 class FakeTransfer(Transfer):
     def __init__(self, spec: Spec, backend: FakeBackend) -> None:
         self.spec, self.backend = spec, backend

@@ -4,20 +4,15 @@ import importlib.util
 
 import pytest
 
-from conftest import FAST, HAS_TORCH
+from conftest import FAST, HAS_TORCH, run_config
 from xferbench.backends import BACKENDS
 from xferbench.measure import measure_series
-from xferbench.results import Result, Series
+from xferbench.results import Series
 from xferbench.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan, start_runners
 
 
-def sweep(config: SweepConfig) -> Result:
-    plan = make_plan(config)
-    try:
-        return run_plan(plan, new_result(plan, {}), save=lambda r: None)
-    finally:
-        plan.close()
+sweep = run_config
 
 
 def _has(kind: str) -> bool:
@@ -249,3 +244,18 @@ def test_what_pinning_alone_costs_is_a_figure_per_batch() -> None:
     assert series.status == "ok" and series.transfer == "host-to-host" and series.device_clock is None, series.reason
     for p in series.points:
         assert p.status == "ok" and p.mbps > 0 and p.pin_s is not None and p.pin_s > 0, p.error
+
+
+def test_every_gpu_at_once_reports_each_gpu_and_the_total() -> None:
+    """--device all --concurrent on a machine with several GPUs: each GPU alone, then all at once."""
+    gpus = _cuda_devices("cuda")
+    if len(gpus) < 2:
+        pytest.skip(f"needs two CUDA GPUs; CuPy sees {len(gpus)}")
+    from xferbench import concurrency
+
+    result = sweep(SweepConfig(frameworks=("cuda",), modes=("raw_pinned",), device="all", batch_sizes=(64,), timing=FAST,
+                               concurrent=True))  # fmt: skip
+    assert all(s.status == "ok" for s in result.series), [s.reason for s in result.series]
+    (group,) = concurrency.groups(result)
+    assert len(group.rows) == len(gpus) and group.total_at_once > max(r.at_once_mbps for r in group.rows)
+    assert all(r.overlap is not None and r.overlap > 0.5 for r in group.rows), [r.overlap for r in group.rows]

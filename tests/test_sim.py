@@ -39,7 +39,8 @@ def test_sim_jitter_is_seeded() -> None:
 
 def test_sim_records_its_parameters() -> None:
     series = sim_sweep(SimLink(latency_us=3, bandwidth_gbps=50, jitter=0.01, seed=7), batches=(1, 2)).series[0]
-    assert series.params == {"latency_us": 3, "bandwidth_gbps": 50, "jitter": 0.01, "seed": 7}
+    assert series.params == {"latency_us": 3, "bandwidth_gbps": 50, "jitter": 0.01, "seed": 7, "devices": 1,
+                             "host_bandwidth_gbps": 0.0, "at_once": 1}
 
 
 def test_streamed_recovers_the_links_bandwidth_at_every_size_where_per_call_shows_its_latency() -> None:

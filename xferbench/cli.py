@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from xferbench import display
+from xferbench import concurrency, display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
 from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, output_path, select
@@ -96,7 +96,8 @@ _MODES = "; ".join(f"{backend.name}: {', '.join(backend.modes)}" for backend in 
 @app.command()
 def sweep(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps. auto picks CUDA, then MPS, then the CPU.")] = "auto",
+    device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N or mps; repeatable, each device in turn. auto picks CUDA, then MPS, then the CPU.", show_default=False)] = None,
+    concurrent: Annotated[bool, typer.Option("--concurrent", help="With several devices: after each device alone, run each path on all of them at once (a worker per device, starting each point together), with each device's figure, their sum and each one's ratio to its solo run.")] = False,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable. {_MODES}. Default: all of each framework's modes.")] = None,
     jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's tf.function(jit_compile=True) only: shorthand for --framework tf --mode jit.")] = False,
     op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
@@ -122,6 +123,8 @@ def sweep(
     sim_bandwidth_gbps: Annotated[float, typer.Option(help="Simulated link bandwidth (GB/s, 10^9 B).", rich_help_panel="sim")] = SimLink.bandwidth_gbps,
     sim_jitter: Annotated[float, typer.Option(help="Relative std-dev of each simulated call.", rich_help_panel="sim")] = SimLink.jitter,
     sim_seed: Annotated[int, typer.Option(help="Seed of the simulated jitter.", rich_help_panel="sim")] = SimLink.seed,
+    sim_devices: Annotated[int, typer.Option(help="Simulated devices (sim:0 ... sim:N-1), each behind its own link.", rich_help_panel="sim")] = SimLink.devices,
+    sim_host_bandwidth_gbps: Annotated[float, typer.Option(help="The host side all simulated devices share, split evenly among those running at once (GB/s; 0: unlimited).", rich_help_panel="sim")] = SimLink.host_bandwidth_gbps,
 ) -> None:
     """Measure transfer throughput across batch sizes and save every raw sample."""
     try:
@@ -133,16 +136,17 @@ def sweep(
             frameworks=frameworks,
             modes=modes,
             ops=tuple(dict.fromkeys(o.strip().lower() for o in op or ("copy",))),
-            device=device,
+            device=",".join(device or ("auto",)),
             batch_sizes=parse_batch_sizes(batch_sizes),
             shape=parse_shape(shape),
             timing=TimingConfig(warmup_calls, warmup_time, min_samples, min_time, max_samples, max_time, settle_time),
-            sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed),
+            sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed, sim_devices, sim_host_bandwidth_gbps),
             host_buffers=tuple(dict.fromkeys(h.strip().lower() for h in host_buffer or ())),
             pythons=parse_pythons(python or (), frameworks),
             methods=tuple(dict.fromkeys(t.strip().lower() for t in timing_method or (PER_CALL,))),
             bind=bind,
             directions=tuple(dict.fromkeys(d.strip().lower() for d in direction or (H2D,))),
+            concurrent=concurrent,
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
             probe, numbered = output_path(out_path, "run.json")
@@ -290,6 +294,9 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True) -> Res
     out.print()
     for series in result.series:
         display.print_series(out, series, result)
+    for group in concurrency.groups(result):
+        out.print(display.group_table(group))
+        out.print()
     if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
         out.print(numa, highlight=False)
     if output.moved_from:

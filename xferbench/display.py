@@ -9,6 +9,7 @@ from rich.text import Text
 
 from xferbench.numa import plan_binding
 from xferbench.results import Point, Result, Series
+from xferbench.concurrency import Group
 from xferbench.spec import BIDIR, D2H, H2D, STREAMED
 from xferbench.stats import Summary, median_uncertainty
 from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
@@ -169,7 +170,7 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
     parts = []
     of_link, gbps = fraction_of_link(series, result.environment)
     if of_link:
-        which = "as configured" if series.device == "sim" else "theoretical"
+        which = "as configured" if series.device.split(":")[0] == "sim" else "theoretical"
         both = ", both ways" if series.direction == BIDIR else ""
         parts.append(f"{of_link:.0%} of the link's {gbps:.1f} GB/s ({which}{both})")
     of_raw = fraction_of_raw(series, result.series)
@@ -250,6 +251,24 @@ def print_series(console: Console, series: Series, result: Result | None = None)
     for warning in series_warnings(series, result.environment if result else {}):
         console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()
+
+
+def group_table(group: Group) -> Table:
+    """A concurrent run at one batch: a row per device (alone, at once, the ratio) and their total."""
+    table = Table(title=escape(f"{group.label}: every device at once, batch {group.batch_size}"), title_justify="left",
+                  caption="alone: the same path on that device by itself in this run; overlap: the share of the"
+                          " point's sampling during which every device sampled (-: unknown, as on a simulated link,"
+                          " which takes no real time)", caption_justify="left")  # fmt: skip
+    for name in ("device", "alone MB/s", "at once MB/s", "ratio", "overlap"):
+        table.add_column(name, justify="left" if name == "device" else "right")
+    for row in group.rows:
+        ratio = f"{row.ratio:.2f}×" if row.ratio else "-"
+        overlap = f"{row.overlap:.0%}" if row.overlap is not None else "-"
+        table.add_row(row.name, rate(row.alone_mbps), rate(row.at_once_mbps), ratio, overlap)
+    alone, at_once = group.total_alone, group.total_at_once
+    ratio = f"{at_once / alone:.2f}×" if alone and at_once else "-"
+    table.add_row("[bold]total[/]", rate(alone), f"[bold]{rate(at_once)}[/]", ratio, "")
+    return table
 
 
 def numa_line(result: Result, device: str, bind: bool = True) -> str | None:

@@ -24,6 +24,7 @@ VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"
 
 OnPoint = Callable[[Series, Point], None]
 OnStart = Callable[[Series, int], None]
+OnReady = Callable[[int], None]  # a point is ready to sample: returns when every device of a concurrent run is
 
 
 def minor_faults() -> int | None:
@@ -40,9 +41,12 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig) -> Point:
+def measure_point(
+    backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig, on_ready: OnReady | None = None
+) -> Point:
     """Prepare, warm up, verify the bytes arrived, then sample, per call or streamed as the series
-    says. Errors become a recorded point."""
+    says. Errors become a recorded point. `on_ready`, in a concurrent run, waits before sampling until
+    every device is ready too, and the point keeps the window it sampled in."""
     transfer = None
     try:
         transfer = backend.prepare(spec, params)
@@ -60,13 +64,19 @@ def measure_point(backend: Backend, spec: Spec, params: dict[str, Any], timing: 
         verify_s = time.perf_counter() - started
         span = transfer.host_span()
         nodes = page_nodes(*span) if span else None
+        if on_ready:
+            on_ready(spec.batch_size)
+        window_start = time.monotonic()
         faults_before = minor_faults()
         if copies:
             samples = sample_streamed(transfer.streamed, copies, timing, transfer.clock)
         else:
             samples = sample(transfer, timing, transfer.clock)
+        window_end = time.monotonic()
         cpu = contention.usage(cpu_before, contention.snapshot())
         point = Point.measured(spec, samples, warmup_calls)
+        if on_ready and not transfer.virtual:
+            point.window_s = [window_start, window_end]
         if cpu is not None:
             point.others_cpus = None if cpu.others_cpus is None else round(cpu.others_cpus, 3)
             point.run_wait = None if cpu.run_wait is None else round(cpu.run_wait, 4)
@@ -97,6 +107,7 @@ def measure_series(
     series: Series,
     on_start: OnStart | None = None,
     on_point: OnPoint | None = None,
+    on_ready: OnReady | None = None,
 ) -> None:
     """Describe the path into `series`, then append one point per batch size, calling on_point after each.
 
@@ -121,7 +132,7 @@ def measure_series(
         else:
             if on_start:
                 on_start(series, batch_size)
-            point = measure_point(backend, spec, params, timing)
+            point = measure_point(backend, spec, params, timing, on_ready)
             error = point.error or ""
             if error.startswith(VERIFICATION_FAILED):
                 series.status, series.reason = "failed", error

@@ -15,6 +15,7 @@ from typing import Any
 from xferbench.display import FAULTY, POOR_FIT, busy_warning, noisy_points, rate, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
+from xferbench.concurrency import groups
 from xferbench.results import Result, Selected, Selection, Series, file_labels, refuse_unless_regular
 from xferbench.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
@@ -208,6 +209,33 @@ def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
     return table(header, rows, [True] * len(header))
 
 
+def at_once_section(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str]) -> list[str]:
+    """Each concurrent run among the picked series: a row per device, alone and at once, and a total."""
+    picked = {id(p.series) for p in picks}
+    lines: list[str] = []
+    for (_, result), label in zip(files, labels):
+        for group in groups(result):
+            members = [s for s in result.series if s.concurrent > 1 and s.label().rsplit("@", 1)[0] == group.label]
+            if not any(id(s) in picked for s in members):
+                continue
+            rows = [[row.name, rate(row.alone_mbps),
+                     rate(row.at_once_mbps), f"{row.ratio:.2f}×" if row.ratio else "-",
+                     f"{row.overlap:.0%}" if row.overlap is not None else "-"] for row in group.rows]  # fmt: skip
+            alone, at_once = group.total_alone, group.total_at_once
+            rows.append(["**total**", rate(alone), f"**{rate(at_once)}**", f"{at_once / alone:.2f}×" if alone and at_once else "-", ""])
+            where = f" ({label})" if len(files) > 1 else ""
+            lines += [f"`{group.label}` at batch {group.batch_size}{where}:", "",
+                      *table(["device", "alone MB/s", "at once MB/s", "ratio to alone", "overlap"], rows,
+                             [False, True, True, True, True]), ""]  # fmt: skip
+    if not lines:
+        return []
+    return ["### Every device at once", "",
+            "The same path on every device at the same time (a worker per device, each point started together),"
+            " beside each device alone in the same run, at the largest batch all of them measured. Overlap: the"
+            " share of the point's sampling during which every device sampled (-: unknown, as on a simulated link).",
+            "", *lines]  # fmt: skip
+
+
 def detail(series: Series, name: str) -> list[str]:
     """The original report's columns for every batch, folded away so the summary stays on screen."""
     device_clock = any(p.device_mbps for p in series.points)
@@ -372,6 +400,7 @@ def render(
                   "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"
                   f" the reference, at the same batch; {ABSENT}: not measured at that batch.", "",
                   *comparison_table(picks, names), ""]  # fmt: skip
+    lines += at_once_section(picks, files, labels)
     notes = _notes(picks, names, files, empty)
     if notes:
         lines += ["### Notes", "", *notes, ""]

@@ -67,6 +67,10 @@ class Point:
     # median (the point's own mbps is both directions together); None for one direction
     direction_times_s: dict[str, list[float]] | None = None
     direction_mbps: dict[str, float] | None = None
+    # Run with other devices at once: when this point's sampling began and ended (time.monotonic, the
+    # same clock in every process), and the share of it during which every device of the run sampled
+    window_s: list[float] | None = None
+    overlap: float | None = None
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
@@ -99,6 +103,7 @@ class Series:
     host_buffer: str = ""  # "" (or absent, in files older than the field): the path's usual_source
     method: str = PER_CALL  # how each point was timed: per-call, or streamed (spec.TIMING_METHODS)
     direction: str = H2D  # h2d, d2h or bidir (spec.DIRECTIONS); files older than the field measured h2d
+    concurrent: int = 1  # how many devices ran this path at the same time (1: alone)
     device_name: str | None = None
     transfer: str | None = None
     clock: str | None = None
@@ -121,12 +126,13 @@ class Series:
     @classmethod
     def of(cls, key: SeriesKey) -> Series:
         """An empty series for a key, to be described and filled by measure_series."""
-        return cls(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer, key.method, key.direction)
+        return cls(key.framework, key.mode, key.op, key.device, list(key.shape), key.host_buffer, key.method, key.direction,
+                   key.concurrent)
 
     @property
     def key(self) -> SeriesKey:
         return SeriesKey(self.framework, self.mode, self.op, self.device, tuple(self.shape), self.host_buffer, self.method,
-                         self.direction)
+                         self.direction, self.concurrent)
 
     def label(self) -> str:
         return self.key.label()
@@ -194,9 +200,10 @@ class Result:
                     "host_buffer": s.host_buffer,
                     "method": s.method,
                     "direction": s.direction,
+                    "concurrent": s.concurrent,
                     "shape": "x".join(map(str, s.shape)),
                 }
-                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes", "direction_times_s", "direction_mbps")})
+                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes", "direction_times_s", "direction_mbps", "window_s")})
                 for way, mbps in (p.direction_mbps or {}).items():
                     row[f"{way}_mbps"] = mbps
                 row.update(os=env.get("os"), cpu=env.get("cpu"), python=env.get("python"))

@@ -48,6 +48,7 @@ class SeriesKey:
     host_buffer: str = ""  # where the batch starts: a HOST_BUFFERS kind; "" means the path's usual_source
     method: str = PER_CALL  # how each point is timed: a TIMING_METHODS kind
     direction: str = H2D  # which way the batches go: a DIRECTIONS kind
+    concurrent: int = 1  # how many devices ran this path at the same time, this one among them (1: alone)
 
     def __post_init__(self) -> None:
         if not self.host_buffer:
@@ -55,12 +56,14 @@ class SeriesKey:
 
     def label(self) -> str:
         """framework/mode/op@device, plus /d2h or /bidir for those directions, /streamed for the
-        streamed timing method, and +host_buffer where the source is not the path's usual one."""
+        streamed timing method, /N-at-once where N devices ran it together, and +host_buffer where the
+        source is not the path's usual one."""
         usual = self.host_buffer == usual_source(self.framework, self.mode)
         direction = "" if self.direction == H2D else f"/{self.direction}"
         method = "" if self.method == PER_CALL else f"/{self.method}"
+        together = "" if self.concurrent == 1 else f"/{self.concurrent}-at-once"
         buffer = "" if usual else "+" + self.host_buffer
-        return f"{self.framework}/{self.mode}/{self.op}{direction}{method}{buffer}@{self.device}"
+        return f"{self.framework}/{self.mode}/{self.op}{direction}{method}{together}{buffer}@{self.device}"
 
     def at(self, batch_size: int) -> Spec:
         return Spec(self, batch_size)

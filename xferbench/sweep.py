@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,12 +15,12 @@ from xferbench.backends import BACKENDS, OPS, Backend, SimLink, get_backend
 from xferbench.buffers import available_host_memory
 from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
-from xferbench.numa import plan_binding
+from xferbench.numa import Binding, plan_binding
 from xferbench.results import Point, Result, Series
 from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, STREAMED, TIMING_METHODS, SeriesKey
 from xferbench.telemetry import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
-from xferbench.worker import LocalRunner, Runner, WorkerDied, WorkerRunner
+from xferbench.worker import LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
 
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
@@ -42,9 +43,11 @@ class SweepConfig:
     methods: tuple[str, ...] = (PER_CALL,)  # timing methods (spec.TIMING_METHODS)
     bind: bool = True  # bind each CUDA worker to its GPU's CPUs and NUMA node before it allocates
     directions: tuple[str, ...] = (H2D,)  # which ways to copy (spec.DIRECTIONS)
+    concurrent: bool = False  # also run each path on every device at once, after each device alone
 
-    def params(self, framework: str) -> dict[str, Any]:
-        return dataclasses.asdict(self.sim) if framework == "sim" else {}
+    def params(self, framework: str, at_once: int = 1) -> dict[str, Any]:
+        """A path's parameters: the simulated link's, shared by `at_once` devices in a concurrent run."""
+        return dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once)) if framework == "sim" else {}
 
 
 @dataclass
@@ -57,9 +60,10 @@ class PlannedSeries:
 @dataclass
 class Plan:
     config: SweepConfig
-    device: str  # --device resolved
+    device: str  # --device resolved: the first device, where several were asked for
     series: list[PlannedSeries]
     runners: dict[str, Runner] = field(default_factory=dict)  # framework -> where its series run
+    devices: list[str] = field(default_factory=list)  # every device --device resolved to
 
     def close(self) -> None:
         """Stop the worker processes."""
@@ -76,10 +80,10 @@ class Plan:
 
     @property
     def target(self) -> str:
-        """Where the data goes: the resolved device, or host/sim when only those paths run."""
+        """Where the data goes: the resolved device(s), or host/sim when only those paths run."""
         if any(not s.backend.fixed_device for s in self.runnable):
-            return self.device
-        return self.runnable[0].key.device
+            return "+".join(self.devices or [self.device])
+        return "+".join(dict.fromkeys(s.key.device for s in self.runnable))
 
     @property
     def backends(self) -> list[Backend]:
@@ -111,11 +115,11 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
     """'auto' -> the best device any framework reaches (CUDA, then MPS, then CPU); check an explicit one."""
     requested = requested.strip().lower()
     if requested != "auto" and not DEVICE_PATTERN.match(requested):
-        raise XferbenchError(f"unknown device {requested!r}; use auto, cpu, cuda, cuda:N or mps")
+        raise XferbenchError(f"unknown device {requested!r}; use auto, all, cpu, cuda, cuda:N or mps")
     movable = [r for r in runners if not r.backend.fixed_device]
     if not movable:  # only host-side paths: they run where they run, and nowhere else
         fixed = {r.backend.name: str(r.backend.fixed_device) for r in runners}
-        if requested not in ("auto", *fixed.values()):
+        if requested not in ("auto", *fixed.values()) and not (requested.startswith("sim:") and "sim" in fixed):
             where = ", ".join(f"{name} is a simulated link and reaches no device" if device == "sim"
                               else f"{name} copies within host memory and runs on the {device} only" for name, device in fixed.items())
             raise XferbenchError(f"--device {requested}: {where}; drop --device, or add a framework that reaches {requested}")
@@ -130,6 +134,25 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
         why = "; ".join(r.absent_reason(device, r.devices()) for r in movable)
         raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)}; {why}")
     return device
+
+
+def resolve_devices(requested: str, runners: Sequence[Runner]) -> list[str]:
+    """--device, once or several times (joined by commas): 'all' -> every CUDA GPU a framework sees;
+    anything else as resolve_device says, duplicates merged."""
+    parts = [p.strip().lower() for p in requested.split(",") if p.strip()] or ["auto"]
+    if "all" not in parts:
+        return list(dict.fromkeys(resolve_device(part, runners) for part in parts))
+    if len(parts) > 1:
+        raise XferbenchError("--device all already means every GPU; give it alone, or list the devices you want")
+    movable = [r for r in runners if not r.backend.fixed_device]
+    if not movable:  # host-side paths only: the simulated link has its own devices (--sim-devices)
+        return [resolve_device("auto", runners)]
+    gpus = list(dict.fromkeys(d for runner in movable for d in runner.devices() if d.startswith("cuda")))
+    if not gpus:
+        seen = sorted({d for runner in movable for d in runner.devices()}) or ["none"]
+        raise XferbenchError(f"--device all means every CUDA GPU, and no framework here sees one (devices present:"
+                             f" {', '.join(seen)}); drop --device all to sweep {resolve_device('auto', runners)}")  # fmt: skip
+    return gpus
 
 
 def start_runners(backends: Sequence[Backend], pythons: dict[str, str] | None = None) -> dict[str, Runner]:
@@ -237,10 +260,14 @@ def make_plan(config: SweepConfig) -> Plan:
     _check_static(config, backends)
     runners = start_runners(backends, config.pythons)
     try:
-        device = resolve_device(config.device, list(runners.values()))
+        devices = resolve_devices(config.device, list(runners.values()))
         series = []
         for backend in backends:
             present = runners[backend.name].devices()
+            if backend.name == "sim":
+                present = targets = config.sim.device_ids()
+            else:
+                targets = [backend.fixed_device] if backend.fixed_device else devices
             modes = [m for m in config.modes if m in backend.modes] if config.modes else backend.default_modes
             for mode in modes:
                 sources = backend.sources(mode)
@@ -249,10 +276,20 @@ def make_plan(config: SweepConfig) -> Plan:
                     for kind in kinds:
                         for method in config.methods:
                             for direction in config.directions:
-                                key = SeriesKey(backend.name, mode, op, backend.fixed_device or device, config.shape, kind,
-                                                method, direction)  # fmt: skip
-                                series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
-        plan = Plan(config, device, series, runners)
+                                keys = [SeriesKey(backend.name, mode, op, target, config.shape, kind, method, direction)
+                                        for target in targets]  # fmt: skip
+                                if config.concurrent and len(targets) > 1:  # each device alone, then all at once
+                                    keys += [dataclasses.replace(key, concurrent=len(targets)) for key in keys]
+                                for key in keys:
+                                    series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
+        plan = Plan(config, devices[0], series, runners, devices)
+        if config.concurrent and not any(s.key.concurrent > 1 for s in series):
+            where = ", ".join(dict.fromkeys(s.key.device for s in series)) or "no device"
+            raise XferbenchError(
+                f"--concurrent: each path here runs on one device only ({where}), so there is nothing to run concurrently;"
+                " give --device all (or several --device) on a machine with several GPUs, --sim-devices for the"
+                " simulated link, or drop --concurrent"
+            )
         if not plan.runnable:
             reasons = "; ".join(f"{s.key.label()}: {s.skip}" for s in series) or "no series selected"
             raise XferbenchError(f"nothing can run here: {reasons}")
@@ -314,63 +351,45 @@ def run_plan(
     (None: not at all) into `series.link`: an idle link drops its generation, so only a reading
     under load tells a slow link from a resting one. Unless the config says not to, each such
     series' worker is bound to its GPU's CPUs and NUMA node before it allocates (numa.py); what was
-    done, or why not, is kept in `series.numa`.
+    done, or why not, is kept in `series.numa`. The series of a concurrent run (one per device, planned
+    side by side) are measured together (run_together).
     """
-    config = plan.config
+    lock = threading.Lock()  # a concurrent run's workers report from threads of their own
 
     def point_done(series: Series, point: Point) -> None:
-        series.refresh_summary()
-        save(result)
-        if on_point:
-            on_point(series, point)
+        with lock:
+            series.refresh_summary()
+            save(result)
+            if on_point:
+                on_point(series, point)
+
+    def point_started(series: Series, batch_size: int) -> None:
+        if on_start:
+            with lock:
+                on_start(series, batch_size)
 
     try:
-        for planned in plan.series:
-            key = planned.key
-            series = Series.of(key)
-            result.series.append(series)
-            if planned.skip:
-                series.status, series.reason = "skipped", planned.skip
-                save(result)
-                continue
-            runner = plan.runners[key.framework]
-            sampler = None
-            if link_interval_s is not None and key.device.startswith("cuda"):
-                sampler = LinkSampler.for_device(result.environment, key.device, interval_s=link_interval_s)
-                sampler.start()
-            elif key.device.startswith("cuda"):
-                series.link = {"reason": "not sampled: --no-link-sampling"}
-            binding = None
-            if key.device.startswith("cuda") and not planned.backend.fixed_device:
-                binding, why = plan_binding(result.environment, key.device) if config.bind else (None, "not bound: --no-bind")
-                if binding is None:
-                    series.numa = {"reason": why}
-            started: list[int] = []  # the batch the worker was measuring, should it die
-
-            def point_started(series: Series, batch_size: int) -> None:
-                started.append(batch_size)
-                if on_start:
-                    on_start(series, batch_size)
-
-            try:
-                runner.measure_series(
-                    key, config.batch_sizes, config.params(key.framework), config.timing, series, point_started, point_done,
-                    binding,
-                )
-            except WorkerDied as died:
-                series.status, series.reason = "failed", str(died)
-                done = {p.batch_size for p in series.points}
-                for batch_size in config.batch_sizes:
-                    if batch_size in done:
-                        continue
-                    if started and batch_size == started[-1]:
-                        series.points.append(Point.failed(key.at(batch_size), "error", "the worker died while measuring this batch"))
-                    else:
-                        series.points.append(Point.failed(key.at(batch_size), "skipped", "not measured: the worker died"))
-                series.refresh_summary()
-            finally:
-                if sampler is not None:
-                    series.link = sampler.stop()
+        index = 0
+        while index < len(plan.series):
+            planned = plan.series[index]
+            group = [planned]
+            if planned.key.concurrent > 1:  # the rest of its run follows it in the plan
+                group = plan.series[index : index + planned.key.concurrent]
+            index += len(group)
+            members = [Series.of(p.key) for p in group]
+            result.series.extend(members)
+            for p, series in zip(group, members):
+                if p.skip:
+                    series.status, series.reason = "skipped", p.skip
+            runnable = [(p, series) for p, series in zip(group, members) if not p.skip]
+            if planned.key.concurrent > 1 and len(runnable) == 1:
+                alone = runnable.pop()[1]
+                alone.status, alone.reason = "skipped", f"not run at once: no other device of the run can run {alone.key.label()}"
+            save(result)
+            if planned.key.concurrent > 1 and runnable:
+                run_together(plan, result, runnable, point_started, point_done, link_interval_s)
+            elif runnable:
+                _measure(plan, result, *runnable[0], point_started, point_done, link_interval_s)
             save(result)
         result.status = "complete"
     except KeyboardInterrupt:
@@ -379,3 +398,93 @@ def run_plan(
     finally:
         save(result)
     return result
+
+
+def _placement(plan: Plan, result: Result, planned: PlannedSeries, series: Series, link_interval_s: float | None
+               ) -> tuple[LinkSampler | None, Binding | None]:  # fmt: skip
+    """Start sampling a CUDA series' link, and bind its worker to its GPU's node unless told not to."""
+    key, sampler, binding = planned.key, None, None
+    if link_interval_s is not None and key.device.startswith("cuda"):
+        sampler = LinkSampler.for_device(result.environment, key.device, interval_s=link_interval_s)
+        sampler.start()
+    elif key.device.startswith("cuda"):
+        series.link = {"reason": "not sampled: --no-link-sampling"}
+    if key.device.startswith("cuda") and not planned.backend.fixed_device:
+        binding, why = plan_binding(result.environment, key.device) if plan.config.bind else (None, "not bound: --no-bind")
+        if binding is None:
+            series.numa = {"reason": why}
+    return sampler, binding
+
+
+def _record_death(series: Series, config: SweepConfig, started: list[int], died: WorkerDied) -> None:
+    """The worker died: the series fails with the reason, the batch it was on is an error, the rest skipped."""
+    series.status, series.reason = "failed", str(died)
+    done = {p.batch_size for p in series.points}
+    for batch_size in config.batch_sizes:
+        if batch_size in done:
+            continue
+        if started and batch_size == started[-1]:
+            series.points.append(Point.failed(series.key.at(batch_size), "error", "the worker died while measuring this batch"))
+        else:
+            series.points.append(Point.failed(series.key.at(batch_size), "skipped", "not measured: the worker died"))
+    series.refresh_summary()
+
+
+def _measure(plan: Plan, result: Result, planned: PlannedSeries, series: Series, on_start: OnStart, on_point: OnPoint,
+             link_interval_s: float | None, runner: Runner | None = None, barrier: StartLine | None = None) -> None:  # fmt: skip
+    """One series, in its framework's runner (or the one given), its link sampled and its worker bound."""
+    config, key = plan.config, planned.key
+    runner = runner or plan.runners[key.framework]
+    sampler, binding = _placement(plan, result, planned, series, link_interval_s)
+    started: list[int] = []  # the batch the worker was measuring, should it die
+
+    def point_started(series: Series, batch_size: int) -> None:
+        started.append(batch_size)
+        on_start(series, batch_size)
+
+    try:
+        args = (key, config.batch_sizes, config.params(key.framework, key.concurrent), config.timing, series, point_started,
+                on_point, binding)  # fmt: skip
+        if barrier is None:
+            runner.measure_series(*args)
+        else:  # a concurrent run's runners are workers, which take the start line
+            runner.measure_series(*args, barrier=barrier)  # type: ignore[call-arg]
+    except WorkerDied as died:
+        if barrier is not None:
+            barrier.abort()  # the other devices go on alone rather than wait for this one
+        _record_death(series, config, started, died)
+    finally:
+        if sampler is not None:
+            series.link = sampler.stop()
+
+
+def run_together(plan: Plan, result: Result, members: list[tuple[PlannedSeries, Series]], on_start: OnStart,
+                 on_point: OnPoint, link_interval_s: float | None) -> None:  # fmt: skip
+    """A concurrent run: the same path on every device at once, a worker per device (each bound to its
+    own GPU's node), a barrier before each point's sampling so they start together. Afterwards each
+    point records the share of its sampling window that every device spent sampling (`overlap`)."""
+    backend = members[0][0].backend
+    runners = [WorkerRunner(backend, plan.config.pythons.get(backend.name)) for _ in members]
+    barrier = StartLine(len(members))
+    try:
+        for runner in runners:
+            runner.hello()
+        threads = [threading.Thread(target=_measure, daemon=True,
+                                    args=(plan, result, planned, series, on_start, on_point, link_interval_s, runner, barrier))
+                   for (planned, series), runner in zip(members, runners)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)  # a timeout, so Ctrl-C reaches the main thread
+    finally:
+        for runner in runners:
+            runner.close()
+    for batch_size in plan.config.batch_sizes:
+        points = [p for _, s in members for p in s.points if p.batch_size == batch_size]
+        windows = [p.window_s for p in points if p.window_s]
+        if len(windows) == len(members):
+            overlap = max(0.0, min(w[1] for w in windows) - max(w[0] for w in windows))
+            span = max(w[1] for w in windows) - min(w[0] for w in windows)
+            for point in points:
+                point.overlap = round(overlap / span, 4) if span > 0 else None

@@ -5,9 +5,12 @@ A fresh process per series also keeps one series' allocator state out of the nex
 The main process talks to each worker over JSON lines: the worker's stdout carries the protocol
 (anything else it prints is moved to stderr), its stderr goes to a log whose tail explains a death.
 
-    parent -> worker   {"run": {key, batch_sizes, params, timing}} | {"quit": true}
+    parent -> worker   {"run": {key, batch_sizes, params, timing, together}} | {"quit": true} | {"go": true}
     worker -> parent   {"hello": {devices, environment}} | {"error": message}
-                       {"start": batch} | {"point": point, "series": header} | {"done": header}
+                       {"start": batch} | {"ready": batch} | {"point": point, "series": header} | {"done": header}
+
+In a concurrent run (`together`), a worker says "ready" once a point is prepared, warmed up and
+verified, and samples only after the parent's "go", which comes when every device's worker is ready.
 
 Run as `python -m xferbench.worker FRAMEWORK`, with any interpreter that has numpy and the framework.
 A worker for a CUDA series is started with a binding in its environment (numa.BIND_ENV), which it
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -267,8 +271,13 @@ class WorkerRunner:
 
     def measure_series(self, key: SeriesKey, batch_sizes: Sequence[int], params: dict[str, Any],
                        timing: TimingConfig, series: Series, on_start: OnStart | None = None,
-                       on_point: OnPoint | None = None, binding: Binding | None = None) -> None:  # fmt: skip
+                       on_point: OnPoint | None = None, binding: Binding | None = None,
+                       barrier: StartLine | None = None) -> None:  # fmt: skip
         """Run the series in a fresh worker and replay its messages here; raise WorkerDied if it dies.
+
+        With a barrier (a concurrent run, one worker per device), each point samples only once every
+        worker sharing the barrier is ready: a point that ends without being ready (it failed, or
+        was skipped) still meets the barrier, so the others never wait for it in vain.
 
         Every series gets a new process: the allocator state one series leaves behind (glibc's
         dynamic mmap threshold, TensorFlow's pools) changed later series' figures in our runs, and a
@@ -281,13 +290,20 @@ class WorkerRunner:
             self.hello()
         self.used = self.busy = True
         run = {"key": dataclasses.asdict(key), "batch_sizes": list(batch_sizes), "params": params,
-               "timing": dataclasses.asdict(timing)}  # fmt: skip
+               "timing": dataclasses.asdict(timing), "together": barrier is not None}  # fmt: skip
         self._send({"run": run})
         # Between two messages a worker prepares, warms up (up to max_time_s), verifies and samples
         # (up to max_time_s) one point.
         stall_s = STALL_TIMEOUT_S + 2 * timing.max_time_s
+        met: set[int] = set()  # the batches this worker has met the barrier for
         while True:
             message = self._receive(stall_s)
+            if "ready" in message and barrier is not None:
+                met.add(message["ready"])
+                self._send({"go": barrier.meet(stall_s) or True})
+                continue
+            if "point" in message and barrier is not None and message["point"]["batch_size"] not in met:
+                barrier.meet(stall_s)
             for name in HEADER_FIELDS:
                 if name in message.get("series", {}):
                     setattr(series, name, message["series"][name])
@@ -339,6 +355,33 @@ class WorkerRunner:
         shutil.rmtree(self.folder, ignore_errors=True)  # removes the link, never the package it points to
 
 
+class StartLine:
+    """Where the workers of a concurrent run meet before each point, and when they then start: a
+    moment a little ahead, the same for all, so the time each "go" takes to arrive does not stagger
+    their starts (time.monotonic is one clock for every process of the machine)."""
+
+    MARGIN_S = 0.02
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = threading.Barrier(parties, action=self._set)
+        self.at = 0.0
+
+    def _set(self) -> None:
+        self.at = time.monotonic() + self.MARGIN_S
+
+    def meet(self, timeout_s: float) -> float | None:
+        """Wait for the others; the moment to start, or None where one of them died (the barrier is
+        broken): then this one goes on alone, and its windows show how little the points overlapped."""
+        try:
+            self.barrier.wait(timeout_s)
+        except threading.BrokenBarrierError:
+            return None
+        return self.at
+
+    def abort(self) -> None:
+        self.barrier.abort()
+
+
 def _header(series: Series) -> dict[str, Any]:
     return {name: getattr(series, name) for name in HEADER_FIELDS}
 
@@ -371,10 +414,21 @@ def serve(framework: str, requests: IO[str], replies: IO[str], numa: dict[str, A
         series = Series.of(key)
         if numa is not None:
             series.numa = numa
+
+        def ready(batch: int) -> None:
+            """Tell the parent this point is ready to sample, wait for its go, then for the moment it names."""
+            send({"ready": batch})
+            go = json.loads(requests.readline() or "{}").get("go")
+            if go is None:
+                raise RuntimeError("the sweep did not say go")
+            if go is not True:
+                time.sleep(max(0.0, go - time.monotonic()))
+
         measure_series(
             backend, key, run["batch_sizes"], run["params"], TimingConfig(**run["timing"]), series,
             on_start=lambda s, batch: send({"start": batch}),
             on_point=lambda s, point: send({"point": dataclasses.asdict(point), "series": _header(s)}),
+            on_ready=ready if run.get("together") else None,
         )  # fmt: skip
         send({"done": _header(series)})
     return 0

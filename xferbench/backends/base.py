@@ -42,6 +42,7 @@ class Transfer(ABC):
     # counts them: the bytes a point claims to have moved, for a check against the link's own counters.
     transfers: int | None = None
     pin_s: float | None = None  # seconds spent pinning the source in place before any sample, where a path does
+    virtual: bool = False  # timed on a simulated clock: its samples take no real time
 
     @abstractmethod
     def __call__(self) -> float | dict[str, float] | None:

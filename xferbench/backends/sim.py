@@ -7,6 +7,10 @@ Per call, each transfer costs latency + bytes / bandwidth: the latency stands fo
 the wait that every call pays. Streamed, the copies of a run are queued behind a held stream, so the
 run pays the latency once, outside its timed span, and each copy costs bytes / bandwidth alone.
 
+With --sim-devices N there are N simulated devices, sim:0 ... sim:N-1, each behind its own link of
+that bandwidth and all behind one host side of --sim-host-bandwidth-gbps (0: unlimited), shared evenly
+by the devices that run at once: two devices behind 20 GB/s get 10 each when they run together.
+
 The link is full duplex: d2h costs what h2d costs, and a bidir call moves a batch each way at once in
 the time one direction takes, so each direction reports the link's rate and their total twice that.
 """
@@ -31,22 +35,37 @@ class SimLink:
     bandwidth_gbps: float = 12.0  # GB/s, GB = 10**9 bytes
     jitter: float = 0.0  # relative standard deviation of each call's cost
     seed: int = 0
+    devices: int = 1  # simulated devices: sim alone, or sim:0 ... sim:N-1
+    host_bandwidth_gbps: float = 0.0  # the host side every device shares (0: unlimited)
+    at_once: int = 1  # how many devices share the host side in this run: set by the sweep, not the user
 
     def check(self) -> None:
-        finite = all(math.isfinite(v) for v in (self.latency_us, self.bandwidth_gbps, self.jitter))
+        finite = all(math.isfinite(v) for v in (self.latency_us, self.bandwidth_gbps, self.jitter, self.host_bandwidth_gbps))
         if not finite or self.latency_us < 0 or self.bandwidth_gbps <= 0 or not 0 <= self.jitter < 1:
             raise XferbenchError(
                 "--sim-latency-us must be a finite number >= 0, --sim-bandwidth-gbps > 0 and --sim-jitter in [0, 1)"
             )
         if self.seed < 0:
             raise XferbenchError("--sim-seed must be a non-negative integer")
+        if self.devices < 1 or self.host_bandwidth_gbps < 0:
+            raise XferbenchError("--sim-devices must be at least 1 and --sim-host-bandwidth-gbps a finite number >= 0 (0: unlimited)")
+
+    def device_ids(self) -> list[str]:
+        return ["sim"] if self.devices == 1 else [f"sim:{i}" for i in range(self.devices)]
+
+    @property
+    def effective_gbps(self) -> float:
+        """What one device gets: its own link, or its even share of the host side, whichever is less."""
+        if not self.host_bandwidth_gbps:
+            return self.bandwidth_gbps
+        return min(self.bandwidth_gbps, self.host_bandwidth_gbps / self.at_once)
 
     def cost_s(self, nbytes: int) -> float:
         return self.latency_us * 1e-6 + self.copy_s(nbytes)
 
     def copy_s(self, nbytes: int) -> float:
         """The link's time for the bytes alone, as a streamed copy sees it."""
-        return nbytes / (self.bandwidth_gbps * 1e9)
+        return nbytes / (self.effective_gbps * 1e9)
 
 
 class VirtualClock:
@@ -58,6 +77,8 @@ class VirtualClock:
 
 
 class SimTransfer(Transfer):
+    virtual = True
+
     def __init__(self, spec: Spec, link: SimLink) -> None:
         self.clock = VirtualClock()
         self.method, self.bidir = spec.series.method, spec.series.direction == BIDIR
@@ -104,8 +125,10 @@ class SimBackend(Backend):
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         link = SimLink(**params)
         streamed = key.method == STREAMED
+        shared = f"; host side {link.host_bandwidth_gbps:g} GB/s" if link.host_bandwidth_gbps else ""
+        shared += f", shared by {link.at_once} at once" if shared and link.at_once > 1 else ""
         return SeriesInfo(
-            device_name=f"simulated link ({link.latency_us:g} µs, {link.bandwidth_gbps:g} GB/s)",
+            device_name=f"simulated link ({link.latency_us:g} µs, {link.bandwidth_gbps:g} GB/s{shared})",
             transfer=SIMULATED,
             clock="virtual: the simulated span of a streamed run, per copy" if streamed else "virtual (simulated seconds)",
             sync="none: simulated, no data moves",
