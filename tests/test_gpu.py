@@ -259,3 +259,23 @@ def test_every_gpu_at_once_reports_each_gpu_and_the_total() -> None:
     (group,) = concurrency.groups(result)
     assert len(group.rows) == len(gpus) and group.total_at_once > max(r.at_once_mbps for r in group.rows)
     assert all(r.overlap is not None and r.overlap > 0.5 for r in group.rows), [r.overlap for r in group.rows]
+
+
+def test_check_passes_judges_and_writes_its_verdicts(tmp_path) -> None:
+    """xferbench check on a real GPU: a verdict per GPU, kept in the result file, in well under a minute."""
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    import time
+
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+    from xferbench.results import load
+
+    started = time.monotonic()
+    ran = CliRunner().invoke(app, ["check", "--out", str(tmp_path / "%h.json")])
+    assert ran.exit_code in (0, 1), ran.output
+    (path,) = tmp_path.glob("*.json")
+    result = load(path)
+    assert result.check and result.check["devices"] and "nvml_after" in result.environment
+    assert time.monotonic() - started < 120, "check took over two minutes"

@@ -161,3 +161,11 @@ def test_a_run_never_writes_over_a_file_it_no_longer_owns(tmp_path) -> None:
     with pytest.raises(XferbenchError, match="was just created by another run"):
         late.save(Result({}, {}, "x"))
     assert (tmp_path / "late.json").read_text() == "{}"
+
+
+def test_out_names_this_host_where_it_says_percent_h(monkeypatch) -> None:
+    from xferbench import results
+
+    monkeypatch.setattr("platform.node", lambda: "gpu-node 07")
+    assert results.output_path("fleet/%h.json", "x.json") == (Path("fleet/gpu-node-07.json"), False)
+    assert results.output_path("fleet/{host}/", "x.json") == (Path("fleet/gpu-node-07/x.json"), True)

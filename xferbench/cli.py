@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
-import platform
-import re
 import shutil
 import signal
 import sys
@@ -22,8 +21,8 @@ from rich.markup import escape
 from xferbench import concurrency, display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, output_path, select
-from xferbench.spec import H2D, PER_CALL
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, host_name, output_path, select
+from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     OUT_OF_MEMORY,
@@ -85,8 +84,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 def default_name(device: str) -> str:
     """HOST-DEVICE-TIME.json: runs from several machines can share a folder."""
-    host = re.sub(r"[^A-Za-z0-9_.-]", "-", platform.node() or "host")
-    return f"{host}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    return f"{host_name()}-{device.replace(':', '')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
 _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
@@ -105,7 +103,7 @@ def sweep(
     shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
     host_buffer: Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: where each batch starts. numpy (default): a plain NumPy array; aligned: 64-byte aligned; pinned: page-locked (torch's pinned modes).")] = None,
     python: Annotated[Optional[list[str]], typer.Option("--python", help="Repeatable, [FRAMEWORK=]PATH: run that framework's worker with another Python (which needs numpy and the framework), e.g. tf=/opt/py312/bin/python.")] = None,
-    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file, or a folder (a name ending in /) for HOST-DEVICE-TIME.json. Default: {DEFAULT_FOLDER}/", show_default=False)] = None,
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file, or a folder (a name ending in /) for HOST-DEVICE-TIME.json; %h in it is this host's name. Default: {DEFAULT_FOLDER}/", show_default=False)] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
@@ -175,6 +173,97 @@ def sweep(
         raise fail(f"{len(failed)} failure(s) ({listed}); see the table above and {output.path}", 1)
 
 
+# What check measures beside the raw ceiling when no --path is given: each installed framework's best path.
+CHECK_PATHS = {"torch": "pinned_into"}
+
+
+def parse_share(text: str, option: str, zero: bool = False) -> float:
+    """'80%' or '80' -> 0.8: a share above 0% (or from 0% where `zero`) up to 100%."""
+    value = text.strip().removesuffix("%").strip()
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or not (0 <= number if zero else 0 < number) or number > 100:
+        low = "from 0%" if zero else "above 0%"
+        raise XferbenchError(f"{option} {text!r}: give a percentage {low} and at most 100%, such as 80%")
+    return number / 100
+
+
+def check_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """--path FRAMEWORK/MODE, checked against the registered paths; none given: CHECK_PATHS's installed ones."""
+    if not paths:
+        return [(name, mode) for name, mode in CHECK_PATHS.items() if not BACKENDS[name].missing()]
+    found = []
+    for text in paths:
+        name, sep, mode = text.strip().lower().partition("/")
+        backend = BACKENDS.get(name)
+        if not sep or backend is None or mode not in backend.modes:
+            listed = "; ".join(f"{b.name}/{{{','.join(b.modes)}}}" for b in BACKENDS.values() if b.name not in ("host", "sim"))
+            raise XferbenchError(f"--path {text!r}: give FRAMEWORK/MODE, one of {listed}")
+        found.append((name, mode))
+    return found
+
+
+@app.command()
+def check(
+    path: Annotated[Optional[list[str]], typer.Option("--path", "-p", help="Repeatable FRAMEWORK/MODE measured beside the raw pinned copy, e.g. torch/pinned_into (the default where PyTorch is installed), jax/pinned_host.", show_default=False)] = None,
+    link_share: Annotated[str, typer.Option(help="FAIL a GPU whose raw pinned copy reaches less than this share of the link's theoretical rate.")] = "80%",
+    baseline: Annotated[Optional[Path], typer.Option(help="A result file from this node when it was healthy: FAIL a checked series significantly slower than there (compare's test).", show_default=False)] = None,
+    threshold: Annotated[str, typer.Option(help="With --baseline: the smallest slowdown that counts.")] = "5%",
+    batch_size: Annotated[int, typer.Option(help="The batch checked, of --shape uint8 items: 512 is 100.7 MB.")] = 512,
+    shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file with the verdicts, or a folder (ending in /); %h in it is this host's name, e.g. results/fleet/%h.json. Default: {DEFAULT_FOLDER}/HOST-check-TIME.json", show_default=False)] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
+) -> None:
+    """Is this node's host-to-GPU link healthy? A short fixed run on every GPU, then PASS or FAIL per GPU: exit 0 when all pass, 1 when one fails, 2 for bad input or nothing to check."""
+    from xferbench import check as checking
+    from xferbench import environment
+    from xferbench.compare import parse_threshold
+    from xferbench.results import load
+
+    started = time.monotonic()
+    try:
+        share = parse_share(link_share, "--link-share")
+        slower = parse_threshold(threshold)
+        if batch_size < 1:
+            raise XferbenchError(f"--batch-size {batch_size}: give a positive integer")
+        base = load(baseline) if baseline is not None else None
+        paths = check_paths(path or ())
+        if "cuda" not in environment.accelerator_kinds():
+            raise XferbenchError("nothing to check: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
+                                 " sees none); check measures each CUDA GPU's link")  # fmt: skip
+        frameworks = tuple(dict.fromkeys(("cuda", *(name for name, _ in paths))))
+        config = SweepConfig(frameworks=frameworks, modes=tuple(dict.fromkeys(("raw_pinned", *(m for _, m in paths)))),
+                             device="all", batch_sizes=(batch_size,), shape=parse_shape(shape), methods=(PER_CALL, STREAMED))  # fmt: skip
+        if out_path is not None:
+            probe, numbered = output_path(out_path, "check.json")
+            check_writable(probe, overwrite=overwrite, numbered=numbered)
+        plan = make_plan(config)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    try:
+        name = f"{host_name()}-check-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        target, numbered = output_path(out_path, name)
+        output = OutputFile(target, overwrite=overwrite, numbered=numbered)
+        result = run_sweep(plan, output, tables=False)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted while starting; nothing was measured", 130) from None
+    finally:
+        plan.close()
+    found = checking.verdicts(result, share, base, slower)
+    result.check = checking.to_dict(found, share, str(baseline) if baseline else None)
+    output.save(result)
+    for verdict in found:
+        out.print(checking.verdict_table(verdict))
+    passed = sum(v.status == checking.PASS for v in found)
+    out.print(f"{passed} of {len(found)} GPU(s) passed in {time.monotonic() - started:.0f} s; saved {output.path}", highlight=False)
+    if passed < len(found) or not found:
+        raise typer.Exit(1)
+
+
 def failures(result: Result) -> list[str]:
     """What makes the exit status 1: points that failed, and series cut short by a dead worker.
 
@@ -234,8 +323,10 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True) -> Result:
-    """Measure with progress on stderr, print the tables on stdout; Ctrl-C keeps what was measured."""
+def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables: bool = True) -> Result:
+    """Measure with progress on stderr, print the tables on stdout (unless `tables` is False: check
+    prints its verdicts instead); Ctrl-C keeps what was measured. After a run on CUDA, each GPU's
+    replay counter, clocks and P-state are read again, beside the reading taken before."""
     from xferbench import environment
 
     result = new_result(plan, environment.capture(plan.environments()), sys.argv)
@@ -291,10 +382,13 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True) -> Res
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
         how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
         raise fail(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
+    if any(s.device.startswith("cuda") and s.status != "skipped" for s in result.series):
+        result.environment["nvml_after"] = environment.nvml_health()
+        save(result)
     out.print()
-    for series in result.series:
+    for series in result.series if tables else ():
         display.print_series(out, series, result)
-    for group in concurrency.groups(result):
+    for group in concurrency.groups(result) if tables else ():
         out.print(display.group_table(group))
         out.print()
     if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
@@ -418,6 +512,58 @@ def compare(
     # Piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line.
     out.print(comparing.render(comparison, base, new))
     if comparison.regressed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def fleet(
+    inputs: Annotated[list[Path], typer.Argument(help="Result or check files, or folders of them (every *.json inside, recursively).", show_default=False)],
+    markdown_path: Annotated[Optional[Path], typer.Option("--markdown", help="Also write the table as Markdown here.", show_default=False)] = None,
+    csv_out: Annotated[Optional[Path], typer.Option("--csv", help="Also write the table as CSV here (MB/s unformatted).", show_default=False)] = None,
+    plot_path: Annotated[Optional[Path], typer.Option("--plot", help="Also draw every GPU's raw ceiling (.png, .svg or .pdf), flagged GPUs in red.", show_default=False)] = None,
+    mad_k: Annotated[float, typer.Option(help="A straggler lies more than this many scaled median absolute deviations below its group's median...")] = 3.0,
+    min_drop: Annotated[str, typer.Option(help="...and more than this share below it.")] = "10%",
+    min_group: Annotated[int, typer.Option(help="GPUs of one model and link needed before any is called a straggler.")] = 3,
+) -> None:
+    """Read many nodes' files as one table: each GPU's link, raw ceiling and paths, with stragglers, down-trained links and failed checks flagged; exit 1 when any is, or a file cannot be read."""
+    from rich.table import Table
+
+    from xferbench import fleet as fleets
+    from xferbench.report import save as write_text
+
+    try:
+        if not (math.isfinite(mad_k) and mad_k >= 0) or min_group < 2:
+            raise XferbenchError("--mad-k must be a finite number >= 0 and --min-group at least 2")
+        share = parse_share(min_drop, "--min-drop", zero=True)
+        found = fleets.read_fleet(inputs, mad_k, share, min_group)
+        for path, text, option in ((markdown_path, fleets.markdown(found), "--markdown"), (csv_out, fleets.to_csv(found), "--csv")):
+            if path is not None:
+                refuse_overwriting_input(path, inputs, option)
+                write_text(text, path, option)
+        if plot_path is not None:
+            from xferbench import plot as plotting
+
+            refuse_overwriting_input(plot_path, inputs, "--plot")
+            plotting.save(fleets.figure(found), plot_path, "--plot")
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    header, rows = fleets.table_rows(found)
+    table = Table(title=f"xferbench fleet: {len(found.rows)} GPU(s), {len(found.flagged)} flagged", title_justify="left")
+    for name in header:
+        table.add_column(name, justify="right" if "MB/s" in name or name == "batch" else "left")
+    for cells in rows:
+        style = "bold red" if cells[-1] != "ok" else ""
+        table.add_row(*(escape(c) for c in cells), style=style)
+    out.print(table)
+    for (model, link), (median, mad, n) in found.groups.items():
+        judged = "" if n >= min_group else f" (fewer than {min_group}: not judged)"
+        out.print(f"group {escape(model)}, {link}: {n} GPU(s), median {median:,.0f} MB/s, MAD {mad:,.0f}{judged}", highlight=False)
+    for path, why in found.unreadable:
+        err.print(f"[yellow]warning: not read: {escape(path)}: {escape(why)}[/]", highlight=False)
+    for path in (markdown_path, csv_out, plot_path):
+        if path is not None:
+            err.print(f"wrote {path}", highlight=False)
+    if found.flagged or found.unreadable:
         raise typer.Exit(1)
 
 

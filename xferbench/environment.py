@@ -158,22 +158,67 @@ def _mask_cpus(words: Any) -> list[int]:
     return [64 * i + bit for i, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1]
 
 
-def nvml_info() -> dict[str, Any]:
-    """Driver, CUDA and per-GPU PCIe link and NUMA facts from NVML, or why they are missing."""
-    try:
-        import pynvml
-    except ImportError:
-        return {"available": False, "reason": "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"}
-    try:
-        pynvml.nvmlInit()
-    except Exception as error:  # NVMLError subclasses: no driver, no library, no permission
-        return {"available": False, "reason": f"NVML could not start: {error}"}
-
+def _reader() -> Callable[..., Any]:
     def read(function: Callable[..., Any] | None, *args: Any) -> Any:
         try:
             return _text(function(*args)) if function is not None else None
         except Exception:  # NVML raises per-field errors for unsupported queries: record null
             return None
+
+    return read
+
+
+def _health(pynvml: Any, handle: Any, read: Callable[..., Any]) -> dict[str, Any]:
+    """What a health check compares before and after a run: the PCIe replay counter (links that
+    retransmit packets count up), the clocks and the performance state (P0 is full speed)."""
+    pstate = read(getattr(pynvml, "nvmlDeviceGetPerformanceState", None), handle)
+    return {
+        "pcie_replay_counter": read(getattr(pynvml, "nvmlDeviceGetPcieReplayCounter", None), handle),
+        "clocks_mhz": {name: read(getattr(pynvml, "nvmlDeviceGetClockInfo", None), handle, getattr(pynvml, constant, value))
+                       for name, constant, value in (("sm", "NVML_CLOCK_SM", 1), ("memory", "NVML_CLOCK_MEM", 2))},
+        "pstate": f"P{pstate}" if isinstance(pstate, int) else None,
+    }  # fmt: skip
+
+
+def _start_nvml() -> tuple[Any, str | None]:
+    """pynvml, started; or None and why not."""
+    try:
+        import pynvml
+    except ImportError:
+        return None, "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"
+    try:
+        pynvml.nvmlInit()
+    except Exception as error:  # NVMLError subclasses: no driver, no library, no permission
+        return None, f"NVML could not start: {error}"
+    return pynvml, None
+
+
+def nvml_health() -> dict[str, Any]:
+    """Each GPU's replay counter, clocks and P-state now (read after a run, to set beside the before)."""
+    pynvml, why = _start_nvml()
+    if pynvml is None:
+        return {"available": False, "reason": why}
+    read = _reader()
+    try:
+        gpus = []
+        for index in range(read(pynvml.nvmlDeviceGetCount) or 0):
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            except Exception as error:
+                gpus.append({"index": index, "reason": f"NVML could not open GPU {index}: {error}"})
+                continue
+            gpus.append({"index": index, "uuid": read(pynvml.nvmlDeviceGetUUID, handle), **_health(pynvml, handle, read)})
+        return {"available": True, "gpus": gpus}
+    finally:
+        read(pynvml.nvmlShutdown)
+
+
+def nvml_info() -> dict[str, Any]:
+    """Driver, CUDA and per-GPU PCIe link, NUMA and health facts from NVML, or why they are missing."""
+    pynvml, why = _start_nvml()
+    if pynvml is None:
+        return {"available": False, "reason": why}
+    read = _reader()
 
     words = -(-(os.cpu_count() or 64) // 64)  # 64 CPUs per word of NVML's affinity mask
 
@@ -207,6 +252,7 @@ def nvml_info() -> dict[str, Any]:
                     # The CPUs NVML calls ideal for this GPU (those nearest its PCIe root), and its node's CPUs.
                     "cpu_affinity": _mask_cpus(affinity) if affinity is not None else None,
                     "numa_cpus": numa_node_cpus(numa),
+                    **_health(pynvml, handle, read),
                 }
             )
         return {

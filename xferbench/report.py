@@ -420,12 +420,13 @@ def render(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def save(text: str, path: Path) -> Path:
-    """Write the report; a one-line XferbenchError when that is impossible."""
-    refuse_unless_regular(path)
+def save(text: str, path: Path, option: str = "--out") -> Path:
+    """Write the report (or another table, named by the CLI `option` that gave the path); a one-line
+    XferbenchError when that is impossible."""
+    refuse_unless_regular(path, option)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise XferbenchError(f"cannot write the report to {path}: {error.strerror or error}; choose another --out") from None
+        raise XferbenchError(f"cannot write {path}: {error.strerror or error}; choose another {option}") from None
     return path

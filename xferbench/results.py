@@ -156,6 +156,7 @@ class Result:
     status: str = "running"  # "running" (or crashed) | "complete" | "interrupted"
     schema: str = SCHEMA
     xferbench_version: str = ""
+    check: dict[str, Any] | None = None  # xferbench check's verdicts per GPU (check.to_dict); None for a sweep
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -250,12 +251,26 @@ def csv_path(path: Path) -> Path:
 DEFAULT_FOLDER = Path("runs")  # a user's own sweeps land here (ignored by git in a checkout)
 
 
+def host_name() -> str:
+    """This machine's name, safe in a file name: result files from many nodes can share a folder."""
+    import platform
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", platform.node() or "host")
+
+
+HOST_PLACEHOLDERS = ("%h", "{host}")  # in --out, replaced by host_name(): one file per node from one command line
+
+
 def output_path(out: str | None, name: str) -> tuple[Path, bool]:
     """Where `--out OUT` puts a result file called `name`, and whether the name may be numbered.
 
     No --out: DEFAULT_FOLDER/name. An --out that ends with a slash or names a folder: that folder/name.
     A name in a folder is numbered -2, -3... when taken; a file the user named is used as named.
+    %h or {host} in OUT is this machine's name (host_name), as a Slurm or Kubernetes job needs.
     """
+    for placeholder in HOST_PLACEHOLDERS if out is not None else ():
+        out = out.replace(placeholder, host_name())  # type: ignore[union-attr]
     if out is None:
         return DEFAULT_FOLDER / name, True
     if out.endswith(("/", os.sep)) or Path(out).is_dir():

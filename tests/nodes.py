@@ -1,0 +1,58 @@
+"""Result files made to look like nodes of a GPU fleet: measured on the simulated link (exact,
+instant), then labelled as a raw pinned copy and a torch path on an H100 with NVML's link facts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from xferbench.backends.sim import SimBackend, SimLink
+from xferbench.measure import measure_series
+from xferbench.results import Result, Series
+from xferbench.spec import STREAMED, SeriesKey
+from xferbench.timing import TimingConfig
+
+TIMING = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=20, min_time_s=0.0, max_samples=20)
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def link(gen: int, width: int, gen_max: int = 5, width_max: int = 16) -> dict[str, Any]:
+    """A series' NVML samples in brief: what the link ran at while data moved, and its maximum."""
+    return {"pcie_gen_max": gen_max, "pcie_width_max": width_max,
+            "summary": {"samples": 10, "loaded_samples": 8, "gen_under_load": [gen, gen], "width_under_load": [width, width]}}
+
+
+def series(framework: str, mode: str, gbps: float, device: str = "cuda:0", batch: int = 512,
+           method: str = STREAMED, under: tuple[int, int] = (5, 16)) -> Series:  # fmt: skip
+    """A series measured on a simulated link of `gbps`, labelled as `framework/mode` on a GPU."""
+    key = SeriesKey("sim", "link", "copy", "sim", (256, 256, 3), method=method)
+    measured = Series.of(key)
+    measure_series(SimBackend(), key, (batch,), dataclasses.asdict(SimLink(latency_us=5, bandwidth_gbps=gbps, jitter=0.01)), TIMING, measured)
+    measured.refresh_summary()
+    return dataclasses.replace(measured, framework=framework, mode=mode, device=device, device_name=H100,
+                               host_buffer="", transfer="host-to-device", link=link(*under), params={})  # fmt: skip
+
+
+def node(host: str, raw_gbps: float = 55.0, under: tuple[int, int] = (5, 16), gpus: int = 1, torch_share: float = 0.9,
+         name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> Result:  # fmt: skip
+    """One node's result: per GPU a streamed raw pinned copy and a per-call torch pinned_into."""
+    devices, nvml_after, found = [], [], []
+    for index in range(gpus):
+        device = f"cuda:{index}"
+        nvml = {"index": index, "uuid": f"GPU-{host}-{index}", "pcie_gen_max": 5, "pcie_width_max": 16,
+                "pcie_gen_current": 1, "pcie_width_current": 16, "pcie_replay_counter": replays[0] if replays else None}
+        devices.append({"id": device, "kind": "cuda", "name": name, "nvml": nvml})
+        nvml_after.append({"index": index, "uuid": nvml["uuid"], "pcie_replay_counter": replays[1] if replays else None})
+        raw = series("cuda", "raw_pinned", raw_gbps, device, under=under)
+        torch = series("torch", "pinned_into", raw_gbps * torch_share, device, method="per-call", under=under)
+        found += [dataclasses.replace(raw, device_name=name), dataclasses.replace(torch, device_name=name)]
+    environment = {"host": host, "devices": devices, "nvml": {"available": True}, "nvml_after": {"available": True, "gpus": nvml_after}}
+    return Result(environment=environment, config={}, created="2026-11-23T00:00:00+00:00", series=found, status="complete")
+
+
+def write(result: Result, folder: Path, name: str | None = None) -> Path:
+    path = folder / f"{name or result.environment['host']}.json"
+    result.save(path)
+    return path

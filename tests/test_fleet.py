@@ -1,0 +1,97 @@
+"""`xferbench fleet` over files made to look like a fleet (tests/nodes.py): ten healthy nodes, one
+with a slow GPU, one with a down-trained link, one unreadable file. Those are found; nothing else is."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from typer.testing import CliRunner
+
+from nodes import node, write
+from xferbench import check, fleet
+from xferbench.cli import app
+from xferbench.errors import XferbenchError
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """Twelve nodes of two GPUs each, as `xferbench check` writes them, and one broken file."""
+    nodes = tmp_path / "fleet"
+    nodes.mkdir()
+    speeds = [55.0, 55.4, 54.6, 55.9, 54.9, 55.2, 56.1, 55.5, 54.4, 55.7]
+    for i, gbps in enumerate(speeds):
+        write(checked(node(f"node{i:02d}", raw_gbps=gbps, gpus=2)), nodes)
+    write(checked(node("slow", raw_gbps=38.0, gpus=2)), nodes)  # 69% of the others: a straggler, and fails its check
+    write(checked(node("narrow", raw_gbps=27.0, under=(5, 8), gpus=2)), nodes)  # down-trained to x8
+    (nodes / "broken.json").write_text('{"schema": "xferbench/1", "series": ')  # a node killed mid-write
+    (nodes / "notes.txt").write_text("not a result")
+    return nodes
+
+
+def checked(result):
+    result.check = check.to_dict(check.verdicts(result), 0.8, None)
+    return result
+
+
+def test_the_slow_gpu_the_narrow_link_and_the_broken_file_are_found_and_nothing_else(folder) -> None:
+    found = fleet.read_fleet([folder])
+    assert len(found.rows) == 24
+    flagged = {(r.host, r.device): r.flags for r in found.flagged}
+    assert set(flagged) == {("slow", "cuda:0"), ("slow", "cuda:1"), ("narrow", "cuda:0"), ("narrow", "cuda:1")}
+    assert any(f.startswith("straggler") for f in flagged[("slow", "cuda:0")]) and "check FAIL" in flagged[("slow", "cuda:0")]
+    assert "link below max" in flagged[("narrow", "cuda:0")]
+    narrow = next(r for r in found.rows if r.host == "narrow")
+    assert narrow.link == "Gen5 x8 (max Gen5 x16)" and narrow.link_max == "Gen5 x16"
+    assert [path.endswith("broken.json") for path, _ in found.unreadable] == [True]
+    assert "not JSON" in found.unreadable[0][1]
+    (median, mad, n), = found.groups.values()
+    assert n == 24 and median == pytest.approx(55_000, rel=0.02)
+
+
+def test_a_small_spread_flags_no_one_and_a_small_group_is_not_judged(tmp_path) -> None:
+    for i, gbps in enumerate([55.0, 54.0, 56.0, 52.5]):  # 52.5 is 4.5% below the median: no straggler
+        write(node(f"n{i}", raw_gbps=gbps), tmp_path)
+    assert fleet.read_fleet([tmp_path]).flagged == []
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    for i, gbps in enumerate([55.0, 30.0]):  # two GPUs cannot say which one is odd
+        write(node(f"p{i}", raw_gbps=gbps), pair)
+    assert fleet.read_fleet([pair]).flagged == []
+
+
+def test_the_fleet_command_writes_markdown_csv_and_a_plot_and_exits_1(folder, tmp_path) -> None:
+    md, table, png = tmp_path / "fleet.md", tmp_path / "fleet.csv", tmp_path / "fleet.png"
+    result = CliRunner().invoke(app, ["fleet", str(folder), "--markdown", str(md), "--csv", str(table), "--plot", str(png)],
+                                env={"COLUMNS": "200"})  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "24 GPU(s), 4 flagged" in result.output and "not read:" in result.output and "broken.json" in result.output
+    text = md.read_text()
+    assert "| slow | cuda:0 NVIDIA H100 80GB HBM3 |" in text and "Files not read:" in text
+    rows = list(csv.DictReader(io.StringIO(table.read_text())))
+    assert len(rows) == 24 and float(rows[0]["raw_ceiling_mbps"]) > 0
+    assert {r["host"] for r in rows if r["flags"]} == {"slow", "narrow"}
+    assert png.stat().st_size > 1000
+
+
+def test_a_healthy_fleet_exits_0(tmp_path) -> None:
+    for i in range(4):
+        write(node(f"n{i}", raw_gbps=55 + i * 0.2), tmp_path)
+    result = CliRunner().invoke(app, ["fleet", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+
+
+def test_bad_fleet_input_is_one_line_and_exit_2(tmp_path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for args, message in ((["fleet", str(empty)], "no result files (*.json) in this folder"),
+                          (["fleet", str(tmp_path / "nowhere")], "no such file or folder"),
+                          (["fleet", str(tmp_path), "--min-drop", "150%"], "--min-drop '150%'"),
+                          (["fleet", str(tmp_path), "--min-group", "1"], "--min-group at least 2")):  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output
+    (empty / "bad.json").write_text("{}")
+    with pytest.raises(XferbenchError, match="no GPU figures in 1 file"):
+        fleet.read_fleet([empty])

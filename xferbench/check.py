@@ -1,0 +1,205 @@
+"""`xferbench check`'s verdicts: PASS or FAIL per GPU, from the result of a short run.
+
+The run (cli.check) measures the raw pinned copy on every GPU, and any paths asked for, at one
+large batch. This module only reads that result, so each threshold is tested on files made on the
+CPU. A GPU fails when one of these fails:
+- link: the raw ceiling below a share of the link's theoretical rate (default 80%);
+- reference: the raw ceiling below the published floor for the GPU's model (references.py);
+- link state: the link under load below its maximum generation or width (a down-trained link);
+- baseline: a checked series significantly slower than in the user's baseline file (compare's test).
+The PCIe replay counter rising during the run is a warning; the paths' figures are shown, not judged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point
+from xferbench.environment import device_entry, link_readings, pcie_ceiling
+from xferbench.references import reference_for
+from xferbench.results import Point, Result, Series
+from xferbench.spec import H2D, STREAMED
+from xferbench.telemetry import is_raw_reference
+
+PASS, FAIL, WARN, NA, INFO = "pass", "fail", "warn", "n/a", "info"
+LINK_SHARE = 0.80  # the raw ceiling must reach this share of the link's theoretical rate
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str  # link, reference, link state, replays, baseline, or a path's label
+    status: str  # PASS, FAIL, WARN, NA or INFO
+    figure: str  # what was found, in words and numbers
+
+
+@dataclass
+class DeviceVerdict:
+    device: str
+    device_name: str
+    ceiling_mbps: float | None  # the raw pinned copy at the checked batch, streamed where it ran
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """FAIL if any finding failed, else PASS: warnings and missing facts do not fail a GPU."""
+        return FAIL if any(f.status == FAIL for f in self.findings) else PASS
+
+
+def _checked(series: Series) -> bool:
+    return series.direction == H2D and series.concurrent == 1 and series.op == "copy"
+
+
+def best_point(series: list[Series]) -> tuple[Series, Point] | None:
+    """The largest measured batch of the best-timed series: streamed where it measured, else per call."""
+    for method in (STREAMED, None):
+        for s in series:
+            if method is None or s.method == method:
+                ok = s.ok_points()
+                if ok:
+                    return s, max(ok, key=lambda p: p.batch_size)
+    return None
+
+
+def _link_findings(series: Series, environment: dict[str, Any], mbps: float, share: float) -> list[Finding]:
+    device = device_entry(environment, series.device)
+    ceiling = pcie_ceiling(device, series.link)
+    if ceiling is None:
+        why = (series.link or {}).get("reason") or (environment.get("nvml") or {}).get("reason") or "NVML gave no PCIe link"
+        link = Finding("link", NA, f"no theoretical rate to judge by: {why}")
+    else:
+        gbps, label = ceiling
+        reached = mbps / (gbps * 1e3)
+        link = Finding("link", PASS if reached >= share else FAIL,
+                       f"{mbps / 1e3:.1f} GB/s, {reached:.0%} of {label}; at least {share:.0%} needed")  # fmt: skip
+    readings = link_readings(device, series.link)
+    under = [r for r in readings if r[0] == "under load"]
+    maxima = [r for r in readings if r[0] != "under load"]
+    if not under:
+        state = Finding("link state", NA, "no NVML reading while data moved" + (f" (max Gen{maxima[0][1]} x{maxima[0][2]})" if maxima else ""))
+    elif not maxima:
+        state = Finding("link state", NA, f"Gen{under[0][1]} x{under[0][2]} under load; NVML gave no maximum")
+    else:
+        summary = (series.link or {}).get("summary") or {}
+        lowest_gen, lowest_width = summary["gen_under_load"][0], summary["width_under_load"][0]
+        _, gen_max, width_max = maxima[0]
+        down = lowest_gen < gen_max or lowest_width < width_max
+        state = Finding("link state", FAIL if down else PASS,
+                        f"Gen{lowest_gen} x{lowest_width} under load, maximum Gen{gen_max} x{width_max}"
+                        + ("; check the slot, riser, BIOS link speed and power settings" if down else ""))  # fmt: skip
+    return [link, state]
+
+
+def _reference_finding(name: str, mbps: float) -> Finding:
+    reference = reference_for(name)
+    if reference is None:
+        return Finding("reference", INFO, f"no reference for this model ({name}): only the link and a baseline judge it")
+    gbps = mbps / 1e3
+    typical = ""
+    if reference.typical_gbps:
+        low, high = reference.typical_gbps
+        typical = f"; published runs measured {low:g} GB/s" if low == high else f"; published runs measured {low:g}–{high:g} GB/s"
+    if reference.floor_gbps is None:
+        return Finding("reference", INFO, f"{gbps:.1f} GB/s; no published floor for {reference.model}{typical} ({reference.source})")
+    ok = gbps >= reference.floor_gbps
+    return Finding("reference", PASS if ok else FAIL,
+                   f"{gbps:.1f} GB/s against the published floor of {reference.floor_gbps:g} GB/s for {reference.model}"
+                   f"{typical} ({reference.source})")  # fmt: skip
+
+
+def _replay_finding(environment: dict[str, Any], device_id: str) -> Finding:
+    before_entry = device_entry(environment, device_id).get("nvml") or {}
+    before = before_entry.get("pcie_replay_counter")
+    after_gpus = (environment.get("nvml_after") or {}).get("gpus") or []
+    after_entry = next((g for g in after_gpus if g.get("uuid") and g.get("uuid") == before_entry.get("uuid")), None)
+    after_entry = after_entry or next((g for g in after_gpus if g.get("index") == before_entry.get("index")), {})
+    after = after_entry.get("pcie_replay_counter")
+    if before is None or after is None:
+        return Finding("replays", NA, "NVML gave no PCIe replay counter before and after")
+    if after > before:
+        return Finding("replays", WARN, f"the PCIe replay counter rose by {after - before:,} during the check ({before:,} → {after:,}):"
+                                        " the link retransmitted packets")  # fmt: skip
+    return Finding("replays", PASS, f"no replays during the check (counter {after:,})")
+
+
+def _baseline_findings(checked: list[Series], baseline: Result, threshold: float) -> list[Finding]:
+    found = []
+    by_key = {s.key: s for s in baseline.series if s.ok_points()}
+    for series in checked:
+        base = by_key.get(series.key)
+        points = {p.batch_size: p for p in series.ok_points()}
+        shared = sorted(points.keys() & {p.batch_size for p in base.ok_points()}) if base else []
+        if not shared:
+            continue
+        batch = shared[-1]
+        row = compare_point(series.label(), next(p for p in base.ok_points() if p.batch_size == batch), points[batch], threshold)  # type: ignore[union-attr]
+        status = FAIL if row.verdict == SLOWER else WARN if row.verdict == INCONCLUSIVE else PASS
+        found.append(Finding(f"baseline {series.label()}", status,
+                             f"{row.base_mbps:,.0f} → {row.new_mbps:,.0f} MB/s at batch {batch} ({row.ratio:.2f}×, {row.verdict})"))  # fmt: skip
+    return found or [Finding("baseline", NA, "the baseline has no series measured on this GPU at a batch checked here")]
+
+
+def verdicts(result: Result, link_share: float = LINK_SHARE, baseline: Result | None = None,
+             threshold: float = 0.05) -> list[DeviceVerdict]:  # fmt: skip
+    """A verdict per CUDA device that a checked series ran on."""
+    environment = result.environment
+    devices = list(dict.fromkeys(s.device for s in result.series if s.device.startswith("cuda") and s.status != "skipped"))
+    out = []
+    for device in devices:
+        on_device = [s for s in result.series if s.device == device and _checked(s)]
+        raw = best_point([s for s in on_device if is_raw_reference(s)])
+        name = next((s.device_name for s in on_device if s.device_name), device)
+        verdict = DeviceVerdict(device, name, raw[1].mbps if raw else None)
+        if raw is None:
+            reason = next((s.reason for s in on_device if is_raw_reference(s) and s.reason), None)
+            errors = [p.error for s in on_device if is_raw_reference(s) for p in s.points if p.error]
+            verdict.findings.append(Finding("raw copy", FAIL, f"the raw pinned copy measured nothing: {reason or (errors or ['no point'])[0]}"))
+        else:
+            series, point = raw
+            verdict.findings += _link_findings(series, environment, point.mbps or 0.0, link_share)
+            verdict.findings.append(_reference_finding(name, point.mbps or 0.0))
+        verdict.findings.append(_replay_finding(environment, device))
+        if raw is not None:  # the other paths, beside the ceiling
+            for series in [s for s in on_device if not is_raw_reference(s) and s.status != "skipped"]:
+                point = best_point([series])
+                if point is None:
+                    verdict.findings.append(Finding(series.label(), FAIL, f"measured nothing: {series.reason or 'see the result file'}"))
+                else:
+                    share = (point[1].mbps or 0.0) / (verdict.ceiling_mbps or 1.0)
+                    verdict.findings.append(Finding(series.label(), INFO, f"{point[1].mbps:,.0f} MB/s at batch {point[1].batch_size},"
+                                                                          f" {share:.0%} of the raw ceiling"))  # fmt: skip
+        if baseline is not None:
+            verdict.findings += _baseline_findings(on_device, baseline, threshold)
+        out.append(verdict)
+    return out
+
+
+VERDICT_STYLE = {PASS: "green", FAIL: "bold red", WARN: "yellow", NA: "dim", INFO: ""}
+
+
+def verdict_table(verdict: DeviceVerdict) -> Table:
+    """One GPU's check: its verdict in the title, a row per finding."""
+    style = VERDICT_STYLE[verdict.status]
+    table = Table(title=f"{escape(verdict.device)} · {escape(verdict.device_name)}: [{style}]{verdict.status.upper()}[/]",
+                  title_justify="left", show_lines=False)  # fmt: skip
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("figure")
+    for finding in verdict.findings:
+        status = finding.status.upper() if finding.status != INFO else "info"
+        table.add_row(escape(finding.name), f"[{VERDICT_STYLE[finding.status]}]{status}[/]" if VERDICT_STYLE[finding.status] else status,
+                      escape(finding.figure))  # fmt: skip
+    return table
+
+
+def to_dict(found: list[DeviceVerdict], link_share: float, baseline: str | None) -> dict[str, Any]:
+    """What the result file keeps of the verdicts (its `check` field)."""
+    return {"status": FAIL if any(v.status == FAIL for v in found) else PASS, "link_share": link_share, "baseline": baseline,
+            "devices": [{**dataclasses.asdict(v), "status": v.status} for v in found]}  # fmt: skip
+
+
+__all__ = ["FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Finding", "best_point", "to_dict", "verdict_table", "verdicts"]

@@ -1,0 +1,232 @@
+"""`xferbench fleet`: many nodes' result and check files read as one table, with stragglers found.
+
+Each node runs its own `xferbench check` (or sweep) as an independent job and writes its own file;
+this reads them all and measures nothing. A row per GPU: host, GPU, link, the raw pinned ceiling,
+each other path's MB/s at the same batch, the check's verdict. A GPU is flagged when:
+- straggler: its ceiling is below its group's median by more than k median absolute deviations
+  (scaled to a standard deviation) and by more than a share of the median, the group being the GPUs
+  of the same model and maximum link; a group needs MIN_GROUP GPUs to be judged at all;
+- link below max: its link ran below its maximum generation or width while data moved;
+- FAIL: its check failed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xferbench.check import best_point
+from xferbench.environment import device_entry, link_readings
+from xferbench.errors import XferbenchError
+from xferbench.results import Result, Series, load
+from xferbench.spec import H2D
+from xferbench.telemetry import is_raw_reference
+
+MAD_K = 3.0  # how many scaled MADs below the median a straggler lies, at least
+MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normal data
+MIN_SHARE = 0.10  # ...and by at least this share of the median: a tight group's tiny spread flags nothing
+MIN_GROUP = 3  # GPUs of one model and link needed before any of them can be called a straggler
+
+
+@dataclass
+class Row:
+    host: str
+    file: str
+    device: str
+    device_name: str
+    link: str  # the link as it ran, with its maximum where it ran below it; "-" where NVML said nothing
+    link_max: str  # the maximum generation and width: with the model, the group a GPU is judged in
+    batch_size: int | None
+    ceiling_mbps: float | None  # the raw pinned copy at its largest batch, streamed where it ran
+    paths: dict[str, float | None] = field(default_factory=dict)  # other paths' MB/s at the same batch
+    verdict: str = "-"  # the check's PASS or FAIL; "-" for a sweep file
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Fleet:
+    rows: list[Row]
+    unreadable: list[tuple[str, str]]  # (path, why)
+    groups: dict[tuple[str, str], tuple[float, float, int]]  # (model, link max) -> (median, MAD, GPUs)
+
+    @property
+    def flagged(self) -> list[Row]:
+        return [row for row in self.rows if row.flags]
+
+
+def find_files(inputs: Sequence[Path]) -> list[Path]:
+    """The files given, and every *.json under each folder given (sorted); a one-line error for
+    an input that does not exist or a folder with no result file in it."""
+    found: list[Path] = []
+    for item in inputs:
+        if item.is_dir():
+            inside = sorted(p for p in item.rglob("*.json") if p.is_file())
+            if not inside:
+                raise XferbenchError(f"{item}: no result files (*.json) in this folder; give the folder the nodes wrote to")
+            found += inside
+        elif item.exists():
+            found.append(item)
+        else:
+            raise XferbenchError(f"{item}: no such file or folder")
+    return list(dict.fromkeys(found))
+
+
+def _link(series: Series, result: Result) -> tuple[str, str, bool]:
+    """The link as it ran, its maximum, and whether it ran below the maximum while data moved."""
+    readings = link_readings(device_entry(result.environment, series.device), series.link)
+    maxima = [(g, w) for source, g, w in readings if source != "under load"]
+    top = f"Gen{maxima[0][0]} x{maxima[0][1]}" if maxima else "-"
+    summary = (series.link or {}).get("summary") or {}
+    gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
+    if not (gen and width):
+        return (f"max {top}" if maxima else "-"), top, False
+    ran = f"Gen{gen[0]} x{width[0]}"
+    below = bool(maxima) and (gen[0] < maxima[0][0] or width[0] < maxima[0][1])
+    return (f"{ran} (max {top})" if below else ran), top, below
+
+
+def rows_of(path: Path, result: Result) -> list[Row]:
+    """A row per device of the file that a raw ceiling or a path measured."""
+    host = str(result.environment.get("host") or path.stem)
+    verdicts = {d.get("device"): d.get("status", "-") for d in (result.check or {}).get("devices", [])}
+    usable = [s for s in result.series if s.direction == H2D and s.concurrent == 1 and s.op == "copy" and s.status != "skipped"]
+    rows = []
+    for device in dict.fromkeys(s.device for s in usable):
+        on_device = [s for s in usable if s.device == device]
+        raw = best_point([s for s in on_device if is_raw_reference(s)])
+        first = raw[0] if raw else on_device[0]
+        link, link_max, below = _link(first, result)
+        batch = raw[1].batch_size if raw else None
+        row = Row(host, str(path), device, first.device_name or device, link, link_max, batch, raw[1].mbps if raw else None)
+        for series in on_device:
+            if is_raw_reference(series):
+                continue
+            point = next((p for p in series.ok_points() if p.batch_size == batch), None) if batch else None
+            label = series.label().rsplit("@", 1)[0]
+            row.paths[label] = point.mbps if point else row.paths.get(label)
+        row.verdict = str(verdicts.get(device, "-")).upper() if result.check else "-"
+        if below:
+            row.flags.append("link below max")
+        if row.verdict == "FAIL":
+            row.flags.append("check FAIL")
+        if raw is None and any(is_raw_reference(s) for s in on_device):
+            row.flags.append("raw copy measured nothing")
+        rows.append(row)
+    return rows
+
+
+def stragglers(rows: list[Row], k: float = MAD_K, share: float = MIN_SHARE, min_group: int = MIN_GROUP
+               ) -> dict[tuple[str, str], tuple[float, float, int]]:  # fmt: skip
+    """Flag each row whose ceiling lies below its group's median by more than k scaled MADs and by
+    more than `share` of the median; return each group's median, MAD and size."""
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        if row.ceiling_mbps:
+            groups.setdefault((row.device_name, row.link_max), []).append(row)
+    found = {}
+    for key, members in groups.items():
+        values = [r.ceiling_mbps or 0.0 for r in members]
+        median = statistics.median(values)
+        mad = statistics.median(abs(v - median) for v in values)
+        found[key] = (median, mad, len(members))
+        if len(members) < min_group:
+            continue
+        for row in members:
+            value = row.ceiling_mbps or 0.0
+            if value < median - k * MAD_SCALE * mad and value < (1 - share) * median:
+                row.flags.append(f"straggler: {value / median:.0%} of its group's median")
+    return found
+
+
+def read_fleet(inputs: Sequence[Path], k: float = MAD_K, share: float = MIN_SHARE, min_group: int = MIN_GROUP) -> Fleet:
+    rows: list[Row] = []
+    unreadable: list[tuple[str, str]] = []
+    for path in find_files(inputs):
+        try:
+            result = load(path)
+        except XferbenchError as error:
+            unreadable.append((str(path), str(error).removeprefix(f"{path}: ")))
+            continue
+        found = rows_of(path, result)
+        if not found:
+            unreadable.append((str(path), "no series measured anything"))
+        rows += found
+    if not rows:
+        listed = "; ".join(f"{p}: {why}" for p, why in unreadable[:3])
+        raise XferbenchError(f"no GPU figures in {len(unreadable)} file(s): {listed}")
+    return Fleet(rows, unreadable, stragglers(rows, k, share, min_group))
+
+
+def _paths(fleet: Fleet) -> list[str]:
+    return list(dict.fromkeys(label for row in fleet.rows for label in row.paths))
+
+
+def table_rows(fleet: Fleet) -> tuple[list[str], list[list[str]]]:
+    """The header and the cells, shared by the terminal, Markdown and CSV."""
+    paths = _paths(fleet)
+    header = ["host", "GPU", "link", "batch", "raw ceiling MB/s", *[f"{p} MB/s" for p in paths], "verdict", "flags"]
+    rows = []
+    for row in sorted(fleet.rows, key=lambda r: (not r.flags, r.host, r.device)):
+        cells = [row.host, f"{row.device} {row.device_name}", row.link, str(row.batch_size or "-"),
+                 f"{row.ceiling_mbps:,.0f}" if row.ceiling_mbps else "-",
+                 *[f"{row.paths[p]:,.0f}" if row.paths.get(p) else "-" for p in paths], row.verdict,
+                 "; ".join(row.flags) or "ok"]  # fmt: skip
+        rows.append(cells)
+    return header, rows
+
+
+def markdown(fleet: Fleet) -> str:
+    header, rows = table_rows(fleet)
+    lines = ["## xferbench fleet", "",
+             f"{len(fleet.rows)} GPU(s) from {len({r.file for r in fleet.rows})} file(s); {len(fleet.flagged)} flagged.", "",
+             "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
+             *("| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in rows), ""]  # fmt: skip
+    lines += ["Groups (GPUs of one model and maximum link), by which stragglers are judged:", ""]
+    lines += [f"- {model}, {link}: {n} GPU(s), median {median:,.0f} MB/s, MAD {mad:,.0f}" + ("" if n >= MIN_GROUP else ", too few to judge")
+              for (model, link), (median, mad, n) in fleet.groups.items()]  # fmt: skip
+    if fleet.unreadable:
+        lines += ["", "Files not read:", "", *(f"- {path}: {why}" for path, why in fleet.unreadable)]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(fleet: Fleet) -> str:
+    """One line per GPU; numbers as numbers (MB/s unformatted), for a spreadsheet or pandas."""
+    paths = _paths(fleet)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["host", "file", "device", "device_name", "link", "link_max", "batch_size", "raw_ceiling_mbps",
+                     *[f"{p} mbps" for p in paths], "verdict", "flags"])  # fmt: skip
+    for row in fleet.rows:
+        writer.writerow([row.host, row.file, row.device, row.device_name, row.link, row.link_max, row.batch_size or "",
+                         row.ceiling_mbps or "", *[row.paths.get(p) or "" for p in paths], row.verdict, "; ".join(row.flags)])  # fmt: skip
+    return buffer.getvalue()
+
+
+def figure(fleet: Fleet):  # type: ignore[no-untyped-def]
+    """Every GPU's raw ceiling, a bar each, grouped by model and link; flagged GPUs in red, each
+    group's median as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured = sorted((r for r in fleet.rows if r.ceiling_mbps), key=lambda r: (r.device_name, r.link_max, r.host, r.device))
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.28 * len(measured) + 1.2)))
+    names = [f"{r.host} {r.device}" for r in measured]
+    values = [(r.ceiling_mbps or 0) / 1e3 for r in measured]
+    ax.barh(names, values, color=["tab:red" if r.flags else "tab:blue" for r in measured])
+    for (model, link), (median, _, _) in fleet.groups.items():
+        at = [i for i, r in enumerate(measured) if (r.device_name, r.link_max) == (model, link)]
+        ax.plot([median / 1e3] * 2, [at[0] - 0.4, at[-1] + 0.4], color="black", linewidth=1)
+    ax.invert_yaxis()
+    ax.set_xlabel("raw pinned host-to-device copy, GB/s (10^9 B/s)")
+    ax.set_title("xferbench fleet: flagged GPUs in red, each group's median as a line", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["Fleet", "Row", "find_files", "figure", "markdown", "read_fleet", "rows_of", "stragglers", "table_rows", "to_csv"]
