@@ -105,3 +105,23 @@ def test_a_broken_barrier_lets_the_others_go_on_alone() -> None:
     assert line.meet(1.0) is None  # at once, instead of waiting for it
     together = StartLine(1)
     assert together.meet(1.0) > 0  # the moment to start: the same for every worker
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_a_device_that_cannot_set_up_does_not_hold_the_others(monkeypatch) -> None:
+    """One member fails before its first point (torch sees no cuda:0 here): the other meets the
+    barrier without it at once, rather than after the stall timeout, and measures every batch."""
+    import time
+
+    from xferbench import worker
+
+    monkeypatch.setattr(worker, "STALL_TIMEOUT_S", 60.0)
+    config = SweepConfig(frameworks=("torch",), device="cpu", batch_sizes=(1, 16), timing=FAST)
+    members = [(PlannedSeries(SeriesKey("torch", "pageable", "copy", device, config.shape, concurrent=2), BACKENDS["torch"]),
+                Series.of(SeriesKey("torch", "pageable", "copy", device, config.shape, concurrent=2))) for device in ("cpu", "cuda:0")]  # fmt: skip
+    plan = Plan(config, "cpu", [p for p, _ in members])
+    started = time.monotonic()
+    run_together(plan, new_result(plan, {}), members, lambda s, b: None, lambda s, p: None, None)
+    assert time.monotonic() - started < 50
+    (cpu, _), (gpu, _) = [(s, p) for p, s in members]
+    assert [p.status for p in cpu.points] == ["ok", "ok"] and gpu.status == "failed"

@@ -126,7 +126,7 @@ def test_raw_copies_come_back_and_go_both_ways_byte_for_byte(fake, mode) -> None
     back.close()
     both = raw(mode, BIDIR)
     seconds = both()
-    assert set(seconds) == {H2D, D2H} and both.transfers == 2
+    assert set(seconds) == {H2D, D2H} and both.transfers == 1  # one call: a batch each way, its bytes count both
     both.verify()
     both.close()
     assert not fake.HOST_ALLOCATIONS and not fake.REGISTERED  # every lane freed its buffers
@@ -189,3 +189,28 @@ def test_a_bidir_result_round_trips() -> None:
     series.points.append(point)
     again = Result.from_dict(json.loads(Result.to_json(Result(**{**result.__dict__, "series": [series]}))))
     assert again.series[0].points[0].direction_mbps == point.direction_mbps and again.series[0].direction == BIDIR
+
+
+def test_bidir_lanes_that_cross_fail_the_check(fake, monkeypatch) -> None:
+    """The d2h lane is checked against other bytes than the h2d lane sends: a copy that read the h2d
+    lane's device buffer instead of its own would bring back the wrong pattern."""
+    both = raw("raw_pinned", BIDIR)
+    up, down = both.lanes
+
+    def crossed() -> None:  # the d2h copy reads the h2d lane's destination, once the h2d copy has landed
+        up.stream.synchronize()
+        fake.runtime.memcpyAsync(down.host.ctypes.data, up.gpu.data.ptr, down.nbytes, 2, down.stream.ptr)
+
+    monkeypatch.setattr(down, "copy", crossed)
+    with pytest.raises(VerificationError, match=r"\(d2h\)"):
+        both.verify()
+    both.close()
+
+
+def test_torch_pin_is_no_link_figure() -> None:
+    from xferbench.results import Series
+    from xferbench.telemetry import fraction_of_raw, link_ceiling
+
+    pin = Series("torch", "pin", "copy", "cuda:0", [1], transfer="host-to-host")
+    assert link_ceiling(pin, {})[0] is None and fraction_of_raw(pin, []) is None
+    assert "no device result" in TorchBackend().skip_reason(SeriesKey("torch", "pin", "seed", "cuda:0", SHAPE))

@@ -108,7 +108,7 @@ def sweep(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
     bind: Annotated[bool, typer.Option("--bind/--no-bind", help="Bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory, before it allocates.")] = True,
-    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable. h2d (default): host to device; d2h: device to host; bidir: both at once on two streams, each direction's figure and their total.")] = None,
+    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable and pinned_into, cupy, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
     timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
@@ -122,7 +122,7 @@ def sweep(
     sim_jitter: Annotated[float, typer.Option(help="Relative std-dev of each simulated call.", rich_help_panel="sim")] = SimLink.jitter,
     sim_seed: Annotated[int, typer.Option(help="Seed of the simulated jitter.", rich_help_panel="sim")] = SimLink.seed,
     sim_devices: Annotated[int, typer.Option(help="Simulated devices (sim:0 ... sim:N-1), each behind its own link.", rich_help_panel="sim")] = SimLink.devices,
-    sim_host_bandwidth_gbps: Annotated[float, typer.Option(help="The host side all simulated devices share, split evenly among those running at once (GB/s; 0: unlimited).", rich_help_panel="sim")] = SimLink.host_bandwidth_gbps,
+    sim_host_bandwidth_gbps: Annotated[float, typer.Option(help="The host side all simulated devices share, split evenly among those running at once, in each direction (GB/s; 0: unlimited).", rich_help_panel="sim")] = SimLink.host_bandwidth_gbps,
 ) -> None:
     """Measure transfer throughput across batch sizes and save every raw sample."""
     try:
@@ -334,11 +334,10 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables
     save(result)  # claims the file (a name of its own if numbered), holding a loadable result from the start
     total = len(plan.runnable) * len(plan.config.batch_sizes)
     target = plan.target
-    name = next((d["name"] for d in result.environment["devices"] if d["id"] == target), None)
+    names = {d["id"]: d["name"] for d in result.environment["devices"]}
+    where = ", ".join(f"{device} ({names[device]})" if device in names else device for device in target.split("+"))
     out.print(
-        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {target}"
-        + (f" ({name})" if name else "")
-        + f", saving to {output.path}",
+        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where}, saving to {output.path}",
         highlight=False,
     )
     for why in absent_frameworks(plan.config, target):
@@ -348,7 +347,8 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables
     for planned in plan.series:
         if planned.skip:
             out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
-    numa = display.numa_line(result, target, plan.config.bind)  # before measuring: the user may want to pin and start again
+    # Before measuring: the user may want to pin and start again. A line per device.
+    numa = "\n".join(filter(None, (display.numa_line(result, device, plan.config.bind) for device in target.split("+"))))
     if numa:
         err.print(numa, highlight=False)
 

@@ -58,8 +58,8 @@ def _mbps(series: Series | None, batch_size: int) -> float | None:
 
 
 def groups(result: Result) -> list[Group]:
-    """Every concurrent run in the file, each read at the largest batch that every device measured
-    at once (where a shared host side shows most)."""
+    """Every concurrent run in the file, each read at the largest batch that every device that measured
+    anything measured at once (where a shared host side shows most)."""
     runs: dict[object, list[Series]] = {}
     for series in result.series:
         if series.concurrent > 1:
@@ -67,17 +67,17 @@ def groups(result: Result) -> list[Group]:
     alone = {s.key: s for s in result.series if s.concurrent == 1}
     found = []
     for members in runs.values():
-        measured = [{p.batch_size for p in s.ok_points()} for s in members]
+        measured = [{p.batch_size for p in s.ok_points()} for s in members if s.ok_points()]
         common = set.intersection(*measured) if measured else set()
         if not common:
             continue
-        batch = max(common)
+        batch = max(common)  # among the devices that measured: one that failed shows as a row without figures
         rows = []
         for series in members:
             solo = alone.get(dataclasses.replace(series.key, concurrent=1))
-            point = next(p for p in series.ok_points() if p.batch_size == batch)
-            rows.append(DeviceRow(series.device, series.device_name or series.device, _mbps(solo, batch), point.mbps,
-                                  point.overlap))  # fmt: skip
+            point = next((p for p in series.ok_points() if p.batch_size == batch), None)
+            rows.append(DeviceRow(series.device, series.device_name or series.device, _mbps(solo, batch),
+                                  point.mbps if point else None, point.overlap if point else None))  # fmt: skip
         found.append(Group(members[0].label().rsplit("@", 1)[0], batch, rows))
     return found
 

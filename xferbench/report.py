@@ -145,7 +145,9 @@ def summary_table(
     the "% of raw ceiling" column refers to, each with the devices it applies to (`files`: each
     pick's file label, or "" for a single file). `empty`: series with no measured point and their
     names, kept in the table so a failure cannot go unseen."""
-    best = max(p.series.summary.peak_mbps or 0.0 for p in picks)
+    best_of: dict[str, float] = {}  # per direction: a bidir total is no yardstick for one way
+    for p in picks:
+        best_of[p.series.direction] = max(best_of.get(p.series.direction, 0.0), p.series.summary.peak_mbps or 0.0)
     # A raw copy applies only to CUDA series: without one, the column would be all dashes.
     show_raw = any(p.series.device.startswith("cuda") for p in picks)
     rows: list[list[str]] = []
@@ -176,7 +178,7 @@ def summary_table(
             name + (" **FAILED**" if series.status == "failed" else ""),
             series.device_name or series.device,
             f"{rate(peak)} @ {summary.peak_batch_size}",
-            f"{peak / best:.2f}×" if peak and best else "-",
+            f"{peak / best_of[series.direction]:.2f}×" if peak and best_of[series.direction] else "-",
             str(summary.saturation_batch_size or "-"),
             latency,
             bandwidth,

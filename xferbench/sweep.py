@@ -20,7 +20,7 @@ from xferbench.results import Point, Result, Series
 from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, STREAMED, TIMING_METHODS, SeriesKey
 from xferbench.telemetry import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
-from xferbench.worker import LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
+from xferbench.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
 
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
@@ -119,7 +119,7 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
     movable = [r for r in runners if not r.backend.fixed_device]
     if not movable:  # only host-side paths: they run where they run, and nowhere else
         fixed = {r.backend.name: str(r.backend.fixed_device) for r in runners}
-        if requested not in ("auto", *fixed.values()) and not (requested.startswith("sim:") and "sim" in fixed):
+        if requested not in ("auto", *fixed.values()):
             where = ", ".join(f"{name} is a simulated link and reaches no device" if device == "sim"
                               else f"{name} copies within host memory and runs on the {device} only" for name, device in fixed.items())
             raise XferbenchError(f"--device {requested}: {where}; drop --device, or add a framework that reaches {requested}")
@@ -431,8 +431,11 @@ def _record_death(series: Series, config: SweepConfig, started: list[int], died:
 
 
 def _measure(plan: Plan, result: Result, planned: PlannedSeries, series: Series, on_start: OnStart, on_point: OnPoint,
-             link_interval_s: float | None, runner: Runner | None = None, barrier: StartLine | None = None) -> None:  # fmt: skip
-    """One series, in its framework's runner (or the one given), its link sampled and its worker bound."""
+             link_interval_s: float | None, runner: Runner | None = None, barrier: StartLine | None = None,
+             stopping: threading.Event | None = None) -> None:  # fmt: skip
+    """One series, in its framework's runner (or the one given), its link sampled and its worker bound.
+    In a concurrent run (a barrier), a worker killed because the sweep is stopping (`stopping`) is no
+    death: its series keeps what it measured, as a solo series does when interrupted."""
     config, key = plan.config, planned.key
     runner = runner or plan.runners[key.framework]
     sampler, binding = _placement(plan, result, planned, series, link_interval_s)
@@ -452,39 +455,82 @@ def _measure(plan: Plan, result: Result, planned: PlannedSeries, series: Series,
     except WorkerDied as died:
         if barrier is not None:
             barrier.abort()  # the other devices go on alone rather than wait for this one
-        _record_death(series, config, started, died)
+        if not (stopping and stopping.is_set()):
+            _record_death(series, config, started, died)
+    except BaseException:
+        if barrier is not None:
+            barrier.abort()
+        raise
     finally:
         if sampler is not None:
             series.link = sampler.stop()
 
 
+def _overlap(points: list[Point]) -> float | None:
+    """The share of the run's whole window during which every device sampled."""
+    windows = [p.window_s for p in points if p.window_s]
+    if len(windows) < len(points) or not windows:
+        return None
+    together = max(0.0, min(w[1] for w in windows) - max(w[0] for w in windows))
+    span = max(w[1] for w in windows) - min(w[0] for w in windows)
+    return round(together / span, 4) if span > 0 else None
+
+
 def run_together(plan: Plan, result: Result, members: list[tuple[PlannedSeries, Series]], on_start: OnStart,
                  on_point: OnPoint, link_interval_s: float | None) -> None:  # fmt: skip
     """A concurrent run: the same path on every device at once, a worker per device (each bound to its
-    own GPU's node), a barrier before each point's sampling so they start together. Afterwards each
-    point records the share of its sampling window that every device spent sampling (`overlap`)."""
+    own GPU's node from the start), a barrier before each point's sampling so they start together.
+    Once every device has a point at a batch, each of those points records the share of the run's
+    window during which every device sampled (`overlap`). A worker that cannot start costs its own
+    series; Ctrl-C stops every worker and keeps what was measured."""
     backend = members[0][0].backend
-    runners = [WorkerRunner(backend, plan.config.pythons.get(backend.name)) for _ in members]
-    barrier = StartLine(len(members))
+    runners: list[WorkerRunner] = []
+    started = []
     try:
-        for runner in runners:
-            runner.hello()
-        threads = [threading.Thread(target=_measure, daemon=True,
-                                    args=(plan, result, planned, series, on_start, on_point, link_interval_s, runner, barrier))
-                   for (planned, series), runner in zip(members, runners)]  # fmt: skip
+        for planned, series in members:
+            binding = _placement(plan, result, planned, Series.of(planned.key), None)[1]
+            try:
+                runner = WorkerRunner(backend, plan.config.pythons.get(backend.name), binding=binding)
+                runners.append(runner)
+                runner.hello()
+                started.append((planned, series, runner))
+            except (XferbenchError, WorkerDied) as error:
+                series.status, series.reason = "failed", f"its worker did not start: {error}"
+        if len(started) < 2:
+            for _, series, _ in started:
+                series.status, series.reason = "skipped", "not run at once: the other devices' workers did not start"
+            return
+        by_batch: dict[int, list[Point]] = {}
+        lock = threading.Lock()
+
+        def point_done(series: Series, point: Point) -> None:
+            with lock:
+                points = by_batch.setdefault(point.batch_size, [])
+                points.append(point)
+                if len(points) == len(started):
+                    overlap = _overlap(points)
+                    for done in points:
+                        done.overlap = overlap
+            on_point(series, point)
+
+        barrier, stopping = StartLine(len(started)), threading.Event()
+        threads = [threading.Thread(target=_measure, daemon=True, args=(plan, result, planned, series, on_start, point_done,
+                                                                       link_interval_s, runner, barrier, stopping))
+                   for planned, series, runner in started]  # fmt: skip
         for thread in threads:
             thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # a timeout, so Ctrl-C reaches the main thread
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)  # a timeout, so Ctrl-C reaches the main thread
+        except BaseException:
+            stopping.set()
+            barrier.abort()
+            for runner in runners:
+                runner.close()  # kills a worker still measuring: its thread sees it and records no death
+            for thread in threads:
+                thread.join(DEATH_WAIT_S)
+            raise
     finally:
         for runner in runners:
             runner.close()
-    for batch_size in plan.config.batch_sizes:
-        points = [p for _, s in members for p in s.points if p.batch_size == batch_size]
-        windows = [p.window_s for p in points if p.window_s]
-        if len(windows) == len(members):
-            overlap = max(0.0, min(w[1] for w in windows) - max(w[0] for w in windows))
-            span = max(w[1] for w in windows) - min(w[0] for w in windows)
-            for point in points:
-                point.overlap = round(overlap / span, 4) if span > 0 else None

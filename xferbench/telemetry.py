@@ -18,7 +18,7 @@ from typing import Any
 from xferbench.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
 from xferbench.numa import pages_off_node
 from xferbench.results import Series
-from xferbench.spec import BIDIR
+from xferbench.spec import BIDIR, HOST_TO_HOST
 
 INTERVAL_S = 0.1
 MAX_SAMPLES = 2000  # per series: past it, every other sample is dropped and the interval doubles
@@ -383,6 +383,8 @@ def link_facts(series: Series, environment: dict[str, Any]) -> str | None:
 def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | None, str]:
     """The series' link ceiling in GB/s where known, and what it is, or why it is unknown."""
     kind = series.device.split(":")[0]
+    if series.transfer == HOST_TO_HOST and kind != "cpu":
+        return None, "unknown: a host-to-host copy (torch pin) crosses no PCIe link"
     if kind == "sim":
         gbps = series.params.get("bandwidth_gbps")
         return gbps, f"simulated link ({gbps:g} GB/s, as configured)" if gbps else "unknown: simulated link"
@@ -407,7 +409,7 @@ def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:
     """The raw pinned cudaMemcpyAsync that ran on the series' device in the same result file, if any:
     timed the same way (per call or streamed) where both ran."""
     found = [s for s in siblings if is_raw_reference(s) and s.device == series.device and s.direction == series.direction
-             and s.status != "skipped"]  # fmt: skip
+             and s.concurrent == series.concurrent and s.status != "skipped"]  # fmt: skip
     return next((s for s in found if s.method == series.method), found[0] if found else None)
 
 
@@ -428,7 +430,10 @@ def fraction_of_link(series: Series, environment: dict[str, Any]) -> tuple[float
 
 
 def fraction_of_raw(series: Series, siblings: Iterable[Series]) -> float | None:
-    """The series' peak MB/s over the raw reference's peak, or None where no raw reference ran."""
+    """The series' peak MB/s over the raw reference's peak, or None where no raw reference ran (or
+    the series copies host to host, as torch pin does)."""
+    if series.transfer == HOST_TO_HOST:
+        return None
     reference = raw_reference(series, siblings)
     peak = series.summary.peak_mbps
     return peak / reference.summary.peak_mbps if reference and peak else None  # type: ignore[operator]

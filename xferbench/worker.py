@@ -5,12 +5,13 @@ A fresh process per series also keeps one series' allocator state out of the nex
 The main process talks to each worker over JSON lines: the worker's stdout carries the protocol
 (anything else it prints is moved to stderr), its stderr goes to a log whose tail explains a death.
 
-    parent -> worker   {"run": {key, batch_sizes, params, timing, together}} | {"quit": true} | {"go": true}
+    parent -> worker   {"run": {key, batch_sizes, params, timing, together}} | {"quit": true} | {"go": at}
     worker -> parent   {"hello": {devices, environment}} | {"error": message}
                        {"start": batch} | {"ready": batch} | {"point": point, "series": header} | {"done": header}
 
 In a concurrent run (`together`), a worker says "ready" once a point is prepared, warmed up and
-verified, and samples only after the parent's "go", which comes when every device's worker is ready.
+verified, and samples only after the parent's "go", which comes when every device's worker is ready
+and names the moment to start (time.monotonic; true where another worker died: start at once).
 
 Run as `python -m xferbench.worker FRAMEWORK`, with any interpreter that has numpy and the framework.
 A worker for a CUDA series is started with a binding in its environment (numa.BIND_ENV), which it
@@ -127,7 +128,8 @@ def _source_folder() -> Path:
 class WorkerRunner:
     """A framework in its own process. Starting it returns at once; hello() waits until it is ready."""
 
-    def __init__(self, backend: Backend, python: str | None = None, start_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    def __init__(self, backend: Backend, python: str | None = None, start_timeout_s: float = STARTUP_TIMEOUT_S,
+                 binding: Binding | None = None) -> None:  # fmt: skip
         self.backend = backend
         self.start_timeout_s = start_timeout_s
         self.python = python or sys.executable
@@ -136,7 +138,7 @@ class WorkerRunner:
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), os.environ.get("PYTHONPATH")]))}
         self.first_hello: dict[str, Any] | None = None  # the framework as the first worker saw it
         self.startup_errors: list[str] = []  # error lines the first worker logged before it was ready
-        self._spawn()
+        self._spawn(binding)  # a concurrent run's worker is bound from the start: it measures one device only
 
     def _spawn(self, binding: Binding | None = None) -> None:
         self.log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # a framework may log any bytes
@@ -318,6 +320,9 @@ class WorkerRunner:
                 for name in HEADER_FIELDS:
                     setattr(series, name, message["done"][name])
                 self.busy = False
+                if barrier is not None:  # a series that could not set up sent no point: the others must not wait for it
+                    for _ in [b for b in batch_sizes if b not in met and b not in {p.batch_size for p in series.points}]:
+                        barrier.meet(stall_s)
                 self._note_logged_errors(series)
                 return
 

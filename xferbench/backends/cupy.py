@@ -114,7 +114,7 @@ class Get(Transfer):
         return self.cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
 
     def verify(self) -> None:
-        fill_pattern(self.expected, variant=1)  # new bytes on the device: leftovers from warm-up cannot match
+        fill_pattern(self.expected, variant=2)  # new bytes on the device: leftovers from warm-up cannot match
         self.on_device = self.cupy.asarray(self.expected)
         self.device.synchronize()
         self()

@@ -277,7 +277,7 @@ class TorchBack(_TorchCopy):
                     copy()
                     end.record()
             self._synchronize()
-            self.transfers += 2
+            self.transfers += 1  # a call: one batch each way, whose bytes count both
             return {way: start.elapsed_time(end) / 1e3 for way, (start, end) in self.events.items()}
         events = self.events[D2H]
         if events:
@@ -294,7 +294,7 @@ class TorchBack(_TorchCopy):
 
     def verify(self) -> None:
         torch = self.torch
-        fill_pattern(self.expected, variant=1)  # new bytes: leftovers from warm-up cannot match
+        fill_pattern(self.expected, variant=2)  # new bytes, not the h2d lane's: crossed lanes cannot match
         self.on_device.copy_(torch.from_numpy(self.expected))
         if self.into is not None:
             self.into.zero_()
@@ -348,6 +348,8 @@ class TorchBackend(Backend):
                     " PyTorch's pin_memory semantics on MPS changed across releases"
                 )
             return "pinned host memory needs a CUDA device; on the CPU there is no device copy to pin for"
+        if key.mode == "pin" and key.op != "copy":
+            return "torch pin times x.pin_memory() alone: there is no device result for the seed op to fetch"
         if key.direction != H2D and key.op != "copy":
             return f"the {key.op} op is the report's host-to-device expression; {key.direction} times the copy alone"
         return None

@@ -10,6 +10,7 @@ run pays the latency once, outside its timed span, and each copy costs bytes / b
 With --sim-devices N there are N simulated devices, sim:0 ... sim:N-1, each behind its own link of
 that bandwidth and all behind one host side of --sim-host-bandwidth-gbps (0: unlimited), shared evenly
 by the devices that run at once: two devices behind 20 GB/s get 10 each when they run together.
+Like each device's link, the host side is full duplex: its bandwidth holds in each direction.
 
 The link is full duplex: d2h costs what h2d costs, and a bidir call moves a batch each way at once in
 the time one direction takes, so each direction reports the link's rate and their total twice that.
@@ -40,14 +41,14 @@ class SimLink:
     at_once: int = 1  # how many devices share the host side in this run: set by the sweep, not the user
 
     def check(self) -> None:
-        finite = all(math.isfinite(v) for v in (self.latency_us, self.bandwidth_gbps, self.jitter, self.host_bandwidth_gbps))
+        finite = all(math.isfinite(v) for v in (self.latency_us, self.bandwidth_gbps, self.jitter))
         if not finite or self.latency_us < 0 or self.bandwidth_gbps <= 0 or not 0 <= self.jitter < 1:
             raise XferbenchError(
                 "--sim-latency-us must be a finite number >= 0, --sim-bandwidth-gbps > 0 and --sim-jitter in [0, 1)"
             )
         if self.seed < 0:
             raise XferbenchError("--sim-seed must be a non-negative integer")
-        if self.devices < 1 or self.host_bandwidth_gbps < 0:
+        if self.devices < 1 or not (math.isfinite(self.host_bandwidth_gbps) and self.host_bandwidth_gbps >= 0):
             raise XferbenchError("--sim-devices must be at least 1 and --sim-host-bandwidth-gbps a finite number >= 0 (0: unlimited)")
 
     def device_ids(self) -> list[str]:
@@ -84,7 +85,8 @@ class SimTransfer(Transfer):
         self.method, self.bidir = spec.series.method, spec.series.direction == BIDIR
         self.cost_s, self.copy_s, self.latency_s = link.cost_s(spec.nbytes), link.copy_s(spec.nbytes), link.latency_us * 1e-6
         self.jitter = link.jitter
-        self.rng = np.random.default_rng([link.seed, spec.batch_size])
+        device = spec.series.device.partition(":")[2]  # sim:1 draws other jitter than sim:0
+        self.rng = np.random.default_rng([link.seed, spec.batch_size, int(device) + 1 if device else 0])
         self.transfers = 0
 
     def _jittered(self, cost: float) -> float:
