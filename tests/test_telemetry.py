@@ -422,3 +422,26 @@ def test_a_narrow_counter_is_unwrapped_or_not_trusted() -> None:
     received, how = telemetry.received_bytes(fast)
     assert how.startswith("≈ NVML's RX throughput") and "32-bit byte counter could wrap more than once" in how
     assert received == pytest.approx(0.2 * 50_000_000 * 1024)
+
+
+def test_replays_clocks_and_the_p_state_are_read_before_and_after(fake_nvml) -> None:
+    """What a health check compares: NVML's PCIe replay counter, clocks and P-state, per GPU."""
+    fake = fake_nvml()
+    fake.NVML_CLOCK_SM, fake.NVML_CLOCK_MEM = 1, 2
+    fake.replays = 7
+    fake.nvmlDeviceGetPcieReplayCounter = lambda handle: fake.replays
+    fake.nvmlDeviceGetClockInfo = lambda handle, clock: {1: 1980, 2: 2619}[clock]
+    fake.nvmlDeviceGetPerformanceState = lambda handle: 0
+    first = environment.nvml_info()["gpus"][0]
+    assert (first["pcie_replay_counter"], first["clocks_mhz"], first["pstate"]) == (7, {"sm": 1980, "memory": 2619}, "P0")
+    fake.replays = 9
+    after = environment.nvml_health()
+    assert after["available"] and [g["pcie_replay_counter"] for g in after["gpus"]] == [9, 9]
+    assert after["gpus"][0]["uuid"] == first["uuid"]
+    del fake.nvmlDeviceGetPcieReplayCounter  # an older driver: null, not an error
+    assert environment.nvml_health()["gpus"][0]["pcie_replay_counter"] is None
+
+
+def test_without_nvml_the_after_reading_says_why(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert environment.nvml_health() == {"available": False, "reason": "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"}
