@@ -18,10 +18,16 @@ TIMING = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=20, min_time_s=0
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def link(gen: int, width: int, gen_max: int = 5, width_max: int = 16) -> dict[str, Any]:
-    """A series' NVML samples in brief: what the link ran at while data moved, and its maximum."""
-    return {"pcie_gen_max": gen_max, "pcie_width_max": width_max,
-            "summary": {"samples": 10, "loaded_samples": 8, "gen_under_load": [gen, gen], "width_under_load": [width, width]}}
+def link(gen: int, width: int, gen_max: int = 5, width_max: int = 16, waking: int = 0) -> dict[str, Any]:
+    """A series' NVML samples: two idle ones at Gen1, then eight while data moved at Gen`gen` x`width`
+    (the first `waking` of them still at Gen1, as a link waking from idle reads), and its maximum."""
+    gens = [1, 1] + [1] * waking + [gen] * (8 - waking)
+    moving = [0, 0] + [50_000_000] * 8  # KB/s: 51 GB/s received
+    loaded = gens[2:]
+    return {"pcie_gen_max": gen_max, "pcie_width_max": width_max, "t_s": [0.1 * i for i in range(10)], "gen": gens,
+            "width": [width] * 10, "tx_kbps": [0] * 10, "rx_kbps": moving, "rx_bytes": [None] * 10,
+            "summary": {"samples": 10, "loaded_samples": 8, "gen_under_load": [min(loaded), max(loaded)],
+                        "width_under_load": [width, width]}}  # fmt: skip
 
 
 def series(framework: str, mode: str, gbps: float, device: str = "cuda:0", batch: int = 512,

@@ -31,6 +31,7 @@ def test_a_healthy_h100_passes_every_check() -> None:
 def test_below_the_links_share_fails_and_the_share_is_an_option() -> None:
     slow = node("a", raw_gbps=45)  # 71% of Gen5 x16's 63 GB/s
     assert findings(slow)["link"].status == check.FAIL and "71% of PCIe Gen5 x16" in findings(slow)["link"].figure
+    assert "at least 75% needed" in findings(slow)["link"].figure  # the default: an A100 at Azure's floor passes it
     assert findings(slow, link_share=0.70)["link"].status == check.PASS
 
 
@@ -46,7 +47,7 @@ def test_below_the_models_published_floor_fails_and_a_model_without_one_says_so(
 
 def test_a_down_trained_link_fails_and_rising_replays_warn() -> None:
     state = findings(node("a", raw_gbps=27, under=(5, 8)))["link state"]
-    assert state.status == check.FAIL and "Gen5 x8 under load, maximum Gen5 x16" in state.figure
+    assert state.status == check.FAIL and "ran below its maximum (Gen5 x16) while data moved: down to Gen5 x8" in state.figure
     replays = findings(node("a", replays=(10, 14)))["replays"]
     assert replays.status == check.WARN and "rose by 4" in replays.figure
     (verdict,) = check.verdicts(node("a", replays=(10, 14)))
@@ -86,6 +87,7 @@ def test_a_raw_copy_that_measured_nothing_fails() -> None:
     ([], "nothing to check: no NVIDIA GPU here"),
     (["--link-share", "120%"], "--link-share '120%': give a percentage above 0% and at most 100%"),
     (["--link-share", "0"], "--link-share '0': give a percentage above 0%"),
+    (["--link-share", "0.8"], "--link-share '0.8' is ambiguous: write 80% or 0.8%"),
     (["--path", "torch"], "--path 'torch': give FRAMEWORK/MODE"),
     (["--baseline", "missing.json"], "missing.json: no such file"),
     (["--batch-size", "0"], "--batch-size 0: give a positive integer"),
@@ -94,3 +96,42 @@ def test_bad_input_and_a_machine_without_a_gpu_exit_2_in_one_line(args, message)
     result = CliRunner().invoke(app, ["check", *args])
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_link_waking_from_idle_in_one_sample_is_not_down_trained() -> None:
+    from nodes import link
+
+    result = node("a")
+    result.series[0].link = link(5, 16, waking=1)  # one of eight samples under load still at Gen1
+    assert findings(result)["link state"].status == check.PASS
+    result.series[0].link = link(5, 16, waking=5)  # most of them: the link did not train up
+    assert findings(result)["link state"].status == check.FAIL
+
+
+def test_a_raw_copy_that_failed_beside_one_that_measured_fails_the_gpu() -> None:
+    result = node("a")
+    broken = dataclasses.replace(result.series[0], method="per-call", status="failed", reason="verification failed: 3 bytes differ")
+    result.series.insert(0, broken)
+    (verdict,) = check.verdicts(result)
+    assert verdict.status == check.FAIL and "verification failed: 3 bytes differ" in findings(result)["raw copy"].figure
+
+
+def test_a_gpu_nvml_sees_and_cuda_did_not_check_fails_the_node() -> None:
+    result = node("a", gpus=2)
+    result.environment["nvml"] = {"available": True, "gpus": [{"index": i} for i in range(3)]}
+    *gpus, whole = check.verdicts(result)
+    assert [v.status for v in gpus] == [check.PASS, check.PASS] and whole.device == "node" and whole.status == check.FAIL
+    assert "NVML sees 3 GPUs but CUDA let 2 be checked" in whole.findings[0].figure
+    result.environment["settings"] = {"CUDA_VISIBLE_DEVICES": "0,1"}  # the user's choice, not a fault
+    assert [v.device for v in check.verdicts(result)] == ["cuda:0", "cuda:1"]
+
+
+def test_a_gpu_nothing_can_judge_is_not_passed() -> None:
+    result = node("a", name="NVIDIA L40S", replays=None)
+    for series in result.series:
+        series.link = {"reason": "nvidia-ml-py is not installed"}
+    result.environment["devices"][0]["nvml"] = {}
+    (verdict,) = check.verdicts(result)
+    assert verdict.status == check.NA
+    assert {f.name: f.status for f in verdict.findings}["reference"] == check.INFO
+    assert check.verdicts(result, baseline=node("a", name="NVIDIA L40S"))[0].status == check.PASS  # a baseline judges it

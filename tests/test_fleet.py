@@ -4,6 +4,7 @@ with a slow GPU, one with a down-trained link, one unreadable file. Those are fo
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 
 import pytest
@@ -40,14 +41,15 @@ def test_the_slow_gpu_the_narrow_link_and_the_broken_file_are_found_and_nothing_
     assert len(found.rows) == 24
     flagged = {(r.host, r.device): r.flags for r in found.flagged}
     assert set(flagged) == {("slow", "cuda:0"), ("slow", "cuda:1"), ("narrow", "cuda:0"), ("narrow", "cuda:1")}
-    assert any(f.startswith("straggler") for f in flagged[("slow", "cuda:0")]) and "check FAIL" in flagged[("slow", "cuda:0")]
+    assert any(f.startswith("straggler") for f in flagged[("slow", "cuda:0")])
+    assert "check FAIL: link, reference" in flagged[("slow", "cuda:0")]
     assert "link below max" in flagged[("narrow", "cuda:0")]
     narrow = next(r for r in found.rows if r.host == "narrow")
     assert narrow.link == "Gen5 x8 (max Gen5 x16)" and narrow.link_max == "Gen5 x16"
     assert [path.endswith("broken.json") for path, _ in found.unreadable] == [True]
     assert "not JSON" in found.unreadable[0][1]
-    (median, mad, n), = found.groups.values()
-    assert n == 24 and median == pytest.approx(55_000, rel=0.02)
+    ((model, link, measured), (median, mad, n)), = found.groups.items()
+    assert n == 24 and median == pytest.approx(55_000, rel=0.02) and measured == "100.7 MB streamed"
 
 
 def test_a_small_spread_flags_no_one_and_a_small_group_is_not_judged(tmp_path) -> None:
@@ -95,3 +97,43 @@ def test_bad_fleet_input_is_one_line_and_exit_2(tmp_path) -> None:
     (empty / "bad.json").write_text("{}")
     with pytest.raises(XferbenchError, match="no GPU figures in 1 file"):
         fleet.read_fleet([empty])
+
+
+def test_files_measured_differently_are_not_judged_against_each_other(tmp_path) -> None:
+    """Per-call ceilings at batch 512 are not stragglers among streamed ones: each is its own group."""
+    for i in range(4):
+        write(node(f"s{i}", raw_gbps=55), tmp_path)
+    for i in range(2):
+        result = node(f"p{i}", raw_gbps=40)
+        result.series = [dataclasses.replace(s, method="per-call") for s in result.series]
+        write(result, tmp_path)
+    found = fleet.read_fleet([tmp_path])
+    assert found.flagged == [] and len(found.groups) == 2
+
+
+def test_the_newest_file_of_a_host_counts_and_a_run_cut_short_is_flagged(tmp_path) -> None:
+    for i in range(4):
+        write(node(f"n{i}", raw_gbps=55), tmp_path)
+    old = node("n0", raw_gbps=30)
+    old.created = "2026-01-01T00:00:00+00:00"
+    write(old, tmp_path, "n0-january")
+    cut = node("n9", raw_gbps=55)
+    cut.status = "running"
+    write(cut, tmp_path)
+    found = fleet.read_fleet([tmp_path])
+    assert len(found.rows) == 5 and [old for old, _ in found.superseded] == [str(tmp_path / "n0-january.json")]
+    assert [(r.host, r.flags) for r in found.flagged] == [("n9", ["file running: the run did not finish"])]
+    assert "Older files of the same host and GPU, not counted:" in fleet.markdown(found)
+
+
+def test_cpu_files_give_no_rows_and_the_markdown_follows_min_group(tmp_path) -> None:
+    from xferbench.results import Result, Series
+
+    cpu = Result(environment={"host": "laptop"}, config={}, created="x",
+                 series=[Series("torch", "pageable", "copy", "cpu", [1], points=[])], status="complete")  # fmt: skip
+    write(cpu, tmp_path)
+    for i in range(5):
+        write(node(f"n{i}"), tmp_path)
+    found = fleet.read_fleet([tmp_path], min_group=6)
+    assert len(found.rows) == 5 and found.unreadable == [(str(tmp_path / "laptop.json"), "no CUDA series measured anything in it")]
+    assert "5 GPU(s), median" in fleet.markdown(found) and "too few to judge" in fleet.markdown(found)

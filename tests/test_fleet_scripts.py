@@ -45,12 +45,13 @@ def test_the_sbatch_script_checks_each_node_into_its_own_file_then_flags_the_slo
     assert (out / "fleet.csv").exists() and (out / "fleet.png").exists()
 
 
-@pytest.mark.parametrize("status, drains", [(0, False), (1, True), (2, False)])
+@pytest.mark.parametrize("status, drains", [(0, False), (1, True), (2, os.path.isdir("/proc/driver/nvidia/gpus"))])
 def test_the_prolog_drains_a_node_only_when_its_check_fails(tmp_path, status, drains) -> None:
+    """2 (nothing checked) drains only where GPUs are present: here there are none."""
     env = {**stand_ins(tmp_path, status), "FAKE_HOST": "node1", "LOGS": str(tmp_path / "logs"), "XFERBENCH": "xferbench"}
     ran = subprocess.run(["bash", str(FLEET / "prolog.sh")], env=env, capture_output=True, text=True, timeout=120)
     assert (ran.returncode != 0) == drains, ran.stdout + ran.stderr
-    assert (tmp_path / "logs" / "node1-42.json").exists()
+    assert (tmp_path / "logs" / "node1.json").exists()
 
 
 def test_the_job_manifest_runs_one_check_per_node_into_a_shared_volume() -> None:
@@ -59,7 +60,10 @@ def test_the_job_manifest_runs_one_check_per_node_into_a_shared_volume() -> None
     spec = job["spec"]["template"]["spec"]
     assert job["kind"] == "Job" and job["spec"]["completions"] == job["spec"]["parallelism"]
     (container,) = spec["containers"]
-    assert container["command"][:2] == ["xferbench", "check"] and "/results/$(NODE_NAME).json" in container["command"]
+    command = " ".join(container["command"])
+    assert "xferbench check --overwrite --out /results/$(NODE_NAME).json" in command and "[ $? -le 1 ]" in command
+    assert {"name": "XFERBENCH_HOST", "value": "$(NODE_NAME)"} in container["env"]
+    subprocess.run(["sh", "-n", "-c", container["command"][2]], check=True)
     anti = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert anti["topologyKey"] == "kubernetes.io/hostname"
 

@@ -178,12 +178,15 @@ CHECK_PATHS = {"torch": "pinned_into"}
 
 
 def parse_share(text: str, option: str, zero: bool = False) -> float:
-    """'80%' or '80' -> 0.8: a share above 0% (or from 0% where `zero`) up to 100%."""
+    """'80%' or '80' -> 0.8: a share above 0% (or from 0% where `zero`) up to 100%. A bare number
+    below 1 is refused: '0.8' could mean 80% or 0.8%."""
     value = text.strip().removesuffix("%").strip()
     try:
         number = float(value)
     except ValueError:
         number = math.nan
+    if not text.strip().endswith("%") and 0 < number < 1:
+        raise XferbenchError(f"{option} {text!r} is ambiguous: write {number * 100:g}% or {number:g}%")
     if not math.isfinite(number) or not (0 <= number if zero else 0 < number) or number > 100:
         low = "from 0%" if zero else "above 0%"
         raise XferbenchError(f"{option} {text!r}: give a percentage {low} and at most 100%, such as 80%")
@@ -207,8 +210,8 @@ def check_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
 
 @app.command()
 def check(
-    path: Annotated[Optional[list[str]], typer.Option("--path", "-p", help="Repeatable FRAMEWORK/MODE measured beside the raw pinned copy, e.g. torch/pinned_into (the default where PyTorch is installed), jax/pinned_host.", show_default=False)] = None,
-    link_share: Annotated[str, typer.Option(help="FAIL a GPU whose raw pinned copy reaches less than this share of the link's theoretical rate.")] = "80%",
+    path: Annotated[Optional[list[str]], typer.Option("--path", "-p", help="Repeatable FRAMEWORK/MODE measured beside the raw pinned copy, e.g. jax/pinned_host; given, it replaces the default (torch/pinned_into where PyTorch is installed); cuda/raw_pinned alone checks the raw copy only.", show_default=False)] = None,
+    link_share: Annotated[str, typer.Option(help="FAIL a GPU whose raw pinned copy reaches less than this share of the link's theoretical rate, as the link ran (a link down-trained below its maximum fails the link-state check).")] = "75%",
     baseline: Annotated[Optional[Path], typer.Option(help="A result file from this node when it was healthy: FAIL a checked series significantly slower than there (compare's test).", show_default=False)] = None,
     threshold: Annotated[str, typer.Option(help="With --baseline: the smallest slowdown that counts.")] = "5%",
     batch_size: Annotated[int, typer.Option(help="The batch checked, of --shape uint8 items: 512 is 100.7 MB.")] = 512,
@@ -259,9 +262,13 @@ def check(
     for verdict in found:
         out.print(checking.verdict_table(verdict))
     passed = sum(v.status == checking.PASS for v in found)
-    out.print(f"{passed} of {len(found)} GPU(s) passed in {time.monotonic() - started:.0f} s; saved {output.path}", highlight=False)
-    if passed < len(found) or not found:
+    out.print(f"{passed} of {len(found)} passed in {time.monotonic() - started:.0f} s; saved {output.path}", highlight=False)
+    if any(v.status == checking.FAIL for v in found):
         raise typer.Exit(1)
+    if not found or any(v.status == checking.NA for v in found):
+        raise fail("nothing could judge " + (", ".join(v.device for v in found if v.status == checking.NA) or "any GPU")
+                   + ": no NVML link facts and no reference for the model; install nvidia-ml-py ('xferbench[nvml]')"
+                   " or give --baseline", 2)  # fmt: skip
 
 
 def failures(result: Result) -> list[str]:
@@ -555,9 +562,12 @@ def fleet(
         style = "bold red" if cells[-1] != "ok" else ""
         table.add_row(*(escape(c) for c in cells), style=style)
     out.print(table)
-    for (model, link), (median, mad, n) in found.groups.items():
+    for (model, link, measured), (median, mad, n) in found.groups.items():
         judged = "" if n >= min_group else f" (fewer than {min_group}: not judged)"
-        out.print(f"group {escape(model)}, {link}: {n} GPU(s), median {median:,.0f} MB/s, MAD {mad:,.0f}{judged}", highlight=False)
+        out.print(f"group {escape(model)}, {link}, {measured}: {n} GPU(s), median {median:,.0f} MB/s, MAD {mad:,.0f}{judged}",
+                  highlight=False)  # fmt: skip
+    for old, new in found.superseded:
+        out.print(f"[dim]not counted: {escape(old)} (the same host and GPU, newer in {escape(new)})[/]", highlight=False)
     for path, why in found.unreadable:
         err.print(f"[yellow]warning: not read: {escape(path)}: {escape(why)}[/]", highlight=False)
     for path in (markdown_path, csv_out, plot_path):

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from xferbench.spec import HOST_ENV
+
 VERSIONED_PACKAGES = (
     "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",
     "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda12-pjrt", "jax-cuda13-pjrt",
@@ -341,7 +343,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
     nvml = nvml_info()
     _attach_nvml(devices, nvml)
     return {
-        "host": platform.node(),
+        "host": os.environ.get(HOST_ENV) or platform.node(),
         "os": platform.platform(),
         "machine": platform.machine(),
         "cpu": cpu_name(),

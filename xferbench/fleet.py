@@ -5,9 +5,13 @@ this reads them all and measures nothing. A row per GPU: host, GPU, link, the ra
 each other path's MB/s at the same batch, the check's verdict. A GPU is flagged when:
 - straggler: its ceiling is below its group's median by more than k median absolute deviations
   (scaled to a standard deviation) and by more than a share of the median, the group being the GPUs
-  of the same model and maximum link; a group needs MIN_GROUP GPUs to be judged at all;
-- link below max: its link ran below its maximum generation or width while data moved;
-- FAIL: its check failed.
+  of the same model and maximum link measured the same way (batch bytes, timing method); a group
+  needs MIN_GROUP GPUs to be judged at all;
+- link below max: its link ran below its maximum generation or width in most samples while data moved;
+- check FAIL (and which checks), or a check that could judge nothing; replays that rose are noted;
+- no raw ceiling, or a file cut short (a node killed mid-run).
+Only CUDA devices are rows. Where one host and device appear in several files, the newest counts
+and the others are listed as superseded.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xferbench.check import best_point
 from xferbench.environment import device_entry, link_readings
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Series, load
 from xferbench.spec import H2D
-from xferbench.telemetry import is_raw_reference
+from xferbench.telemetry import is_raw_reference, ran_below_max
 
 MAD_K = 3.0  # how many scaled MADs below the median a straggler lies, at least
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normal data
@@ -42,6 +47,8 @@ class Row:
     link_max: str  # the maximum generation and width: with the model, the group a GPU is judged in
     batch_size: int | None
     ceiling_mbps: float | None  # the raw pinned copy at its largest batch, streamed where it ran
+    measured: str = "-"  # how the ceiling was measured (bytes, timing method): GPUs are judged only against alike
+    created: str = ""  # when the file's run started: the newest of a host's files counts
     paths: dict[str, float | None] = field(default_factory=dict)  # other paths' MB/s at the same batch
     verdict: str = "-"  # the check's PASS or FAIL; "-" for a sweep file
     flags: list[str] = field(default_factory=list)
@@ -51,7 +58,9 @@ class Row:
 class Fleet:
     rows: list[Row]
     unreadable: list[tuple[str, str]]  # (path, why)
-    groups: dict[tuple[str, str], tuple[float, float, int]]  # (model, link max) -> (median, MAD, GPUs)
+    groups: dict[tuple[str, str, str], tuple[float, float, int]]  # (model, link max, measured) -> (median, MAD, GPUs)
+    min_group: int = MIN_GROUP
+    superseded: list[tuple[str, str]] = field(default_factory=list)  # (path, the newer file that counts instead)
 
     @property
     def flagged(self) -> list[Row]:
@@ -76,7 +85,8 @@ def find_files(inputs: Sequence[Path]) -> list[Path]:
 
 
 def _link(series: Series, result: Result) -> tuple[str, str, bool]:
-    """The link as it ran, its maximum, and whether it ran below the maximum while data moved."""
+    """The link as it ran, its maximum, and whether it ran below the maximum in most samples while
+    data moved (telemetry.ran_below_max: a sample taken while the link woke from idle is not enough)."""
     readings = link_readings(device_entry(result.environment, series.device), series.link)
     maxima = [(g, w) for source, g, w in readings if source != "under load"]
     top = f"Gen{maxima[0][0]} x{maxima[0][1]}" if maxima else "-"
@@ -84,16 +94,28 @@ def _link(series: Series, result: Result) -> tuple[str, str, bool]:
     gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
     if not (gen and width):
         return (f"max {top}" if maxima else "-"), top, False
-    ran = f"Gen{gen[0]} x{width[0]}"
-    below = bool(maxima) and (gen[0] < maxima[0][0] or width[0] < maxima[0][1])
+    below = ran_below_max(series, result.environment) is not None
+    ran = f"Gen{gen[0]} x{width[0]}" if below else f"Gen{gen[1]} x{width[1]}"
     return (f"{ran} (max {top})" if below else ran), top, below
 
 
+def _check_flags(device_check: dict[str, Any]) -> list[str]:
+    """What a device's check said beyond PASS: which checks failed, replays that rose, nothing judged."""
+    findings = device_check.get("findings") or []
+    failed = [f["name"] for f in findings if f.get("status") == "fail"]
+    flags = [f"check FAIL: {', '.join(failed)}"] if failed else []
+    if device_check.get("status") == "n/a":
+        flags.append("check judged nothing")
+    flags += ["replays rose" for f in findings if f.get("name") == "replays" and f.get("status") == "warn"]
+    return flags
+
+
 def rows_of(path: Path, result: Result) -> list[Row]:
-    """A row per device of the file that a raw ceiling or a path measured."""
+    """A row per CUDA device of the file that a raw ceiling or a path measured."""
     host = str(result.environment.get("host") or path.stem)
-    verdicts = {d.get("device"): d.get("status", "-") for d in (result.check or {}).get("devices", [])}
-    usable = [s for s in result.series if s.direction == H2D and s.concurrent == 1 and s.op == "copy" and s.status != "skipped"]
+    checks = {d.get("device"): d for d in (result.check or {}).get("devices", [])}
+    usable = [s for s in result.series if s.direction == H2D and s.concurrent == 1 and s.op == "copy" and s.status != "skipped"
+              and s.device.startswith("cuda")]  # fmt: skip
     rows = []
     for device in dict.fromkeys(s.device for s in usable):
         on_device = [s for s in usable if s.device == device]
@@ -101,32 +123,37 @@ def rows_of(path: Path, result: Result) -> list[Row]:
         first = raw[0] if raw else on_device[0]
         link, link_max, below = _link(first, result)
         batch = raw[1].batch_size if raw else None
-        row = Row(host, str(path), device, first.device_name or device, link, link_max, batch, raw[1].mbps if raw else None)
+        row = Row(host, str(path), device, first.device_name or device, link, link_max, batch, raw[1].mbps if raw else None,
+                  f"{raw[1].bytes / 1e6:,.1f} MB {raw[0].method}" if raw else "-", result.created)  # fmt: skip
         for series in on_device:
             if is_raw_reference(series):
                 continue
             point = next((p for p in series.ok_points() if p.batch_size == batch), None) if batch else None
             label = series.label().rsplit("@", 1)[0]
             row.paths[label] = point.mbps if point else row.paths.get(label)
-        row.verdict = str(verdicts.get(device, "-")).upper() if result.check else "-"
+        if result.check is not None:
+            device_check = checks.get(device, {})
+            row.verdict = str(device_check.get("status", "-")).upper()
+            row.flags += _check_flags(device_check)
+            row.flags += [f"node check FAIL: {f['figure']}" for f in (checks.get("node") or {}).get("findings", [])]
         if below:
             row.flags.append("link below max")
-        if row.verdict == "FAIL":
-            row.flags.append("check FAIL")
-        if raw is None and any(is_raw_reference(s) for s in on_device):
-            row.flags.append("raw copy measured nothing")
+        if raw is None:
+            row.flags.append("no raw ceiling measured")
+        if result.status != "complete":
+            row.flags.append(f"file {result.status}: the run did not finish")
         rows.append(row)
     return rows
 
 
 def stragglers(rows: list[Row], k: float = MAD_K, share: float = MIN_SHARE, min_group: int = MIN_GROUP
-               ) -> dict[tuple[str, str], tuple[float, float, int]]:  # fmt: skip
+               ) -> dict[tuple[str, str, str], tuple[float, float, int]]:  # fmt: skip
     """Flag each row whose ceiling lies below its group's median by more than k scaled MADs and by
     more than `share` of the median; return each group's median, MAD and size."""
-    groups: dict[tuple[str, str], list[Row]] = {}
+    groups: dict[tuple[str, str, str], list[Row]] = {}
     for row in rows:
         if row.ceiling_mbps:
-            groups.setdefault((row.device_name, row.link_max), []).append(row)
+            groups.setdefault((row.device_name, row.link_max, row.measured), []).append(row)
     found = {}
     for key, members in groups.items():
         values = [r.ceiling_mbps or 0.0 for r in members]
@@ -153,12 +180,19 @@ def read_fleet(inputs: Sequence[Path], k: float = MAD_K, share: float = MIN_SHAR
             continue
         found = rows_of(path, result)
         if not found:
-            unreadable.append((str(path), "no series measured anything"))
+            unreadable.append((str(path), "no CUDA series measured anything in it"))
         rows += found
     if not rows:
         listed = "; ".join(f"{p}: {why}" for p, why in unreadable[:3])
         raise XferbenchError(f"no GPU figures in {len(unreadable)} file(s): {listed}")
-    return Fleet(rows, unreadable, stragglers(rows, k, share, min_group))
+    newest: dict[tuple[str, str], Row] = {}
+    for row in rows:  # a host checked twice (a repeated job, a prolog's file per job) counts once: its newest run
+        key = (row.host, row.device)
+        if key not in newest or row.created > newest[key].created:
+            newest[key] = row
+    kept = [row for row in rows if newest[(row.host, row.device)] is row]
+    superseded = list(dict.fromkeys((row.file, newest[(row.host, row.device)].file) for row in rows if row not in kept))
+    return Fleet(kept, unreadable, stragglers(kept, k, share, min_group), min_group, superseded)
 
 
 def _paths(fleet: Fleet) -> list[str]:
@@ -185,11 +219,15 @@ def markdown(fleet: Fleet) -> str:
              f"{len(fleet.rows)} GPU(s) from {len({r.file for r in fleet.rows})} file(s); {len(fleet.flagged)} flagged.", "",
              "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
              *("| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in rows), ""]  # fmt: skip
-    lines += ["Groups (GPUs of one model and maximum link), by which stragglers are judged:", ""]
-    lines += [f"- {model}, {link}: {n} GPU(s), median {median:,.0f} MB/s, MAD {mad:,.0f}" + ("" if n >= MIN_GROUP else ", too few to judge")
-              for (model, link), (median, mad, n) in fleet.groups.items()]  # fmt: skip
+    lines += ["Groups (GPUs of one model and maximum link, measured alike), by which stragglers are judged:", ""]
+    lines += [f"- {model}, {link}, {measured}: {n} GPU(s), median {median:,.0f} MB/s, MAD {mad:,.0f}"
+              + ("" if n >= fleet.min_group else ", too few to judge")
+              for (model, link, measured), (median, mad, n) in fleet.groups.items()]  # fmt: skip
     if fleet.unreadable:
         lines += ["", "Files not read:", "", *(f"- {path}: {why}" for path, why in fleet.unreadable)]
+    if fleet.superseded:
+        lines += ["", "Older files of the same host and GPU, not counted:", "",
+                  *(f"- {old} (newer: {new})" for old, new in fleet.superseded)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -214,13 +252,13 @@ def figure(fleet: Fleet):  # type: ignore[no-untyped-def]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    measured = sorted((r for r in fleet.rows if r.ceiling_mbps), key=lambda r: (r.device_name, r.link_max, r.host, r.device))
+    measured = sorted((r for r in fleet.rows if r.ceiling_mbps), key=lambda r: (r.device_name, r.link_max, r.measured, r.host, r.device))
     fig, ax = plt.subplots(figsize=(8, max(2.5, 0.28 * len(measured) + 1.2)))
     names = [f"{r.host} {r.device}" for r in measured]
     values = [(r.ceiling_mbps or 0) / 1e3 for r in measured]
     ax.barh(names, values, color=["tab:red" if r.flags else "tab:blue" for r in measured])
-    for (model, link), (median, _, _) in fleet.groups.items():
-        at = [i for i, r in enumerate(measured) if (r.device_name, r.link_max) == (model, link)]
+    for (model, link, how), (median, _, _) in fleet.groups.items():
+        at = [i for i, r in enumerate(measured) if (r.device_name, r.link_max, r.measured) == (model, link, how)]
         ax.plot([median / 1e3] * 2, [at[0] - 0.4, at[-1] + 0.4], color="black", linewidth=1)
     ax.invert_yaxis()
     ax.set_xlabel("raw pinned host-to-device copy, GB/s (10^9 B/s)")

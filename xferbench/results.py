@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
-from xferbench.spec import H2D, PER_CALL, SeriesKey, Spec, usual_source
+from xferbench.spec import H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
 from xferbench.stats import Summary, point_stats, summarize
 from xferbench.timing import Samples
 
@@ -252,11 +252,12 @@ DEFAULT_FOLDER = Path("runs")  # a user's own sweeps land here (ignored by git i
 
 
 def host_name() -> str:
-    """This machine's name, safe in a file name: result files from many nodes can share a folder."""
+    """This machine's name ($XFERBENCH_HOST where set), safe in a file name: result files from many
+    nodes can share a folder."""
     import platform
     import re
 
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", platform.node() or "host")
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", os.environ.get(HOST_ENV) or platform.node() or "host")
 
 
 HOST_PLACEHOLDERS = ("%h", "{host}")  # in --out, replaced by host_name(): one file per node from one command line

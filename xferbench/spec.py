@@ -26,6 +26,10 @@ def usual_source(framework: str, mode: str) -> str:
     return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned
 
 
+# Names this machine in result files and in --out's %h where its own name will not do (a Kubernetes
+# pod's host name is the pod's; the node's name comes in through the downward API).
+HOST_ENV = "XFERBENCH_HOST"
+
 # Which way a series moves its batches: host to device (the default, and what files without the field
 # measured), device to host, or both at once on two streams (bidir).
 H2D, D2H, BIDIR = "h2d", "d2h", "bidir"

@@ -287,30 +287,45 @@ def link_summary(link: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def link_below_max(series: Series, environment: dict[str, Any] | None = None) -> str | None:
-    """A warning when the link ran below its maximum generation or width in most samples taken while
-    data moved; without such samples, when the reading before the run was below it (said to be idle,
-    where a lower generation is normal)."""
+def _maxima(series: Series, environment: dict[str, Any] | None) -> tuple[int | None, int | None]:
     nvml = device_entry(environment or {}, series.device).get("nvml") or {}
     link = series.link or {}
-    gen_max = link.get("pcie_gen_max") or nvml.get("pcie_gen_max")
-    width_max = link.get("pcie_width_max") or nvml.get("pcie_width_max")
+    return link.get("pcie_gen_max") or nvml.get("pcie_gen_max"), link.get("pcie_width_max") or nvml.get("pcie_width_max")
+
+
+def ran_below_max(series: Series, environment: dict[str, Any] | None = None) -> str | None:
+    """Why the link counts as down-trained: below its maximum generation or width in most samples
+    taken while data moved (one slow sample, taken while the link woke from idle, is not enough).
+    None when it ran at its maximum, or when no sample caught data moving."""
+    gen_max, width_max = _maxima(series, environment)
+    link = series.link or {}
+    loaded = [i for i in loaded_samples(link) if link["gen"][i] is not None and link["width"][i] is not None]
+    if not gen_max or not width_max or not loaded:
+        return None
+    below = [i for i in loaded if link["gen"][i] < gen_max or link["width"][i] < width_max]
+    if 2 * len(below) <= len(loaded):
+        return None
+    gen, width = min(link["gen"][i] for i in below), min(link["width"][i] for i in below)
+    return (f"the PCIe link ran below its maximum (Gen{gen_max} x{width_max}) while data moved: down to Gen{gen} x{width}"
+            f" in {len(below)} of {len(loaded)} samples; check the slot, riser, BIOS link speed and power settings")  # fmt: skip
+
+
+def link_below_max(series: Series, environment: dict[str, Any] | None = None) -> str | None:
+    """A warning when the link ran below its maximum generation or width in most samples taken while
+    data moved (ran_below_max); without such samples, when the reading before the run was below it
+    (said to be idle, where a lower generation is normal)."""
+    gen_max, width_max = _maxima(series, environment)
     if not gen_max or not width_max:
         return None
-    best = f"Gen{gen_max} x{width_max}"
-    loaded = [i for i in loaded_samples(link) if link["gen"][i] is not None and link["width"][i] is not None]
-    if loaded:
-        below = [i for i in loaded if link["gen"][i] < gen_max or link["width"][i] < width_max]
-        if 2 * len(below) <= len(loaded):
-            return None
-        gen, width = min(link["gen"][i] for i in below), min(link["width"][i] for i in below)
-        return (f"the PCIe link ran below its maximum ({best}) while data moved: down to Gen{gen} x{width}"
-                f" in {len(below)} of {len(loaded)} samples; check the slot, riser, BIOS link speed and power settings")  # fmt: skip
+    link = series.link or {}
+    if loaded_samples(link):
+        return ran_below_max(series, environment)
+    nvml = device_entry(environment or {}, series.device).get("nvml") or {}
     gen, width = nvml.get("pcie_gen_current"), nvml.get("pcie_width_current")
     if gen is None or width is None or (gen >= gen_max and width >= width_max):
         return None
     why = link.get("reason") or ("no sample caught data moving" if link.get("t_s") else "it was not sampled")
-    return (f"the PCIe link read Gen{gen} x{width} (max {best}) before the run, idle, where a lower"
+    return (f"the PCIe link read Gen{gen} x{width} (max Gen{gen_max} x{width_max}) before the run, idle, where a lower"
             f" generation is normal; no reading under load ({why})")  # fmt: skip
 
 
