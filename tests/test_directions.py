@@ -105,7 +105,9 @@ def test_bad_directions_and_paths_without_a_reverse_copy(monkeypatch) -> None:
         make_plan(SweepConfig(frameworks=("sim",), directions=("sideways",)))
     key = SeriesKey("torch", "pageable", "copy", "cpu", SHAPE, direction=BIDIR)
     assert "has no bidir path (it copies h2d or d2h" in TorchBackend().direction_reason(key)
-    assert "cache, not the link" in JaxBackend().direction_reason(SeriesKey("jax", "device_put", "copy", "cpu", SHAPE, direction=D2H))
+    assert "jax d2h needs a GPU" in JaxBackend().direction_reason(SeriesKey("jax", "device_put", "copy", "cpu", SHAPE, direction=D2H))
+    assert "has no d2h path" in JaxBackend().direction_reason(SeriesKey("jax", "pinned_host", "copy", "cuda:0", SHAPE, direction=D2H))
+    assert JaxBackend().direction_reason(SeriesKey("jax", "device_put", "copy", "cuda:0", SHAPE, direction=D2H)) is None
     assert "copies nothing" in TFBackend().direction_reason(SeriesKey("tf", "eager", "copy", "cpu", SHAPE, direction=D2H))
     assert CupyBackend().direction_reason(SeriesKey("cupy", "asarray", "copy", "cuda:0", SHAPE, direction=BIDIR))
     with pytest.raises(XferbenchError, match="nothing can run here: sim/link/copy/bidir/streamed@sim: bidir is timed per call only"):
@@ -214,3 +216,22 @@ def test_torch_pin_is_no_link_figure() -> None:
     pin = Series("torch", "pin", "copy", "cuda:0", [1], transfer="host-to-host")
     assert link_ceiling(pin, {})[0] is None and fraction_of_raw(pin, []) is None
     assert "no device result" in TorchBackend().skip_reason(SeriesKey("torch", "pin", "seed", "cuda:0", SHAPE))
+
+
+def test_jax_d2h_fetches_a_fresh_array_each_call_and_its_check_can_fail(monkeypatch) -> None:
+    """Run on the CPU's JAX device (the sweep skips it there: nothing crosses a link), the path's own
+    code: each call fetches a new array, every byte checked; a fetch that brings stale bytes fails."""
+    pytest.importorskip("jax")
+    from xferbench.backends.jax import JaxBack
+
+    key = SeriesKey("jax", "device_put", "copy", "cpu", SHAPE, direction=D2H)
+    point = measure_point(JaxBackend(), key.at(4), {}, FAST)
+    assert point.status == "ok", point.error
+    back = JaxBackend().prepare(key.at(4), {})
+    back()
+    first = back.moved
+    back()
+    assert back.moved is not first  # a new host array per call, not the cached one
+    monkeypatch.setattr(JaxBack, "__call__", lambda self: setattr(self, "moved", np.zeros_like(self.expected)))
+    with pytest.raises(VerificationError, match=r"\(d2h\): .* bytes differ"):
+        back.verify()

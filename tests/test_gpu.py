@@ -208,6 +208,16 @@ def test_nvml_counts_the_bytes_a_streamed_raw_run_claims() -> None:
     assert check.status == "pass", check
 
 
+def test_jax_d2h_fetches_from_the_gpu() -> None:
+    if not _cuda_devices("jax"):
+        pytest.skip("JAX sees no CUDA GPU (or is not installed)")
+    result = sweep(SweepConfig(frameworks=("jax",), modes=("device_put",), device="cuda", batch_sizes=(1, 64), timing=FAST,
+                               directions=("d2h",)))  # fmt: skip
+    (series,) = result.series
+    assert series.status == "ok" and series.transfer == "device-to-host", series.reason
+    assert all(p.status == "ok" and p.mbps > 0 for p in series.points), [p.error for p in series.points]
+
+
 def test_jax_pinned_host_delivers_on_cuda() -> None:
     if not _cuda_devices("jax"):
         pytest.skip("JAX sees no CUDA GPU (or is not installed)")

@@ -8,6 +8,11 @@ Ops:
 - copy: the transfer, waited for with block_until_ready();
 - seed: the report's expression in JAX, `device_put(x).astype(float32)[0, 0]` fetched with np.asarray.
 
+Directions: h2d, and d2h for device_put on a GPU: `np.asarray(fresh)` fetches a batch from device
+memory, where `fresh` is a new jax.Array made by a jitted device-side copy in the same call: a
+jax.Array keeps the host copy its first fetch made, so fetching one array again would time that
+cache, not the link. The device-side copy runs at device-memory speed, far above the link's.
+
 JAX has no public device-event clock, so only wall time is recorded. On the CPU, device_put of a
 64-byte-aligned array is zero-copy (the jax.Array aliases the NumPy buffer), so there is nothing to
 time there: that combination is skipped, and verification fails any other result that aliases.
@@ -26,7 +31,7 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
+from xferbench.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
 
 PINNED_HOST = "pinned_host"
 
@@ -125,6 +130,33 @@ class JaxTransfer(Transfer):
         self.host = self.device = self.pinned = None
 
 
+class JaxBack(Transfer):
+    """d2h: a device-side copy, then its fetch to host memory (see the module's docstring)."""
+
+    def __init__(self, spec: Spec) -> None:
+        jax = self.jax = _jax()
+        self.label = spec.series.label()
+        self.device = jax_device(spec.series.device)
+        self.expected = make_source(spec.batch_shape)  # what the device array holds: the bytes the fetch must bring
+        self.on_device = jax.device_put(self.expected, self.device).block_until_ready()
+        self.fresh_copy = jax.jit(lambda x: x.copy())  # a new array each call, compiled once in warm-up
+        self.moved: np.ndarray | None = None
+
+    def __call__(self) -> None:
+        self.moved = np.asarray(self.fresh_copy(self.on_device))  # waits for the copy and the fetch
+
+    def verify(self) -> None:
+        fill_pattern(self.expected, variant=2)  # new bytes on the device: leftovers from warm-up cannot match
+        self.on_device = self.jax.device_put(self.expected, self.device).block_until_ready()
+        self()
+        if self.moved.ctypes.data == self.expected.ctypes.data:
+            raise VerificationError(f"{self.label}: the fetch handed back the source array; nothing was copied")
+        check_all(self.expected, read_host(self.moved), f"{self.label} (d2h)")
+
+    def close(self) -> None:
+        self.on_device = self.expected = self.moved = None
+
+
 class JaxBackend(Backend):
     name = "jax"
     title, module, extra = "JAX", "jax", "jax"
@@ -155,15 +187,20 @@ class JaxBackend(Backend):
         if key.mode == PINNED_HOST and not key.device.startswith("cuda"):
             return (f"jax/{PINNED_HOST} needs a CUDA GPU: on {key.device} JAX's pinned_host and device memories"
                     " are both host memory, so there is no device copy to pin for")  # fmt: skip
+        if key.direction != H2D and key.op != "copy":
+            return f"the {key.op} op is the report's host-to-device expression; d2h times the fetch alone"
         if key.device == "cpu" and key.host_buffer == "aligned":
             return "on the CPU, jax.device_put of a 64-byte-aligned array is zero-copy (it aliases the buffer): nothing to time"
         return None
 
+    def directions(self, mode: str) -> tuple[str, ...]:
+        return (H2D, D2H) if mode == "device_put" else (H2D,)
+
     def direction_reason(self, key: SeriesKey) -> str | None:
-        if key.direction == H2D:
-            return None
-        return ("jax times host to device only: a jax.Array keeps the host copy its first fetch made, so repeated"
-                " jax.device_get calls would time that cache, not the link; cuda, torch and cupy time d2h and bidir")  # fmt: skip
+        if key.direction == D2H and key.mode == "device_put" and not key.device.startswith("cuda"):
+            return ("jax d2h needs a GPU: on the CPU a jax.Array's host view is its own buffer, so there is nothing to"
+                    " fetch; cuda, torch and cupy time d2h and bidir")  # fmt: skip
+        return super().direction_reason(key)
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         device = jax_device(key.device)
@@ -175,9 +212,14 @@ class JaxBackend(Backend):
         name = cpu_name() if on_cpu else getattr(device, "device_kind", "CUDA GPU")
         sync = "the result fetched to the host with np.asarray" if key.op == "seed" else "jax.Array.block_until_ready()"
         note = "on the CPU this is JAX's host-side copy of the NumPy array into a buffer of its own" if on_cpu else None
+        transfer = HOST_TO_HOST if on_cpu else HOST_TO_DEVICE
+        if key.direction == D2H:
+            sync, transfer = "np.asarray waits for the copy and the fetch", DEVICE_TO_HOST
+            note = ("d2h: np.asarray(jit(copy)(x)): a device-side copy, then its fetch; a jax.Array keeps the host copy"
+                    " its first fetch made, so each call fetches a fresh one")  # fmt: skip
         return SeriesInfo(
             device_name=name,
-            transfer=HOST_TO_HOST if on_cpu else HOST_TO_DEVICE,
+            transfer=transfer,
             clock="time.perf_counter",
             sync=sync,
             params={"jax_device": str(device), "platform": device.platform},
@@ -192,7 +234,7 @@ class JaxBackend(Backend):
         return spec.nbytes * (2 + pinned + on_cpu + 4 * (on_cpu and spec.series.op == "seed"))
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
-        return JaxTransfer(spec)
+        return JaxBack(spec) if spec.series.direction == D2H else JaxTransfer(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, MemoryError) or "RESOURCE_EXHAUSTED" in str(error)

@@ -188,7 +188,7 @@ class TFBackend(Backend):
             return None
         return ("tf times host to device only: on the CPU .numpy() returns the tensor's own buffer and copies"
                 " nothing, and no GPU run has yet checked a GPU tensor's .numpy() against the raw copy;"
-                " cuda, torch and cupy time d2h and bidir")  # fmt: skip
+                " cuda, torch, cupy and jax time d2h, and cuda and torch bidir")  # fmt: skip
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         tf = _tf()
