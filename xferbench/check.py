@@ -61,7 +61,8 @@ class DeviceVerdict:
         return PASS if judged else NA
 
 
-def _checked(series: Series) -> bool:
+def checked(series: Series) -> bool:
+    """A series check and fleet judge: a copy, host to device, on one device alone."""
     return series.direction == H2D and series.concurrent == 1 and series.op == "copy"
 
 
@@ -163,19 +164,19 @@ def verdicts(result: Result, link_share: float = LINK_SHARE, baseline: Result | 
     devices = list(dict.fromkeys(s.device for s in result.series if s.device.startswith("cuda") and s.status != "skipped"))
     out = []
     for device in devices:
-        on_device = [s for s in result.series if s.device == device and _checked(s)]
-        raw = best_point([s for s in on_device if is_raw_reference(s)])
+        on_device = [s for s in result.series if s.device == device and checked(s)]
+        raws = [s for s in on_device if is_raw_reference(s)]
+        raw = best_point(raws)
         name = next((s.device_name for s in on_device if s.device_name), device)
         verdict = DeviceVerdict(device, name, raw[1].mbps if raw else None)
-        broken = [f"{s.label()} {p.batch_size}: {p.error}" for s in on_device if is_raw_reference(s) for p in s.points
-                  if p.status == "error"] + [f"{s.label()}: {s.reason}" for s in on_device if is_raw_reference(s) and s.status == "failed"]  # fmt: skip
-        if raw is not None and broken:
-            verdict.findings.append(Finding("raw copy", FAIL, f"a raw copy failed: {list(dict.fromkeys(broken))[0]}"))
+        broken = [f"{s.label()} {p.batch_size}: {p.error}" for s in raws for p in s.points if p.status == "error"]
+        broken += [f"{s.label()}: {s.reason}" for s in raws if s.status == "failed"]
         if raw is None:
-            reason = next((s.reason for s in on_device if is_raw_reference(s) and s.reason), None)
-            errors = [p.error for s in on_device if is_raw_reference(s) for p in s.points if p.error]
-            verdict.findings.append(Finding("raw copy", FAIL, f"the raw pinned copy measured nothing: {reason or (errors or ['no point'])[0]}"))
+            why = [s.reason for s in raws if s.reason] + [p.error for s in raws for p in s.points if p.error] + ["no point"]
+            verdict.findings.append(Finding("raw copy", FAIL, f"the raw pinned copy measured nothing: {why[0]}"))
         else:
+            if broken:
+                verdict.findings.append(Finding("raw copy", FAIL, f"a raw copy failed: {broken[0]}"))
             series, point = raw
             verdict.findings += _link_findings(series, environment, point.mbps or 0.0, link_share)
             verdict.findings.append(_reference_finding(name, point.mbps or 0.0))
@@ -235,4 +236,4 @@ def to_dict(found: list[DeviceVerdict], link_share: float, baseline: str | None)
             "devices": [{**dataclasses.asdict(v), "status": v.status} for v in found]}  # fmt: skip
 
 
-__all__ = ["FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Finding", "best_point", "to_dict", "verdict_table", "verdicts"]
+__all__ = ["FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Finding", "best_point", "checked", "to_dict", "verdict_table", "verdicts"]

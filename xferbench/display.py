@@ -57,6 +57,11 @@ def series_title(series: Series) -> str:
 DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "pin time", "device MB/s", "batch time")
 
 
+def measured_directions(series: Series) -> list[str]:
+    """The directions a bidir series' points give figures for, h2d first: their table columns."""
+    return [way for way in (H2D, D2H) if any(way in (p.direction_mbps or {}) for p in series.points)]
+
+
 def series_table(series: Series, result: Result | None = None, console: Console | None = None) -> Table:
     """The series' points in the original report's columns. Given a console, columns are dropped in
     DROP_ORDER until the table fits its width (the caption says which), so no number is ever cut."""
@@ -68,7 +73,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
     caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceiling_parts(series, result)])
     if streamed:
         caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
-    ways = [way for way in (H2D, D2H) if any(way in (p.direction_mbps or {}) for p in series.points)]
+    ways = measured_directions(series)
     if series.direction == BIDIR:
         caption += (" · bidir: MB/s is both directions together (a batch each way per call);"
                     f" {' and '.join(f'{w} MB/s' for w in ways) or 'each direction'}: each direction's stream alone, timed by its own events")  # fmt: skip

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xferbench.check import best_point
+from xferbench.check import best_point, checked
 from xferbench.environment import device_entry, link_readings
 from xferbench.errors import XferbenchError
 from xferbench.results import Result, Series, load
-from xferbench.spec import H2D
 from xferbench.telemetry import is_raw_reference, ran_below_max
 
 MAD_K = 3.0  # how many scaled MADs below the median a straggler lies, at least
@@ -114,8 +113,7 @@ def rows_of(path: Path, result: Result) -> list[Row]:
     """A row per CUDA device of the file that a raw ceiling or a path measured."""
     host = str(result.environment.get("host") or path.stem)
     checks = {d.get("device"): d for d in (result.check or {}).get("devices", [])}
-    usable = [s for s in result.series if s.direction == H2D and s.concurrent == 1 and s.op == "copy" and s.status != "skipped"
-              and s.device.startswith("cuda")]  # fmt: skip
+    usable = [s for s in result.series if checked(s) and s.status != "skipped" and s.device.startswith("cuda")]
     rows = []
     for device in dict.fromkeys(s.device for s in usable):
         on_device = [s for s in usable if s.device == device]

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, busy_warning, noisy_points, rate, uncertain_note
+from xferbench.display import FAULTY, POOR_FIT, busy_warning, measured_directions, noisy_points, rate, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
 from xferbench.results import Result, Selected, Selection, Series, file_labels, refuse_unless_regular
-from xferbench.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
+from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
     RAW_REFERENCE,
@@ -244,7 +244,7 @@ def detail(series: Series, name: str) -> list[str]:
     # As in the terminal table: page faults per call explain host-side cliffs, shown only where they happen.
     faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     header = ["batch size", "batch time (s)", "BPS", "FPS", "MB/S", "MB/s p10–p90", "n"]
-    ways = [way for way in (H2D, D2H) if any(way in (p.direction_mbps or {}) for p in series.points)]
+    ways = measured_directions(series)
     header += [f"{way} MB/s" for way in ways]
     header += (["device MB/s"] if device_clock else []) + (["faults/call"] if faults else [])
     rows = []

@@ -400,19 +400,26 @@ def run_plan(
     return result
 
 
+def _binding(plan: Plan, result: Result, planned: PlannedSeries) -> tuple[Binding | None, str | None]:
+    """Where a CUDA series' worker is bound (its GPU's CPUs and NUMA node), or why it is not."""
+    key = planned.key
+    if not key.device.startswith("cuda") or planned.backend.fixed_device:
+        return None, None
+    return plan_binding(result.environment, key.device) if plan.config.bind else (None, "not bound: --no-bind")
+
+
 def _placement(plan: Plan, result: Result, planned: PlannedSeries, series: Series, link_interval_s: float | None
                ) -> tuple[LinkSampler | None, Binding | None]:  # fmt: skip
     """Start sampling a CUDA series' link, and bind its worker to its GPU's node unless told not to."""
-    key, sampler, binding = planned.key, None, None
+    key, sampler = planned.key, None
     if link_interval_s is not None and key.device.startswith("cuda"):
         sampler = LinkSampler.for_device(result.environment, key.device, interval_s=link_interval_s)
         sampler.start()
     elif key.device.startswith("cuda"):
         series.link = {"reason": "not sampled: --no-link-sampling"}
-    if key.device.startswith("cuda") and not planned.backend.fixed_device:
-        binding, why = plan_binding(result.environment, key.device) if plan.config.bind else (None, "not bound: --no-bind")
-        if binding is None:
-            series.numa = {"reason": why}
+    binding, why = _binding(plan, result, planned)
+    if binding is None and why:
+        series.numa = {"reason": why}
     return sampler, binding
 
 
@@ -452,15 +459,13 @@ def _measure(plan: Plan, result: Result, planned: PlannedSeries, series: Series,
             runner.measure_series(*args)
         else:  # a concurrent run's runners are workers, which take the start line
             runner.measure_series(*args, barrier=barrier)  # type: ignore[call-arg]
-    except WorkerDied as died:
+    except BaseException as error:
         if barrier is not None:
             barrier.abort()  # the other devices go on alone rather than wait for this one
+        if not isinstance(error, WorkerDied):
+            raise
         if not (stopping and stopping.is_set()):
-            _record_death(series, config, started, died)
-    except BaseException:
-        if barrier is not None:
-            barrier.abort()
-        raise
+            _record_death(series, config, started, error)
     finally:
         if sampler is not None:
             series.link = sampler.stop()
@@ -488,9 +493,8 @@ def run_together(plan: Plan, result: Result, members: list[tuple[PlannedSeries, 
     started = []
     try:
         for planned, series in members:
-            binding = _placement(plan, result, planned, Series.of(planned.key), None)[1]
             try:
-                runner = WorkerRunner(backend, plan.config.pythons.get(backend.name), binding=binding)
+                runner = WorkerRunner(backend, plan.config.pythons.get(backend.name), binding=_binding(plan, result, planned)[0])
                 runners.append(runner)
                 runner.hello()
                 started.append((planned, series, runner))

@@ -305,6 +305,7 @@ class WorkerRunner:
                 self._send({"go": barrier.meet(stall_s) or True})
                 continue
             if "point" in message and barrier is not None and message["point"]["batch_size"] not in met:
+                met.add(message["point"]["batch_size"])  # failed or skipped before it was ready: it meets the others now
                 barrier.meet(stall_s)
             for name in HEADER_FIELDS:
                 if name in message.get("series", {}):
@@ -321,7 +322,7 @@ class WorkerRunner:
                     setattr(series, name, message["done"][name])
                 self.busy = False
                 if barrier is not None:  # a series that could not set up sent no point: the others must not wait for it
-                    for _ in [b for b in batch_sizes if b not in met and b not in {p.batch_size for p in series.points}]:
+                    for _ in [batch for batch in batch_sizes if batch not in met]:
                         barrier.meet(stall_s)
                 self._note_logged_errors(series)
                 return
