@@ -34,7 +34,7 @@ def test_the_binding_is_the_gpus_ideal_cpus_this_process_may_use() -> None:
     binding, _ = numa.plan_binding(gpu_env(list(range(8, 16)), [10, 11, 20]), "cuda:0")  # a cgroup allows fewer
     assert binding == numa.Binding((10, 11), 1)
     binding, said = numa.plan_binding(gpu_env(list(range(8, 16)), None, node=-1), "cuda:0")  # NVML: no node
-    assert binding == numa.Binding(tuple(range(8, 16)), None) and "no NUMA node to bind memory to" in said
+    assert binding == numa.Binding(tuple(range(8, 16)), None) and "memory not bound: the GPU's NUMA node is unknown" in said
 
 
 def test_where_no_binding_is_possible_the_reason_says_why() -> None:
@@ -111,3 +111,79 @@ def test_run_plan_binds_only_cuda_series_and_says_why_not(monkeypatch) -> None:
         plan = Plan(config, "cuda:0", [PlannedSeries(k, backend) for k in keys], {"fake": LocalRunner(backend)})
         gpu, cpu = run_plan(plan, new_result(plan, env), lambda r: None, link_interval_s=None).series
         assert gpu.numa == {"reason": expected} and cpu.numa == {}
+
+
+# Where the GPU's host node comes from: NVML's memory affinity, else the kernel's PCI facts; never
+# nvmlDeviceGetNumaNodeId, which a PCIe GPU in an x86 server answers Not Supported and a Grace
+# Hopper answers with the node of the GPU's own memory.
+
+BUS_ID = "00000000:3B:00.0"  # NVML's form; sysfs names the device 0000:3b:00.0
+
+
+def sysfs_tree(root, cpus: dict[int, str], pci_node: str | None = None):
+    """A /sys with these NUMA nodes (node -> cpulist text) and, where given, the GPU's numa_node file."""
+    for node, cpulist in cpus.items():
+        folder = root / "devices" / "system" / "node" / f"node{node}"
+        folder.mkdir(parents=True)
+        (folder / "cpulist").write_text(cpulist + "\n")
+    if pci_node is not None:
+        device = root / "bus" / "pci" / "devices" / "0000:3b:00.0"
+        device.mkdir(parents=True)
+        (device / "numa_node").write_text(pci_node + "\n")
+    return root
+
+
+@pytest.fixture
+def pcie_gpu(monkeypatch, tmp_path):
+    """A fake NVML for one PCIe GPU at BUS_ID in an x86 server (nvmlDeviceGetNumaNodeId: Not Supported)
+    and a sysfs tree in a temporary folder; the test sets the answers."""
+    from types import SimpleNamespace
+
+    from fake_nvml import FakeNVML
+
+    from xferbench import environment
+
+    def install(sysfs: dict, **answers: Any) -> Any:
+        fake = FakeNVML(**answers)
+        fake.nvmlDeviceGetCount = lambda: 1
+        fake.nvmlDeviceGetPciInfo = lambda handle: SimpleNamespace(busId=BUS_ID.encode())
+        monkeypatch.setitem(sys.modules, "pynvml", fake)
+        root = tmp_path / f"sys{len(list(tmp_path.iterdir()))}"  # a fresh tree per call
+        monkeypatch.setattr(environment, "SYSFS", str(sysfs_tree(root, **sysfs)))
+        return environment.nvml_info()["gpus"][0]
+
+    return install
+
+
+def test_the_host_node_comes_from_nvmls_memory_affinity_not_the_gpus_own_node(pcie_gpu) -> None:
+    gpu = pcie_gpu({"cpus": {0: "0-3", 1: "4-7"}}, memory_node=1)
+    assert (gpu["numa_node"], gpu["numa_cpus"], gpu["gpu_memory_numa_node"]) == (1, [4, 5, 6, 7], None)
+    assert gpu["numa_node_source"] == "NVML memory affinity (node scope)" and gpu["numa_node_reason"] is None
+    binding, said = numa.plan_binding({"process_cpus": list(range(8)), "devices": [{"id": "cuda:0", "nvml": gpu}]}, "cuda:0")
+    assert binding == numa.Binding((4, 5, 6, 7), 1) and said == "CPUs 4-7 and memory to NUMA node 1"
+
+
+def test_without_memory_affinity_the_kernels_pci_facts_give_the_node(pcie_gpu) -> None:
+    gpu = pcie_gpu({"cpus": {0: "0-3", 1: "4-7"}, "pci_node": "0"}, memory_node=None)
+    assert (gpu["numa_node"], gpu["numa_node_source"]) == (0, "the kernel's PCI facts (sysfs numa_node)")
+    unknown = pcie_gpu({"cpus": {0: "0-7"}, "pci_node": "-1"}, memory_node=None)  # -1: the kernel does not know
+    assert unknown["numa_node"] is None and unknown["numa_cpus"] is None
+    assert unknown["numa_node_reason"] == "NVML gives no memory affinity, and the kernel gives no node for its PCI address"
+    binding, said = numa.plan_binding({"process_cpus": list(range(8)), "devices": [{"id": "cuda:0", "nvml": unknown}]}, "cuda:0")
+    assert binding == numa.Binding((4, 5, 6, 7), None)  # the CPUs NVML calls ideal still apply
+    assert said.startswith("CPUs 4-7; memory not bound: the GPU's NUMA node is unknown (NVML gives no memory affinity")
+
+
+def test_host_memory_is_never_bound_to_a_node_that_holds_gpu_memory(pcie_gpu) -> None:
+    # A Grace Hopper: the GPU's memory is node 1, with no CPUs; a wrong affinity answer naming it must not be followed.
+    hbm = pcie_gpu({"cpus": {0: "0-7", 1: ""}}, memory_node=1, gpu_memory_node=1)
+    assert hbm["numa_node"] is None and hbm["gpu_memory_numa_node"] == 1
+    assert hbm["numa_node_reason"] == "node 1 holds the GPU's own memory: host buffers are not bound there"
+    memory_only = pcie_gpu({"cpus": {0: "0-7", 2: ""}}, memory_node=2)  # a node with memory and no CPUs
+    assert memory_only["numa_node"] is None and "has no CPUs" in memory_only["numa_node_reason"]
+    grace = pcie_gpu({"cpus": {0: "0-7", 1: ""}}, memory_node=0, gpu_memory_node=1)
+    assert (grace["numa_node"], grace["gpu_memory_numa_node"]) == (0, 1)
+    # A file recorded before the host node was told apart from the GPU's own: never bind to the GPU's memory.
+    old = {"cpu_affinity": [0, 1], "numa_node": 1, "gpu_memory_numa_node": 1}
+    binding, _ = numa.plan_binding({"process_cpus": [0, 1], "devices": [{"id": "cuda:0", "nvml": old}]}, "cuda:0")
+    assert binding == numa.Binding((0, 1), None)

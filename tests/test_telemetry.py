@@ -19,116 +19,7 @@ from xferbench.spec import SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
 from xferbench.telemetry import LinkSampler, link_below_max, link_warnings, numa_warning
 from xferbench.worker import LocalRunner
-
-BUSY_KBPS = 20_000_000  # 20.5 GB/s of NVML "KB/s" (1024 B): data moving
-UUID = "GPU-11111111-2222-3333-4444-555555555555"
-
-
-class FakeNVMLError(Exception):
-    """Stands for pynvml.NVMLError and its subclasses (NVMLError_NoPermission, ...)."""
-
-
-class FakeNVML:
-    """The pynvml calls xferbench makes, answered from settable attributes; it counts what it is asked."""
-
-    NVML_PCIE_UTIL_TX_BYTES = 0
-    NVML_PCIE_UTIL_RX_BYTES = 1
-    NVMLError = FakeNVMLError
-
-    def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int | None = BUSY_KBPS,
-                 tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None,
-                 rx_counter: int | None = None, gpu_gen_max: int | None = None) -> None:  # fmt: skip
-        self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
-        self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
-        self.init_error, self.fail_after = init_error, fail_after
-        self.samples = self.shutdowns = 0
-        self.opened: list[tuple[str, Any]] = []
-        self.rx_counter = rx_counter  # the cumulative RX byte count, where the fake driver keeps one
-        self.gpu_gen_max = gpu_gen_max
-        if rx_counter is not None:
-            self.NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
-
-    def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
-        value = SimpleNamespace(ullVal=self.rx_counter)
-        return [SimpleNamespace(fieldId=field, nvmlReturn=0 if self.rx_counter is not None else 3, value=value) for field in fields]
-
-    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: Any) -> int:
-        if self.gpu_gen_max is None:
-            raise FakeNVMLError("Not Supported")
-        return self.gpu_gen_max
-
-    def nvmlInit(self) -> None:
-        if self.init_error:
-            raise self.init_error
-
-    def nvmlShutdown(self) -> None:
-        self.shutdowns += 1
-
-    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
-        self.opened.append(("uuid", uuid))
-        return uuid
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
-        self.opened.append(("index", index))
-        return index
-
-    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
-        return self.gen_max
-
-    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
-        return self.width_max
-
-    def _lost(self) -> None:
-        if self.fail_after is not None and self.samples >= self.fail_after:
-            raise FakeNVMLError("GPU is lost")
-
-    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
-        self._lost()
-        return self.gen
-
-    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
-        self._lost()
-        return self.width
-
-    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
-        self._lost()
-        if counter == self.NVML_PCIE_UTIL_RX_BYTES:
-            self.samples += 1
-            if self.rx_kbps is None:
-                raise FakeNVMLError("Not Supported")
-            return self.rx_kbps
-        if self.tx_kbps is None:
-            raise FakeNVMLError("Not Supported")
-        return self.tx_kbps
-
-    # What environment.nvml_info reads once before the run.
-    def nvmlSystemGetCudaDriverVersion(self) -> int:
-        return 12040
-
-    def nvmlSystemGetDriverVersion(self) -> str:
-        return "550.54"
-
-    def nvmlDeviceGetCount(self) -> int:
-        return 2
-
-    def nvmlDeviceGetName(self, handle: Any) -> str:
-        return "NVIDIA H100"
-
-    def nvmlDeviceGetUUID(self, handle: Any) -> str:
-        return UUID
-
-    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
-        raise FakeNVMLError("Not Supported")
-
-    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
-        raise FakeNVMLError("Not Supported")
-
-    def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int:
-        return 1
-
-    def nvmlDeviceGetCpuAffinity(self, handle: Any, words: int) -> list[int]:
-        return [0xF0] + [0] * (words - 1)  # CPUs 4-7
-
+from fake_nvml import BUSY_KBPS, UUID, FakeNVML, FakeNVMLError
 
 @pytest.fixture
 def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeNVML]:
@@ -331,8 +222,11 @@ def test_the_numa_warning_fires_when_the_process_may_leave_the_gpus_node() -> No
     assert numa_warning(gpu_env(process_cpus=list(range(16)), ideal=None), "cuda:0") is None  # unknown: no guess
 
 
-def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml, monkeypatch) -> None:
+def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml, monkeypatch, tmp_path) -> None:
     fake = fake_nvml()
+    (tmp_path / "devices" / "system" / "node" / "node1").mkdir(parents=True)
+    (tmp_path / "devices" / "system" / "node" / "node1" / "cpulist").write_text("4-7\n")
+    monkeypatch.setattr(environment, "SYSFS", str(tmp_path))  # node 1 of a two-socket server, whatever this machine is
     opened = []
 
     def open_gpu(index: int) -> int:
@@ -346,6 +240,7 @@ def test_environment_records_the_gpus_ideal_cpus_and_the_process_cpus(fake_nvml,
     info = environment.nvml_info()
     first, second = info["gpus"]
     assert first["cpu_affinity"] == [4, 5, 6, 7] and first["numa_node"] == 1 and first["pci_bus_id"] is None
+    assert first["numa_cpus"] == [4, 5, 6, 7] and first["gpu_memory_numa_node"] is None  # a PCIe GPU: its memory is no node
     assert (first["pcie_gen_max"], first["pcie_gen_gpu_max"]) == (4, 5)
     assert second == {"index": 1, "uuid": None, "reason": "NVML could not open GPU 1: Insufficient Permissions"}
     assert environment.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]

@@ -146,6 +146,18 @@ def test_placement_is_proven_only_by_pages_the_kernel_could_place() -> None:
     assert check("bytes", overhead).status == "pass"
 
 
+def test_placement_with_the_gpus_node_unknown_is_never_a_pass() -> None:
+    """A PCIe GPU whose host node NVML and the kernel do not give: the worker is bound to CPUs only,
+    so no page can be on or off the GPU's node, however many the kernel placed."""
+    nvml = {**NVML, "numa_node": None, "numa_node_reason": "NVML gives no memory affinity, and the kernel gives no node for its PCI address"}
+    unknown = {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "GPU", "nvml": nvml}]}
+    cpus_only = series("cuda", "raw_pageable", {1024: 12_000}, nodes={"0": 64})
+    cpus_only.numa = {**BOUND, "requested": {"cpus": [0, 1, 2, 3], "node": None}, "node": None}
+    said = check("placement", cpus_only, environment=unknown)
+    assert said.status == "n/a" and said.figure.startswith("node unknown: cuda/raw_pageable/copy@cuda:0 was bound to CPUs only"
+                                                          " (NVML gives no memory affinity")  # fmt: skip
+
+
 def test_a_virtual_machines_understated_port_reads_as_facts_disagreeing() -> None:
     nvml = {**NVML, "pcie_gen_gpu_max": 5}  # the virtual root port says Gen4; the GPU's own maximum is Gen5
     vm = {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "H100", "nvml": nvml}]}

@@ -144,15 +144,69 @@ def transparent_hugepages() -> dict[str, str] | None:
     return found or None
 
 
+SYSFS = "/sys"  # where the kernel's PCI and NUMA facts are read from (a temporary tree in tests)
+
+
 def numa_node_cpus(node: Any) -> list[int] | None:
-    """The CPUs of a NUMA node, from sysfs; None off Linux or for an unknown node (NVML gives -1 then)."""
+    """The CPUs of a NUMA node, from sysfs; None off Linux, for an unknown node, or for a node with
+    memory and no CPUs (a GPU's own memory on a Grace Hopper, CXL memory)."""
     if not isinstance(node, int) or node < 0:
         return None
     try:
-        with open(f"/sys/devices/system/node/node{node}/cpulist") as cpulist:
+        with open(f"{SYSFS}/devices/system/node/node{node}/cpulist") as cpulist:
             return parse_cpu_list(cpulist.read()) or None
     except (OSError, ValueError):
         return None
+
+
+def sysfs_numa_node(bus_id: Any) -> int | None:
+    """The NUMA node the kernel gives a PCI device (/sys/bus/pci/devices/<address>/numa_node), or
+    None where it does not know (-1: a single-node machine, or firmware that does not say)."""
+    key = pci_key(bus_id)
+    if key is None:
+        return None
+    domain, bus, device, function = key
+    try:
+        with open(f"{SYSFS}/bus/pci/devices/{domain:04x}:{bus:02x}:{device:02x}.{function:x}/numa_node") as found:
+            node = int(found.read().strip())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def _host_node(pynvml: Any, handle: Any, bus_id: Any, gpu_memory_node: Any, read: Callable[..., Any]) -> dict[str, Any]:
+    """The host NUMA node nearest a GPU: where its pinned host buffers belong.
+
+    NVML's nvmlDeviceGetNumaNodeId answers only where the GPU's own memory is a NUMA node (a Grace
+    Hopper); on a PCIe GPU in an x86 server it is Not Supported, and where it answers it names the
+    GPU's memory, never a place for host buffers. The host side comes from NVML's memory affinity at
+    node scope, else from the kernel's PCI facts in sysfs. A node that holds the GPU's memory, or has
+    no CPUs, is never given: binding host buffers there would put them in GPU or far memory."""
+    scope = getattr(pynvml, "NVML_AFFINITY_SCOPE_NODE", 0)
+    words = read(getattr(pynvml, "nvmlDeviceGetMemoryAffinity", None), handle, 1 + _node_count() // 64, scope)
+    nodes = _mask_cpus(words) if words is not None else []
+    node, source = (nodes[0], "NVML memory affinity (node scope)") if len(nodes) == 1 else (None, None)
+    if node is None:
+        node = sysfs_numa_node(bus_id)
+        source = "the kernel's PCI facts (sysfs numa_node)" if node is not None else None
+    why = None
+    if node is None:
+        nvml = f"NVML's memory affinity names nodes {', '.join(map(str, nodes))}" if nodes else "NVML gives no memory affinity"
+        kernel = "the kernel gives no node for its PCI address" if pci_key(bus_id) else "NVML gives no PCI address to ask the kernel by"
+        why = f"{nvml}, and {kernel}"
+    elif isinstance(gpu_memory_node, int) and node == gpu_memory_node:
+        node, why = None, f"node {gpu_memory_node} holds the GPU's own memory: host buffers are not bound there"
+    elif numa_node_cpus(node) is None:
+        node, why = None, f"node {node} has no CPUs listed in sysfs (memory only): host buffers are not bound there"
+    return {"numa_node": node, "numa_node_source": source, "numa_node_reason": why}
+
+
+def _node_count() -> int:
+    """How many NUMA nodes the kernel may have (for the size of NVML's node mask); 1 off Linux."""
+    try:
+        return len([n for n in os.listdir(f"{SYSFS}/devices/system/node") if n.startswith("node") and n[4:].isdigit()]) or 1
+    except OSError:
+        return 1
 
 
 def _mask_cpus(words: Any) -> list[int]:
@@ -234,15 +288,17 @@ def nvml_info() -> dict[str, Any]:
                 gpus.append({"index": index, "uuid": None, "reason": f"NVML could not open GPU {index}: {error}"})
                 continue
             pci = read(pynvml.nvmlDeviceGetPciInfo, handle)
+            bus_id = _text(pci.busId) if pci is not None else None
             memory = read(pynvml.nvmlDeviceGetMemoryInfo, handle)
-            numa = read(getattr(pynvml, "nvmlDeviceGetNumaNodeId", None), handle)  # absent from older bindings
+            gpu_memory_node = read(getattr(pynvml, "nvmlDeviceGetNumaNodeId", None), handle)  # absent from older bindings
+            host = _host_node(pynvml, handle, bus_id, gpu_memory_node, read)
             affinity = read(getattr(pynvml, "nvmlDeviceGetCpuAffinity", None), handle, words)
             gpus.append(
                 {
                     "index": index,
                     "name": read(pynvml.nvmlDeviceGetName, handle),
                     "uuid": read(pynvml.nvmlDeviceGetUUID, handle),
-                    "pci_bus_id": _text(pci.busId) if pci is not None else None,
+                    "pci_bus_id": bus_id,
                     "memory_bytes": memory.total if memory is not None else None,
                     "pcie_gen_current": read(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
                     "pcie_width_current": read(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
@@ -250,10 +306,13 @@ def nvml_info() -> dict[str, Any]:
                     "pcie_width_max": read(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
                     # The GPU's own maximum, uncapped by the port above it (which a VM's virtual root port may understate).
                     "pcie_gen_gpu_max": read(getattr(pynvml, "nvmlDeviceGetGpuMaxPcieLinkGeneration", None), handle),
-                    "numa_node": numa,
+                    # The host NUMA node nearest the GPU, where it came from, or why it is unknown (_host_node),
+                    # and the node of the GPU's own memory where that is a NUMA node (never one for host buffers).
+                    **host,
+                    "gpu_memory_numa_node": gpu_memory_node if isinstance(gpu_memory_node, int) and gpu_memory_node >= 0 else None,
                     # The CPUs NVML calls ideal for this GPU (those nearest its PCIe root), and its node's CPUs.
                     "cpu_affinity": _mask_cpus(affinity) if affinity is not None else None,
-                    "numa_cpus": numa_node_cpus(numa),
+                    "numa_cpus": numa_node_cpus(host["numa_node"]),
                     **_health(pynvml, handle, read),
                 }
             )

@@ -49,7 +49,7 @@ class Binding:
         return json.dumps({"cpus": list(self.cpus), "node": self.node})
 
     def describe(self) -> str:
-        where = f" and memory to NUMA node {self.node}" if self.node is not None else " (NVML gives no NUMA node to bind memory to)"
+        where = f" and memory to NUMA node {self.node}" if self.node is not None else "; memory not bound (the GPU's NUMA node is unknown)"
         return f"CPUs {cpu_ranges(list(self.cpus))}{where}"
 
 
@@ -73,9 +73,13 @@ def plan_binding(environment: dict[str, Any], device_id: str) -> tuple[Binding |
     if not cpus:
         return None, (f"not bound: none of the GPU's ideal CPUs ({cpu_ranges(ideal)}) is among the CPUs this"
                       f" process may use ({cpu_ranges(allowed or [])}); a cgroup or taskset keeps it off the GPU's node")  # fmt: skip
-    node = nvml.get("numa_node")
-    binding = Binding(tuple(cpus), node if isinstance(node, int) and node >= 0 else None)
-    return binding, binding.describe()
+    node = nvml.get("numa_node")  # the host node nearest the GPU (environment._host_node), never the GPU's own memory
+    known = isinstance(node, int) and node >= 0 and node != nvml.get("gpu_memory_numa_node")
+    binding = Binding(tuple(cpus), node if known else None)
+    if known:
+        return binding, binding.describe()
+    why = nvml.get("numa_node_reason") or "the recorded facts give no host node for this GPU"
+    return binding, f"CPUs {cpu_ranges(list(cpus))}; memory not bound: the GPU's NUMA node is unknown ({why})"
 
 
 def _syscall(name: str) -> tuple[Any, int] | None:

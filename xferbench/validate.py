@@ -126,6 +126,12 @@ def placement_check(results: Sequence[Result]) -> Check:
     if refused:
         return Check(name, NA, f"{refused[0].label()}: its memory could not be put on node {refused[0].numa['requested']['node']}:"
                                f" {refused[0].numa.get('reason')}")  # fmt: skip
+    unknown = [(r, s) for r, s in measured if (s.numa.get("requested") or {}).get("node") is None]
+    if unknown:  # bound to CPUs alone: no page can be said to be on or off a node nobody knows
+        result, series = unknown[0]
+        nvml = device_entry(result.environment, series.device).get("nvml") or {}
+        why = nvml.get("numa_node_reason") or "the result records no host node for the GPU"
+        return Check(name, NA, f"node unknown: {series.label()} was bound to CPUs only ({why})")
     off = [(s, warning) for r, s in measured if (warning := pages_warning(s, r.environment))]
     if off:
         return Check(name, FAIL, f"{off[0][0].label()}: {off[0][1]}")
@@ -134,8 +140,7 @@ def placement_check(results: Sequence[Result]) -> Check:
     if not placed:
         return Check(name, NA, f"the kernel placed none of {sampled} sampled pages on a node (driver-mapped pinned memory"
                                " answers EFAULT; move_pages may be refused): placement unproven")  # fmt: skip
-    nodes = {s.numa.get("node") for _, s in measured}
-    where = ", ".join(f"node {n}" for n in sorted(nodes, key=str)) if nodes != {None} else "the GPU's CPUs (NVML gives no node)"
+    where = ", ".join(f"node {n}" for n in sorted({s.numa.get("node") for _, s in measured}))
     unplaced = f"; {sampled - placed} the kernel cannot place (driver-mapped pinned memory)" if sampled > placed else ""
     return Check(name, PASS, f"{len(measured)} series bound to {where}; {placed} sampled pages on it, none off it{unplaced}")
 

@@ -1,0 +1,139 @@
+"""A stand-in for the pynvml calls xferbench makes, answered from settable attributes, as strict as
+the real binding where it matters: a query the real NVML answers Not Supported on a PCIe GPU in an
+x86 server (nvmlDeviceGetNumaNodeId) raises here too unless the test says the GPU's memory is a node.
+
+Tests install it as sys.modules["pynvml"]; a subprocess gets it through a `pynvml.py` shim on its
+PYTHONPATH (see test_validate_command.py).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+BUSY_KBPS = 20_000_000  # 20.5 GB/s of NVML "KB/s" (1024 B): data moving
+UUID = "GPU-11111111-2222-3333-4444-555555555555"
+
+
+class FakeNVMLError(Exception):
+    """Stands for pynvml.NVMLError and its subclasses (NVMLError_NoPermission, ...)."""
+
+
+class FakeNVML:
+    """The pynvml calls xferbench makes, answered from settable attributes; it counts what it is asked."""
+
+    NVML_PCIE_UTIL_TX_BYTES = 0
+    NVML_PCIE_UTIL_RX_BYTES = 1
+    NVML_AFFINITY_SCOPE_NODE, NVML_AFFINITY_SCOPE_SOCKET = 0, 1
+    NVMLError = FakeNVMLError
+
+    def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int | None = BUSY_KBPS,
+                 tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None,
+                 rx_counter: int | None = None, gpu_gen_max: int | None = None, memory_node: int | None = 1,
+                 gpu_memory_node: int | None = None) -> None:  # fmt: skip
+        self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
+        self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
+        self.init_error, self.fail_after = init_error, fail_after
+        self.samples = self.shutdowns = 0
+        self.opened: list[tuple[str, Any]] = []
+        self.rx_counter = rx_counter  # the cumulative RX byte count, where the fake driver keeps one
+        self.gpu_gen_max = gpu_gen_max
+        self.memory_node = memory_node  # the host node nearest the GPU (nvmlDeviceGetMemoryAffinity); None: Not Supported
+        self.gpu_memory_node = gpu_memory_node  # the node of the GPU's own memory, where it is one (nvmlDeviceGetNumaNodeId)
+        if rx_counter is not None:
+            self.NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
+        value = SimpleNamespace(ullVal=self.rx_counter)
+        return [SimpleNamespace(fieldId=field, nvmlReturn=0 if self.rx_counter is not None else 3, value=value) for field in fields]
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: Any) -> int:
+        if self.gpu_gen_max is None:
+            raise FakeNVMLError("Not Supported")
+        return self.gpu_gen_max
+
+    def nvmlInit(self) -> None:
+        if self.init_error:
+            raise self.init_error
+
+    def nvmlShutdown(self) -> None:
+        self.shutdowns += 1
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
+        self.opened.append(("uuid", uuid))
+        return uuid
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        self.opened.append(("index", index))
+        return index
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
+        return self.gen_max
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
+        return self.width_max
+
+    def _lost(self) -> None:
+        if self.fail_after is not None and self.samples >= self.fail_after:
+            raise FakeNVMLError("GPU is lost")
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+        self._lost()
+        return self.gen
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
+        self._lost()
+        return self.width
+
+    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
+        self._lost()
+        if counter == self.NVML_PCIE_UTIL_RX_BYTES:
+            self.samples += 1
+            if self.rx_kbps is None:
+                raise FakeNVMLError("Not Supported")
+            return self.rx_kbps
+        if self.tx_kbps is None:
+            raise FakeNVMLError("Not Supported")
+        return self.tx_kbps
+
+    # What environment.nvml_info reads once before the run.
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 12040
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "550.54"
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetName(self, handle: Any) -> str:
+        return "NVIDIA H100"
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        return UUID
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        raise FakeNVMLError("Not Supported")
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
+        raise FakeNVMLError("Not Supported")
+
+    def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int:
+        # NVML answers only where the GPU's own memory is a NUMA node (a Grace Hopper, say); on a PCIe
+        # GPU in an x86 server it is Not Supported.
+        if self.gpu_memory_node is None:
+            raise FakeNVMLError("Not Supported")
+        return self.gpu_memory_node
+
+    def nvmlDeviceGetMemoryAffinity(self, handle: Any, node_set_size: int, scope: int) -> list[int]:
+        """The host NUMA nodes nearest the GPU, as a bitmask of 64-bit words (node 0 in bit 0)."""
+        if not isinstance(node_set_size, int) or node_set_size < 1 or scope not in (self.NVML_AFFINITY_SCOPE_NODE, self.NVML_AFFINITY_SCOPE_SOCKET):
+            raise FakeNVMLError("Invalid Argument")
+        if self.memory_node is None:
+            raise FakeNVMLError("Not Supported")
+        words = [0] * node_set_size
+        words[self.memory_node // 64] = 1 << (self.memory_node % 64)
+        return words
+
+    def nvmlDeviceGetCpuAffinity(self, handle: Any, words: int) -> list[int]:
+        return [0xF0] + [0] * (words - 1)  # CPUs 4-7
