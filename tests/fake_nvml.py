@@ -137,3 +137,40 @@ class FakeNVML:
 
     def nvmlDeviceGetCpuAffinity(self, handle: Any, words: int) -> list[int]:
         return [0xF0] + [0] * (words - 1)  # CPUs 4-7
+
+
+class NodeNVML(FakeNVML):
+    """One node's GPUs as NVML describes them: each its own UUID and PCI address, all of one model,
+    on a Gen5 x16 link idling at Gen1, with a replay counter, clocks and a P-state, as on an HGX node."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+
+    def __init__(self, host: str, gpus: int, name: str, replays: int | None = 0) -> None:
+        super().__init__(gen=1, width=16, gen_max=5, width_max=16, memory_node=0)
+        self.host, self.gpus, self.name, self.replays = host, gpus, name, replays
+
+    def nvmlDeviceGetCount(self) -> int:
+        return self.gpus
+
+    def nvmlDeviceGetName(self, handle: Any) -> str:
+        return self.name
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        return f"GPU-{self.host}-{handle}"
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        return SimpleNamespace(busId=f"00000000:{0x18 + 0x10 * handle:02X}:00.0".encode())
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
+        return SimpleNamespace(total=80 * 2**30, free=80 * 2**30, used=0)
+
+    def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
+        if self.replays is None:
+            raise FakeNVMLError("Not Supported")
+        return self.replays
+
+    def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
+        return {self.NVML_CLOCK_SM: 1980, self.NVML_CLOCK_MEM: 2619}[clock]
+
+    def nvmlDeviceGetPerformanceState(self, handle: Any) -> int:
+        return 0

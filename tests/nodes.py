@@ -4,6 +4,7 @@ instant), then labelled as a raw pinned copy and a torch path on an H100 with NV
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +42,42 @@ def series(framework: str, mode: str, gbps: float, device: str = "cuda:0", batch
                                host_buffer="", transfer="host-to-device", link=link(*under), params={})  # fmt: skip
 
 
+def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> dict[str, Any]:
+    """A node's environment as a real check writes it: environment.capture() and nvml_health() run
+    against a fake NVML for `gpus` GPUs of one model (NodeNVML), with CUDA's view of them as the cuda
+    worker reports it (matched to NVML's by UUID)."""
+    from fake_nvml import NodeNVML
+
+    from xferbench import environment
+
+    fake = NodeNVML(host, gpus, name, replays[0] if replays else None)
+    cuda = {"version": "13.0", "devices": [{"id": f"cuda:{i}", "kind": "cuda", "name": name, "uuid": fake.nvmlDeviceGetUUID(i),
+                                            "pci_bus_id": f"0000:{0x18 + 0x10 * i:02x}:00.0"} for i in range(gpus)]}  # fmt: skip
+    saved = sys.modules.get("pynvml")
+    sys.modules["pynvml"] = fake  # type: ignore[assignment]
+    try:
+        captured = environment.capture({"cuda": cuda})
+        fake.replays = replays[1] if replays else None
+        captured["nvml_after"] = environment.nvml_health()
+    finally:
+        if saved is None:
+            del sys.modules["pynvml"]
+        else:
+            sys.modules["pynvml"] = saved
+    captured["host"] = host
+    return captured
+
+
 def node(host: str, raw_gbps: float = 55.0, under: tuple[int, int] = (5, 16), gpus: int = 1, torch_share: float = 0.9,
          name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> Result:  # fmt: skip
     """One node's result: per GPU a streamed raw pinned copy and a per-call torch pinned_into."""
-    devices, nvml_after, found = [], [], []
+    found = []
     for index in range(gpus):
         device = f"cuda:{index}"
-        nvml = {"index": index, "uuid": f"GPU-{host}-{index}", "pcie_gen_max": 5, "pcie_width_max": 16,
-                "pcie_gen_current": 1, "pcie_width_current": 16, "pcie_replay_counter": replays[0] if replays else None}
-        devices.append({"id": device, "kind": "cuda", "name": name, "nvml": nvml})
-        nvml_after.append({"index": index, "uuid": nvml["uuid"], "pcie_replay_counter": replays[1] if replays else None})
         raw = series("cuda", "raw_pinned", raw_gbps, device, under=under)
         torch = series("torch", "pinned_into", raw_gbps * torch_share, device, method="per-call", under=under)
         found += [dataclasses.replace(raw, device_name=name), dataclasses.replace(torch, device_name=name)]
-    environment = {"host": host, "devices": devices, "nvml": {"available": True}, "nvml_after": {"available": True, "gpus": nvml_after}}
+    environment = node_environment(host, gpus, name, replays)
     return Result(environment=environment, config={}, created="2026-11-23T00:00:00+00:00", series=found, status="complete")
 
 

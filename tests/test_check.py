@@ -130,8 +130,72 @@ def test_a_gpu_nothing_can_judge_is_not_passed() -> None:
     result = node("a", name="NVIDIA L40S", replays=None)
     for series in result.series:
         series.link = {"reason": "nvidia-ml-py is not installed"}
-    result.environment["devices"][0]["nvml"] = {}
+    result.environment["nvml"] = {"available": False, "reason": "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"}
+    for device in result.environment["devices"]:
+        device.pop("nvml", None)
     (verdict,) = check.verdicts(result)
     assert verdict.status == check.NA
     assert {f.name: f.status for f in verdict.findings}["reference"] == check.INFO
     assert check.verdicts(result, baseline=node("a", name="NVIDIA L40S"))[0].status == check.PASS  # a baseline judges it
+
+
+# Through the command line, as a Slurm prolog or a Kubernetes Job sees it: the node's measurement is
+# given (a file shaped as a real node writes it, NVML's GPU list included); the verdicts, the file's
+# `check` field and the exit code are what `xferbench check` itself produces.
+
+
+@pytest.fixture
+def node_check(monkeypatch, tmp_path):
+    from xferbench import cli, environment
+    from xferbench.results import OutputFile, load
+
+    def run(result: Result, *args: str):
+        monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+
+        def measured(config, out_path, overwrite):
+            output = OutputFile(tmp_path / f"{result.environment['host']}.json")
+            output.save(result)
+            return result, output
+
+        monkeypatch.setattr(cli, "measure_check", measured)
+        said = CliRunner().invoke(app, ["check", *args])
+        return said, load(tmp_path / f"{result.environment['host']}.json").check
+
+    return run
+
+
+def test_a_healthy_node_exits_0_and_is_written_as_passed(node_check) -> None:
+    healthy = node("a", gpus=2)
+    assert [g["uuid"] for g in healthy.environment["nvml"]["gpus"]] == ["GPU-a-0", "GPU-a-1"]  # as NVML lists them
+    said, written = node_check(healthy)
+    assert said.exit_code == 0, said.output
+    assert written["status"] == "pass" and [d["status"] for d in written["devices"]] == ["pass", "pass"]
+    assert "2 of 2 passed" in said.output
+
+
+def test_a_gpu_cuda_did_not_check_fails_the_node_with_exit_1(node_check) -> None:
+    lost = node("b", gpus=2)
+    lost.series = [s for s in lost.series if s.device == "cuda:0"]  # NVML lists two GPUs; CUDA let one be measured
+    said, written = node_check(lost)
+    assert said.exit_code == 1, said.output
+    assert written["status"] == "fail" and written["devices"][-1]["device"] == "node"
+    assert "NVML sees 2 GPUs but CUDA let 1 be checked" in said.output
+
+
+def test_a_slow_gpu_exits_1(node_check) -> None:
+    said, written = node_check(node("c", raw_gbps=40, gpus=2))
+    assert said.exit_code == 1 and written["status"] == "fail", said.output
+
+
+def test_a_node_nothing_can_judge_exits_2_and_is_never_written_as_passed(node_check) -> None:
+    blind = node("d", name="NVIDIA L40S", replays=None)
+    blind.environment["nvml"] = {"available": False, "reason": "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"}
+    for device in blind.environment["devices"]:
+        device.pop("nvml", None)
+    for series in blind.series:
+        series.link = {"reason": "nvidia-ml-py is not installed"}
+    said, written = node_check(blind)
+    assert said.exit_code == 2, said.output
+    assert written["status"] == "n/a" and written["devices"][0]["status"] == "n/a"
+    assert "nothing could judge cuda:0" in said.output and "Traceback" not in said.output
+    assert check.overall([]) == check.NA  # nothing checked at all is no pass either

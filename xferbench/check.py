@@ -230,10 +230,24 @@ def verdict_table(verdict: DeviceVerdict) -> Table:
     return table
 
 
+def overall(found: list[DeviceVerdict]) -> str:
+    """The node's verdict: FAIL if any GPU (or the GPU count) failed; n/a if nothing was checked or a
+    GPU could not be judged, for a job scheduler must never read "nothing judged" as healthy; else PASS."""
+    if any(v.status == FAIL for v in found):
+        return FAIL
+    if not found or any(v.status == NA for v in found):
+        return NA
+    return PASS
+
+
+EXIT_CODES = {PASS: 0, FAIL: 1, NA: 2}  # what `xferbench check` exits with for each overall verdict
+
+
 def to_dict(found: list[DeviceVerdict], link_share: float, baseline: str | None) -> dict[str, Any]:
     """What the result file keeps of the verdicts (its `check` field)."""
-    return {"status": FAIL if any(v.status == FAIL for v in found) else PASS, "link_share": link_share, "baseline": baseline,
+    return {"status": overall(found), "link_share": link_share, "baseline": baseline,
             "devices": [{**dataclasses.asdict(v), "status": v.status} for v in found]}  # fmt: skip
 
 
-__all__ = ["FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Finding", "best_point", "checked", "to_dict", "verdict_table", "verdicts"]
+__all__ = ["EXIT_CODES", "FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Finding", "best_point", "checked",
+           "overall", "to_dict", "verdict_table", "verdicts"]

@@ -242,20 +242,9 @@ def check(
         if out_path is not None:
             probe, numbered = output_path(out_path, "check.json")
             check_writable(probe, overwrite=overwrite, numbered=numbered)
-        plan = make_plan(config)
     except XferbenchError as error:
         raise fail(str(error)) from None
-    try:
-        name = f"{host_name()}-check-{time.strftime('%Y%m%d-%H%M%S')}.json"
-        target, numbered = output_path(out_path, name)
-        output = OutputFile(target, overwrite=overwrite, numbered=numbered)
-        result = run_sweep(plan, output, tables=False)
-    except XferbenchError as error:
-        raise fail(str(error)) from None
-    except KeyboardInterrupt:
-        raise fail("interrupted while starting; nothing was measured", 130) from None
-    finally:
-        plan.close()
+    result, output = measure_check(config, out_path, overwrite)
     found = checking.verdicts(result, share, base, slower)
     result.check = checking.to_dict(found, share, str(baseline) if baseline else None)
     output.save(result)
@@ -263,12 +252,32 @@ def check(
         out.print(checking.verdict_table(verdict))
     passed = sum(v.status == checking.PASS for v in found)
     out.print(f"{passed} of {len(found)} passed in {time.monotonic() - started:.0f} s; saved {output.path}", highlight=False)
-    if any(v.status == checking.FAIL for v in found):
-        raise typer.Exit(1)
-    if not found or any(v.status == checking.NA for v in found):
+    verdict = checking.overall(found)
+    if verdict == checking.NA:
         raise fail("nothing could judge " + (", ".join(v.device for v in found if v.status == checking.NA) or "any GPU")
-                   + ": no NVML link facts and no reference for the model; install nvidia-ml-py ('xferbench[nvml]')"
-                   " or give --baseline", 2)  # fmt: skip
+                   + ": no NVML link facts and no published floor for the model; install nvidia-ml-py ('xferbench[nvml]')"
+                   " or give --baseline", checking.EXIT_CODES[verdict])  # fmt: skip
+    if checking.EXIT_CODES[verdict]:
+        raise typer.Exit(checking.EXIT_CODES[verdict])
+
+
+def measure_check(config: SweepConfig, out_path: str | None, overwrite: bool) -> tuple[Result, OutputFile]:
+    """check's short run on every GPU, saved as it goes: the result and the file it is in."""
+    try:
+        plan = make_plan(config)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    try:
+        name = f"{host_name()}-check-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        target, numbered = output_path(out_path, name)
+        output = OutputFile(target, overwrite=overwrite, numbered=numbered)
+        return run_sweep(plan, output, tables=False), output
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted while starting; nothing was measured", 130) from None
+    finally:
+        plan.close()
 
 
 def failures(result: Result) -> list[str]:
