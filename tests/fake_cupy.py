@@ -12,6 +12,7 @@ import ctypes
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -130,18 +131,66 @@ def empty(shape: Any, dtype: Any = np.uint8) -> ndarray:
 
 
 def asarray(host: np.ndarray) -> ndarray:
-    return ndarray(np.array(host))
+    """As CuPy copies a pageable NumPy array (_core/core.pyx, _array_default): through a staging block
+    from the pinned pool, watched until its copy is done and released at the next pinned allocation."""
+    block = cuda.alloc_pinned_memory(host.nbytes)
+    staged = np.frombuffer(block, host.dtype, host.size).reshape(host.shape)
+    staged[...] = host
+    WATCHED.append(block)
+    return ndarray(staged.copy())
+
+
+class PinnedMemoryPointer(bytearray):
+    """A block from the pinned pool: its buffer spans the whole block, as the pool rounded it."""
 
 
 class PinnedPool:
+    """CuPy's PinnedMemoryPool (cupy/cuda/pinned_memory.pyx): a request is rounded up to a multiple of
+    512 bytes and then to a power of two (internal.clp2); a block returns to the pool when its last
+    reference goes and stays reserved until free_all_blocks(). It records what it holds."""
+
     def __init__(self) -> None:
         self.emptied = 0
+        self.free: dict[int, int] = {}  # released blocks, by size
+        self.reserved = self.peak = 0  # bytes the pool holds (in use or released), now and at most
+        self.handed_out: list[int] = []  # each block's size, in order
+
+    def malloc(self, nbytes: int) -> PinnedMemoryPointer:
+        if nbytes == 0:
+            return PinnedMemoryPointer(0)
+        size = ((nbytes + 511) // 512) * 512 - 1
+        for shift in (1, 2, 4, 8, 16, 32):
+            size |= size >> shift
+        size += 1
+        if self.free.get(size):
+            self.free[size] -= 1
+        else:
+            self.reserved += size
+            self.peak = max(self.peak, self.reserved)
+        self.handed_out.append(size)
+        block = PinnedMemoryPointer(size)
+        weakref.finalize(block, self._release, size)
+        return block
+
+    def _release(self, size: int) -> None:
+        self.free[size] = self.free.get(size, 0) + 1
 
     def free_all_blocks(self) -> None:
+        WATCHED.clear()
         self.emptied += 1
+        self.reserved -= sum(size * count for size, count in self.free.items())
+        self.free.clear()
 
 
 POOL = PinnedPool()
+WATCHED: list[PinnedMemoryPointer] = []  # staging blocks of asynchronous copies; every fake copy is done at once
+
+
+def _alloc_pinned_memory(nbytes: int) -> PinnedMemoryPointer:
+    WATCHED.clear()  # as CuPy's watch list releases the blocks of finished copies first
+    return POOL.malloc(nbytes)
+
+
 HOST_ALLOCATIONS: dict[int, Any] = {}  # cudaHostAlloc'd buffers not yet freed
 
 
@@ -183,7 +232,7 @@ runtime = SimpleNamespace(
 )  # fmt: skip
 cuda = SimpleNamespace(
     runtime=runtime, Device=Device, Stream=Stream, Event=Event, get_elapsed_time=get_elapsed_time,
-    alloc_pinned_memory=lambda nbytes: bytearray(nbytes), memory=SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
+    alloc_pinned_memory=_alloc_pinned_memory, memory=SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
     nvrtc=SimpleNamespace(getVersion=_nvrtc_version),
 )  # fmt: skip
 

@@ -33,6 +33,7 @@ from xferbench.backends.cuda import (
     gpu_count,
     is_cuda_out_of_memory,
     pinned_staging,
+    pooled_pinned_bytes,
     read_back,
 )
 from xferbench.buffers import (ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern,
@@ -173,8 +174,13 @@ class CupyBackend(Backend):
                           clock="time.perf_counter", sync=sync, device_clock=EVENTS, note=note)  # fmt: skip
 
     def host_bytes(self, spec: Spec) -> int:
-        """The source, asarray's pinned staging copy of it, and the verification's pinned read-back chunk."""
-        return 2 * spec.nbytes + min(spec.nbytes, VERIFY_CHUNK_BYTES)
+        """The source and asarray's pinned staging block for it, as CuPy's pinned pool sizes blocks
+        (pooled_pinned_bytes); h2d, the verification's pinned read-back chunk; d2h, .get()'s result,
+        twice while a call replaces the last one."""
+        nbytes = spec.nbytes
+        if spec.series.direction == D2H:
+            return 3 * nbytes + pooled_pinned_bytes(nbytes)
+        return nbytes + pooled_pinned_bytes(nbytes) + pooled_pinned_bytes(min(nbytes, VERIFY_CHUNK_BYTES))
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return Get(spec) if spec.series.direction == D2H else AsArray(spec)

@@ -32,7 +32,7 @@ import numpy as np
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
-from xferbench.errors import VerificationError
+from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import (BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
 from xferbench.timing import STREAM_WARM_COPIES
@@ -40,7 +40,11 @@ from xferbench.timing import STREAM_WARM_COPIES
 PINNED_MODES = ("pinned", "pinned_into")  # start from a pinned source made once per point
 CUDA_ONLY_MODES = (*PINNED_MODES, "pin_per_call", "pin")  # pinned host memory needs a CUDA device
 HOLD_TRIES = 4  # a hold found too short is lengthened and the run repeated, this many times in all
-HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last run's enqueueing plus this
+HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last held run's enqueueing plus this
+# The longest hold. Queueing STREAM_MAX_COPIES copies takes tens of milliseconds, so a hold this long
+# that still ends first means copy_ itself waited for the spin: CUDA's launch queue was full. A longer
+# hold would not help then, only stall the worker (worker.STALL_TIMEOUT_S) on every try.
+HOLD_MAX_S = 2.0
 ENQUEUE_GUESS_S = 50e-6  # per copy, before the first run has measured it: generous for PyTorch's dispatcher
 
 
@@ -178,18 +182,19 @@ class TorchTransfer(_TorchCopy):
 
     def streamed(self, copies: int) -> float:
         """pinned_into's copies queued behind a spin kernel on a stream of its own. The spin lasts
-        twice the queueing measured last time, plus a margin; if the start event has already run
-        once everything is queued, the hold was too short: it is made 4 times longer, for this and
-        every later run, and the run repeated."""
+        twice the queueing measured in the last run it held, plus a margin, at most HOLD_MAX_S; if the
+        start event has already run once everything is queued, the hold was too short: it is made 4
+        times longer, for this and every later run, and the run repeated. A failed run's queueing is
+        no estimate: once CUDA's launch queue is full, copy_ waits for the spin itself to end."""
         torch, stream = self.torch, self.stream
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if self.cycles_per_s is None:
             self.cycles_per_s = self._sleep_rate()
         queued = copies + STREAM_WARM_COPIES
-        for _ in range(HOLD_TRIES):
-            cycles = int(self.cycles_per_s * (2 * self.enqueue_per_copy_s * queued + HOLD_MARGIN_S) * self.hold_scale)
+        for tries in range(1, HOLD_TRIES + 1):
+            hold_s = min(HOLD_MAX_S, (2 * self.enqueue_per_copy_s * queued + HOLD_MARGIN_S) * self.hold_scale)
             with torch.cuda.stream(stream):
-                torch.cuda._sleep(cycles)
+                torch.cuda._sleep(int(self.cycles_per_s * hold_s))
                 began = time.perf_counter()
                 for _ in range(STREAM_WARM_COPIES):
                     self.dest.copy_(self.source, non_blocking=True)
@@ -200,12 +205,17 @@ class TorchTransfer(_TorchCopy):
                 queueing_s = time.perf_counter() - began
                 held = not start.query()
             self.transfers += queued
-            self.enqueue_per_copy_s = queueing_s / queued
             end.synchronize()
             if held:
+                self.enqueue_per_copy_s = queueing_s / queued
                 return start.elapsed_time(end) / 1e3
+            if hold_s >= HOLD_MAX_S:  # no longer hold is allowed: repeating it would only fail again
+                break
             self.hold_scale *= 4
-        raise RuntimeError(f"could not hold the stream while {copies} copies were queued, after {HOLD_TRIES} tries")
+        why = f"queueing took {queueing_s:.3g} s and the {hold_s:.3g} s hold ended first"
+        if hold_s >= HOLD_MAX_S or queueing_s >= 0.9 * hold_s:
+            why += "; copy_ waited for the held stream: CUDA's launch queue may be full"
+        raise RuntimeError(f"could not hold the stream while {copies} copies were queued, after {tries} tries ({why})")
 
     def host_span(self) -> tuple[int, int]:
         return self.source.data_ptr(), self.host.size
@@ -365,11 +375,11 @@ class TorchBackend(Backend):
                     " into one preallocated tensor, so only it can queue its copies on a held stream")  # fmt: skip
         if key.op != "copy":
             return "the seed op fetches its result to the host after every transfer, so it cannot be streamed"
-        if not hasattr(_torch().cuda, "_sleep"):
-            return "this PyTorch has no torch.cuda._sleep to hold a stream with"
-        return None
+        return None  # whether this PyTorch has torch.cuda._sleep is for describe(), in the worker: planning imports no torch
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        if key.method == STREAMED and not hasattr(_torch().cuda, "_sleep"):
+            raise NotSupportedHere("this PyTorch has no torch.cuda._sleep to hold a stream with")
         kind = key.device.split(":")[0]
         if kind == "cuda":
             name = _torch().cuda.get_device_name(_torch().device(key.device))
@@ -387,7 +397,8 @@ class TorchBackend(Backend):
         info: dict[str, Any] = {"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {}
         if key.method == STREAMED:
             clock, sync, device_clock = "torch.cuda.Event pair around the copies queued on the held stream, per copy", "the end event synchronized", None
-            info["hold"] = "torch.cuda._sleep (a spin kernel), lengthened until the start event is still pending once every copy is queued"
+            info["hold"] = ("torch.cuda._sleep (a spin kernel), lengthened until the start event is still pending once every copy"
+                            f" is queued, up to {HOLD_MAX_S:g} s")  # fmt: skip
         note = None
         if kind == "cpu" and key.mode == "pageable":  # said wherever xferbench changes the user's expression
             note = ("on the CPU .to('cpu') returns the same tensor and copies nothing, so xferbench adds"
