@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from nodes import H100, node, write
 from xferbench import check
 from xferbench.cli import app
-from xferbench.references import reference_for
+from xferbench.references import floor_for
 from xferbench.results import Result
 
 
@@ -35,14 +35,18 @@ def test_below_the_links_share_fails_and_the_share_is_an_option() -> None:
     assert findings(slow, link_share=0.70)["link"].status == check.PASS
 
 
-def test_below_the_models_published_floor_fails_and_a_model_without_one_says_so() -> None:
-    assert findings(node("a", raw_gbps=51))["reference"].status == check.FAIL  # H100 floor: 52 GB/s
-    assert "published floor of 52 GB/s" in findings(node("a", raw_gbps=51))["reference"].figure
+def test_below_the_models_published_floor_fails_citing_its_source_and_date_and_a_model_without_one_says_so() -> None:
+    below = findings(node("a", raw_gbps=47))["reference"]  # H100 SXM5: Azure's floor is 48 GB/s since 2024-06-28
+    assert below.status == check.FAIL and " GB/s against the floor of 48 GB/s, Azure HPC health checks" in below.figure
+    assert "conf/nd96isr_h100_v5.conf" in below.figure and "2024-06-28" in below.figure
+    assert "published for H100: 56.68–57.07 GB/s host to device, 1 source" in below.figure  # shown, not judged
+    assert findings(node("a", raw_gbps=49, under=(5, 16)), link_share=0.7)["reference"].status == check.PASS
     unknown = findings(node("a", raw_gbps=51, name="NVIDIA L4"))["reference"]
-    assert unknown.status == check.INFO and unknown.figure.startswith("no reference for this model (NVIDIA L4)")
-    typical = findings(node("a", raw_gbps=40, name="NVIDIA H200"))["reference"]
-    assert typical.status == check.INFO and "no published floor for H200" in typical.figure
-    assert reference_for("NVIDIA GH200 480GB") is None and reference_for(H100).model == "H100"
+    assert unknown.status == check.INFO and " GB/s; no published health-check floor for this model (NVIDIA L4)" in unknown.figure
+    assert "no published host-to-device figure for this model" in unknown.figure
+    h200 = findings(node("a", raw_gbps=40, name="NVIDIA H200"))["reference"]
+    assert h200.status == check.FAIL and "nd96isr_h200_v5.conf" in h200.figure
+    assert floor_for("NVIDIA GH200 480GB") is None and floor_for(H100).low_gbps == 48
 
 
 def test_a_down_trained_link_fails_and_rising_replays_warn() -> None:

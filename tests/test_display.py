@@ -80,3 +80,22 @@ def test_what_pinning_in_place_took_is_a_column() -> None:
     display.print_series(console, series)
     text = console.export_text()
     assert "pin time" in header_cells(text) and "12.3 ms" in text
+
+
+def test_a_raw_ceiling_on_cuda_is_placed_among_the_published_figures_for_its_model() -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from nodes import node
+
+    from xferbench.display import published_note
+
+    raw, torch = node("a", raw_gbps=55).series
+    said = published_note(raw)
+    assert said is not None and said.endswith("published for H100: 56.68–57.07 GB/s host to device, 1 source"
+                                              " (https://github.com/NVIDIA/nvbandwidth/issues/6)")  # fmt: skip
+    assert "below every published figure" in said  # a simulated 55 GB/s: under what H100 owners published
+    assert published_note(torch) is None  # a framework path is read against the raw ceiling, not the published figures
+    unknown, _ = node("b", name="NVIDIA L4").series
+    assert "no published host-to-device figure for this model (NVIDIA L4)" in (published_note(unknown) or "")

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from xferbench.numa import plan_binding
+from xferbench.references import published_line
 from xferbench.results import Point, Result, Series
 from xferbench.concurrency import Group
 from xferbench.spec import BIDIR, D2H, H2D, STREAMED
@@ -184,6 +185,15 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
     return parts
 
 
+def published_note(series: Series) -> str | None:
+    """On a CUDA GPU, the raw pinned copy's peak among what others published for the same model (a
+    range of healthy measurements, or that there is none): is this number normal?"""
+    if not (series.device.startswith("cuda") and is_raw_reference(series) and series.concurrent == 1
+            and series.direction in (H2D, D2H) and series.summary.peak_mbps):  # fmt: skip
+        return None
+    return published_line(series.device_name or series.device, series.summary.peak_mbps / 1e3, series.direction)
+
+
 def point_line(series: Series, point: Point) -> str:
     where = f"{series.label()} batch {point.batch_size}"
     if point.status != "ok":
@@ -253,6 +263,9 @@ def print_series(console: Console, series: Series, result: Result | None = None)
     noisy = noisy_points(series)
     if noisy:
         console.print(f"note: {series.label()}: {escape(uncertain_note(noisy))}")
+    published = published_note(series)
+    if published:
+        console.print(f"published: {escape(published)}", highlight=False)
     for warning in series_warnings(series, result.environment if result else {}):
         console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()
