@@ -586,6 +586,95 @@ def fleet(
         raise typer.Exit(1)
 
 
+@app.command()
+def validate(
+    folder: Annotated[Optional[Path], typer.Argument(help=f"Folder for everything the validation writes, to attach to a bug report; it must not hold a validation already. Default: {DEFAULT_FOLDER}/validate-HOST-TIME/", show_default=False)] = None,
+    device: Annotated[str, typer.Option(help="The CUDA GPU to validate: cuda or cuda:N.")] = "cuda:0",
+    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable: the frameworks swept. Default: every installed one (without cuda, no raw copy and no long link run).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Three batch sizes and few samples: a smoke test of the set-up, not a validation.")] = False,
+    peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Repeatable: an nvbandwidth or bandwidthTest executable, known by its file name. Default: each one found on PATH.", show_default=False)] = None,
+) -> None:
+    """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
+    from xferbench import environment, validation
+
+    try:
+        kind, _, index = device.strip().lower().partition(":")
+        if kind != "cuda" or (index and not index.isdigit()):
+            raise XferbenchError(f"--device {device}: validate checks a CUDA GPU (cuda or cuda:N); `xferbench sweep` measures the others")
+        if "cuda" not in environment.accelerator_kinds():
+            raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
+                                 " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
+        peers, missing = validation.find_peers(peer or ())
+        where = folder or DEFAULT_FOLDER / f"validate-{host_name()}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.strip().lower() for f in framework or ())),
+                                    quick, peers, missing)  # fmt: skip
+        for name, why in missing.items():
+            err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
+        checks, verdict = validation.run(run, lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    from xferbench import validate as checking
+
+    out.print()
+    out.print(checking.render(checks), highlight=False, markup=False)
+    out.print(f"wrote {verdict} (attach the folder {run.folder} to a bug report)", highlight=False)
+    if not checking.passed(checks):
+        raise typer.Exit(1)
+
+
+import_app = typer.Typer(help="Turn a peer tool's own output into an xferbench result file, for plot, report, compare and fleet to read beside xferbench's own.",
+                         no_args_is_help=True)  # fmt: skip
+app.add_typer(import_app, name="import")
+PEER_FILES = Annotated[list[Path], typer.Argument(help="The tool's output as it printed it.", show_default=False)]
+IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json", show_default=False)]  # fmt: skip
+IMPORT_SHAPE = Annotated[str, typer.Option(help="The uint8 item a size is counted in, where it holds a whole number of them (the batch axis of plot and report); other sizes count 1 MiB items.")]  # fmt: skip
+
+
+def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bool, read: Any) -> None:
+    try:
+        result = read()
+        host = str(result.environment.get("host") or host_name())
+        target, numbered = output_path(out_path, f"{host}-{tool.lower()}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        refuse_overwriting_input(target, files, "--out")
+        output = OutputFile(target, overwrite=overwrite, numbered=numbered)
+        output.save(result)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
+    series = [s for s in result.series if s.ok_points()]
+    points = sum(len(s.ok_points()) for s in series)
+    left_out = (result.environment.get("peer") or {}).get("not_imported") or []
+    out.print(f"saved {output.path}: {len(series)} series, {points} points from {tool}", highlight=False)
+    for item in left_out:
+        err.print(f"[yellow]not imported:[/] {escape(str(item))}", highlight=False)
+
+
+@import_app.command("nvbandwidth")
+def import_nvbandwidth(
+    files: PEER_FILES,
+    buffer_size: Annotated[Optional[int], typer.Option("--buffer-size", "-b", help="The run's -b in MiB: nvbandwidth's JSON does not record it. Default: the version's own default (512 MiB from v0.7, 64 MiB before).", show_default=False)] = None,
+    shape: IMPORT_SHAPE = "256x256x3",
+    out_path: IMPORT_OUT = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
+) -> None:
+    """Import nvbandwidth's JSON output (nvbandwidth -j), its host<->device testcases, failed and waived ones included."""
+    from xferbench import peers
+
+    _import("nvbandwidth", files, out_path, overwrite, lambda: peers.read_nvbandwidth(files, buffer_size, parse_shape(shape)))
+
+
+@import_app.command("bandwidthtest")
+def import_bandwidthtest(
+    files: PEER_FILES,
+    shape: IMPORT_SHAPE = "256x256x3",
+    out_path: IMPORT_OUT = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
+) -> None:
+    """Import the CUDA samples' bandwidthTest output (bandwidthTest --csv), every CSV line of every run it holds."""
+    from xferbench import peers
+
+    _import("bandwidthTest", files, out_path, overwrite, lambda: peers.read_bandwidthtest(files, parse_shape(shape)))
+
+
 SHOW_ALL = Annotated[bool, typer.Option("--all", help="Start every installed framework and show everything, also what this machine lacks.")]
 
 

@@ -10,6 +10,8 @@ each other path's MB/s at the same batch, the check's verdict. A GPU is flagged 
 - link below max: its link ran below its maximum generation or width in most samples while data moved;
 - check FAIL (and which checks), or a check that could judge nothing; replays that rose are noted;
 - no raw ceiling, or a file cut short (a node killed mid-run).
+A peer's imported file (nvbandwidth, bandwidthTest) is read the same way, its copy from pinned memory
+standing for the ceiling; it is grouped apart from xferbench's own figures, as measured otherwise.
 Only CUDA devices are rows. Where one host and device appear in several files, the newest counts
 and the others are listed as superseded.
 """
@@ -27,6 +29,7 @@ from typing import Any
 from xferbench.check import best_point, checked
 from xferbench.environment import device_entry, link_readings
 from xferbench.errors import XferbenchError
+from xferbench.peers import PEER_CEILINGS
 from xferbench.results import Result, Series, load
 from xferbench.telemetry import is_raw_reference, ran_below_max
 
@@ -51,6 +54,7 @@ class Row:
     paths: dict[str, float | None] = field(default_factory=dict)  # other paths' MB/s at the same batch
     verdict: str = "-"  # the check's PASS or FAIL; "-" for a sweep file
     flags: list[str] = field(default_factory=list)
+    source: str = "xferbench"  # who measured: xferbench, or the peer tool whose output was imported
 
 
 @dataclass
@@ -114,17 +118,20 @@ def rows_of(path: Path, result: Result) -> list[Row]:
     host = str(result.environment.get("host") or path.stem)
     checks = {d.get("device"): d for d in (result.check or {}).get("devices", [])}
     usable = [s for s in result.series if checked(s) and s.status != "skipped" and s.device.startswith("cuda")]
+    peer = (result.environment.get("peer") or {}).get("tool")  # a peer's figures (xferbench import): its own ceiling
+    ceiling = (lambda s: (s.framework, s.mode) in PEER_CEILINGS) if peer else is_raw_reference
     rows = []
     for device in dict.fromkeys(s.device for s in usable):
         on_device = [s for s in usable if s.device == device]
-        raw = best_point([s for s in on_device if is_raw_reference(s)])
+        raw = best_point([s for s in on_device if ceiling(s)], by_bytes=bool(peer))
         first = raw[0] if raw else on_device[0]
         link, link_max, below = _link(first, result)
         batch = raw[1].batch_size if raw else None
+        measured = f"{raw[1].bytes / 1e6:,.1f} MB {raw[0].method}{f' ({peer})' if peer else ''}" if raw else "-"
         row = Row(host, str(path), device, first.device_name or device, link, link_max, batch, raw[1].mbps if raw else None,
-                  f"{raw[1].bytes / 1e6:,.1f} MB {raw[0].method}" if raw else "-", result.created)  # fmt: skip
+                  measured, result.created, source=peer or "xferbench")  # fmt: skip
         for series in on_device:
-            if is_raw_reference(series):
+            if ceiling(series):
                 continue
             point = next((p for p in series.ok_points() if p.batch_size == batch), None) if batch else None
             label = series.label().rsplit("@", 1)[0]
@@ -137,7 +144,7 @@ def rows_of(path: Path, result: Result) -> list[Row]:
         if below:
             row.flags.append("link below max")
         if raw is None:
-            row.flags.append("no raw ceiling measured")
+            row.flags.append(f"no {peer} pinned host-to-device figure" if peer else "no raw ceiling measured")
         if result.status != "complete":
             row.flags.append(f"file {result.status}: the run did not finish")
         rows.append(row)
@@ -183,13 +190,13 @@ def read_fleet(inputs: Sequence[Path], k: float = MAD_K, share: float = MIN_SHAR
     if not rows:
         listed = "; ".join(f"{p}: {why}" for p, why in unreadable[:3])
         raise XferbenchError(f"no GPU figures in {len(unreadable)} file(s): {listed}")
-    newest: dict[tuple[str, str], Row] = {}
-    for row in rows:  # a host checked twice (a repeated job, a prolog's file per job) counts once: its newest run
-        key = (row.host, row.device)
+    newest: dict[tuple[str, str, str], Row] = {}
+    for row in rows:  # a host checked twice (a repeated job, a prolog's file per job) counts once per tool: its newest run
+        key = (row.host, row.device, row.source)
         if key not in newest or row.created > newest[key].created:
             newest[key] = row
-    kept = [row for row in rows if newest[(row.host, row.device)] is row]
-    superseded = list(dict.fromkeys((row.file, newest[(row.host, row.device)].file) for row in rows if row not in kept))
+    kept = [row for row in rows if newest[(row.host, row.device, row.source)] is row]
+    superseded = list(dict.fromkeys((row.file, newest[(row.host, row.device, row.source)].file) for row in rows if row not in kept))
     return Fleet(kept, unreadable, stragglers(kept, k, share, min_group), min_group, superseded)
 
 

@@ -126,7 +126,10 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
             label = f"{label} · ▼ {cliff[1]}"
         (line,) = rate_axes.plot(x, [p.mbps for p in points], marker=".", linestyle=style, label=label)
         color = line.get_color()
-        rate_axes.fill_between(x, [p.mbps_p10 for p in points], [p.mbps_p90 for p in points], color=color, alpha=0.15)
+        spread = [p for p in points if p.mbps_p10 is not None and p.mbps_p90 is not None]  # a peer's figure has none
+        if spread:
+            rate_axes.fill_between([p.batch_size for p in spread], [p.mbps_p10 for p in spread], [p.mbps_p90 for p in spread],
+                                   color=color, alpha=0.15)  # fmt: skip
         saturation = series.summary.saturation_batch_size
         at = next((p for p in points if p.batch_size == saturation), None)
         if at is not None:

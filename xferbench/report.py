@@ -129,6 +129,9 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
 def raw_ceiling(series: Series, result: Result) -> str:
     """What the "% of raw ceiling" column divides by on this series' device: the run's own raw copy."""
     reference = raw_series(series, result.series)
+    peer = (result.environment.get("peer") or {}).get("tool")
+    if reference is None and peer:
+        return f"none in this file: it holds {peer}'s own figures (xferbench import), read beside xferbench's in other files"
     if reference is None:
         return (f"no raw reference ran ({RAW_LABEL}, the pinned cudaMemcpyAsync that CuPy runs:"
                 " pip install 'xferbench[cupy]' and sweep with -f cuda too)")  # fmt: skip
@@ -414,8 +417,12 @@ def render(
     lines += ["### Environment", "", *environment_table(picks, files, labels), "", "### Reproduce", ""]
     for (path, result), label in zip(files, labels):
         argv = result.config.get("argv") or []
+        peer = result.environment.get("peer") or {}
+        command = reproduce(result) if argv else "# command line not recorded"
+        if peer and not argv:  # an imported peer's file: the peer's own commands, as it ran them
+            command = "\n".join(peer.get("commands") or []) or f"# {peer.get('tool')}'s command line was not recorded"
         lines += ["```", f"# {label}: {path} (xferbench {result.xferbench_version or MISSING}, created {result.created})",
-                  reproduce(result) if argv else "# command line not recorded", "```", ""]  # fmt: skip
+                  command, "```", ""]  # fmt: skip
     lines += ["### Per-batch detail", ""]
     for pick, name in zip(picks, names):
         lines += detail(pick.series, name)

@@ -23,6 +23,8 @@ def usual_source(framework: str, mode: str) -> str:
     pinned mode its pinned one, every other path a NumPy array as users have it."""
     if framework == "host":
         return "aligned"
+    if framework == "nvbandwidth":  # a peer tool's figures (xferbench import): it copies from pinned memory only
+        return "pinned"
     return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned
 
 

@@ -1,0 +1,168 @@
+"""`xferbench validate` end to end on the CPU: the real command, its sweeps and workers, with stand-ins
+for what only a GPU machine has: CuPy (fake_cupy), NVML (fake_nvml), nvidia-smi, nvbandwidth and
+bandwidthTest, each put where the real one would be (PYTHONPATH, PATH)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from xferbench.cli import app
+from xferbench.results import load
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+UUID = "GPU-01020304-0506-0708-090a-0b0c0d0e0f10"  # fake_cupy's GPU, as NVML writes a UUID
+
+CUPY_SHIM = f"""import sys
+sys.path.insert(0, {str(TESTS)!r})
+import fake_cupy
+sys.modules["cupy"] = fake_cupy
+"""
+NVML_SHIM = f"""import sys
+from types import SimpleNamespace
+sys.path.insert(0, {str(TESTS)!r})
+from fake_nvml import NodeNVML
+
+
+class OneGPU(NodeNVML):
+    # fake_cupy's one GPU as NVML sees it: the same UUID and PCI address, so the two are matched.
+    def nvmlDeviceGetUUID(self, handle):
+        return {UUID!r}
+
+    def nvmlDeviceGetPciInfo(self, handle):
+        return SimpleNamespace(busId=b"00000000:01:00.0")
+
+
+gpu = OneGPU("validator", 1, "Fake GPU")
+gpu.gen = 5  # the link trains up to Gen5 once data moves
+sys.modules[__name__] = gpu
+"""
+NVIDIA_SMI = """#!/bin/sh
+if [ "$1" = "-q" ]; then echo "==============NVSMI LOG=============="; echo "Product Name : Fake GPU"; exit 0; fi
+if [ "$1" = "topo" ]; then printf '\\tGPU0\\tCPU Affinity\\tNUMA Affinity\\nGPU0\\t X \\t0-1\\t0\\n'; exit 0; fi
+exit 1
+"""
+# nvbandwidth -j as v0.8 prints it (json_output.cpp): string cells; -b 1 fails as a fatal CUDA error does.
+NVBANDWIDTH = """import json, sys
+args = sys.argv[1:]
+size = int(args[args.index("-b") + 1])
+tests = args[args.index("-t") + 1:]
+root = {"CUDA Runtime Version": 13000, "Driver Version": "580.65.06", "GPU Device list": ["0: Fake GPU (00000000:01:00): (validator)"],
+        "git_version": "", "version": "v0.8"}
+if size < 512:
+    root["warning"] = "NOTE: You have chosen a buffer size that is smaller than the default buffer size."
+if size == 1:
+    root["error"] = "[CUDA_ERROR_OUT_OF_MEMORY] out of memory in expression cuMemHostAlloc"
+    print(json.dumps({"nvbandwidth": root}, indent=3))
+    sys.exit(1)
+gbps = {"host_to_device_memcpy_ce": 4.5, "device_to_host_memcpy_ce": 4.75}
+root["testcases"] = [{"name": t, "status": "Passed", "bandwidth_matrix": [[str(gbps[t])]], "sum": gbps[t],
+                      "bandwidth_description": "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"} for t in tests]
+print(json.dumps({"nvbandwidth": root}, indent=3))
+"""
+# bandwidthTest --csv as the CUDA samples' v12.8 prints it.
+BANDWIDTHTEST = """import sys
+opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if "=" in a)
+size, memory = int(opts["start"]), opts["memory"]
+gbps = 4.2 if memory == "pinned" else 2.1
+print("[CUDA Bandwidth Test] - Starting...")
+print("Running on...\\n")
+print(" Device 0: Fake GPU")
+print(" Range Mode\\n")
+print(f"bandwidthTest-H2D-{'Pinned' if memory == 'pinned' else 'Paged'}, Bandwidth = {gbps:.1f} GB/s,"
+      f" Time = {size / (gbps * 1e9):.5f} s, Size = {size} bytes, NumDevsUsed = 1")
+print("Result = PASS")
+print("\\nNOTE: The CUDA Samples are not meant for performance measurements. Results may vary when GPU Boost is enabled.")
+"""
+
+
+def executable(path: Path, text: str, python: bool = True) -> Path:
+    path.write_text((f"#!{sys.executable}\n" if python else "") + text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.fixture
+def gpu_machine(tmp_path) -> dict[str, str]:
+    """An environment in which a process sees one CUDA GPU: CuPy and NVML answer from the stand-ins,
+    and nvidia-smi, nvbandwidth and bandwidthTest are on PATH."""
+    shims = tmp_path / "shims"
+    (shims / "cupy").mkdir(parents=True)
+    (shims / "cupy" / "__init__.py").write_text(CUPY_SHIM)
+    (shims / "pynvml.py").write_text(NVML_SHIM)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    executable(tools / "nvidia-smi", NVIDIA_SMI, python=False)
+    executable(tools / "nvbandwidth", NVBANDWIDTH)
+    executable(tools / "bandwidthTest", BANDWIDTHTEST)
+    site = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(shims), site]), "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+            "COLUMNS": "120", "XFERBENCH_HOST": "validator"}  # fmt: skip
+
+
+def test_validate_writes_the_folder_and_the_verdict(gpu_machine, tmp_path) -> None:
+    out = tmp_path / "validation"
+    # As on a GPU image whose own python3 has the packages and no xferbench installed: the script runs
+    # from the checkout (-S leaves out the .pth that installs xferbench in this environment).
+    command = [sys.executable, "-S", str(REPO / "scripts" / "validate_gpu.py"), str(out), "--quick", "-f", "cuda"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=gpu_machine, cwd=tmp_path)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]  # a memmove is no Gen5 link: checks fail
+    found = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert found == ["default.json", "default.png", "large.json", "large.png", "link.json", "link.png",
+                     "nvidia-smi-q.txt", "nvidia-smi-topo.txt", "peer-bandwidthtest.json", "peer-nvbandwidth.json",
+                     "peers/bandwidthTest.txt", "peers/commands.txt", "peers/nvbandwidth.json", "report.md", "verdict.md"]  # fmt: skip
+    verdict = (out / "verdict.md").read_text()
+    assert verdict.startswith("# xferbench validation: Fake GPU (cuda:0) on validator\n\n**FAIL**: failed: ")
+    assert "| every path's bytes verified | **PASS** |" in verdict
+    assert "| streamed raw pinned copy within 3% of nvbandwidth's copy engine from 16 MiB | **FAIL** |" in verdict
+    assert "no published host-to-device figure for this model (Fake GPU)" in verdict
+    assert "| 48 MiB (50.3 MB) |" in verdict and "nvbandwidth copy engine" in verdict  # batch 256 of 256x256x3: both measured it
+    assert "`peers/nvbandwidth.json`: nvbandwidth's own output" in verdict
+    commands = (out / "peers" / "commands.txt").read_text()
+    assert "exit 1" in commands and "-b 1 -t" in commands  # the failed run is kept, with its exit code
+    raw = json.loads((out / "peers" / "nvbandwidth.json").read_text())
+    assert [r["buffer_size_mib"] for r in raw["runs"]] == [1, 3, 16, 48, 256]
+    nvb = load(out / "peer-nvbandwidth.json")
+    ce = [s for s in nvb.series if s.mode == "host_to_device_memcpy_ce" and s.ok_points()]
+    assert {p.bytes for s in ce for p in s.ok_points()} == {3 * 2**20, 16 * 2**20, 48 * 2**20, 256 * 2**20}
+    assert all(p.mbps == 4500 for s in ce for p in s.ok_points())
+    assert nvb.environment["nvml"]["gpus"][0]["uuid"] == UUID  # the machine's own facts travel with the peer's figures
+    bt = load(out / "peer-bandwidthtest.json")
+    assert {s.mode for s in bt.series} == {"pinned", "pageable"}
+    assert "nvbandwidth/host_to_device_memcpy_ce" in (out / "report.md").read_text()
+    ours = load(out / "default.json")
+    assert [s.label() for s in ours.series if s.ok_points()][:1] == ["cuda/raw_pinned/copy@cuda:0"]
+    assert "PASS" in run.stdout and "wrote" in run.stdout
+
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=gpu_machine, cwd=tmp_path)
+    assert again.returncode == 2 and "already holds results" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_without_a_gpu_validate_refuses_in_one_line(tmp_path, monkeypatch) -> None:
+    from xferbench import environment
+
+    monkeypatch.setattr(environment, "accelerator_kinds", lambda: [])
+    said = CliRunner().invoke(app, ["validate", str(tmp_path / "v")])
+    assert said.exit_code == 2
+    assert said.output.startswith("error: nothing to validate: no NVIDIA GPU here") and "Traceback" not in said.output
+    assert len(said.output.strip().splitlines()) == 1 and not (tmp_path / "v").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", "cpu"], "--device cpu: validate checks a CUDA GPU (cuda or cuda:N)"),
+    (["--peer", "/bin/true"], "--peer /bin/true: not nvbandwidth or bandwidthTest"),
+])  # fmt: skip
+def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
+    from xferbench import environment
+
+    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+    said = CliRunner().invoke(app, ["validate", *args])
+    assert said.exit_code == 2 and message in said.output and "Traceback" not in said.output

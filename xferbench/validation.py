@@ -1,0 +1,444 @@
+"""`xferbench validate`: one command, on a CUDA machine, whose folder a user attaches to a bug report.
+
+It runs xferbench's validation sweeps, then the same machine's peer tools where they are found
+(NVIDIA's nvbandwidth and the CUDA samples' bandwidthTest), turns their output into result files
+beside xferbench's own (peers.py), saves nvidia-smi's view of the machine, and writes a one-page
+verdict: each check PASS, FAIL or n/a with the figure it rests on (validate.py), xferbench's raw
+copy against each peer at the sizes both measured, and the published figures for the GPU's model.
+
+Each sweep runs as `python -m xferbench sweep` in a process of its own, as a user would run it, so
+its progress, its errors and its file are the sweep's own. A peer that is missing, fails or hangs
+costs only its own part of the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xferbench import references, validate
+from xferbench.display import rate, size
+from xferbench.environment import device_entry
+from xferbench.errors import XferbenchError
+from xferbench.results import Result, Series, load, select
+from xferbench.spec import H2D, PER_CALL, STREAMED
+
+# The two sweeps: xferbench's default batches of 256x256x3 images, and 1 MiB images (512x512x4) up
+# to 1 GiB per call, where launch costs vanish and the link alone sets the pace.
+DEFAULT_SHAPE, LARGE_SHAPE = (256, 256, 3), (512, 512, 4)
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+LARGE_BATCHES = (1, 4, 16, 64, 128, 256, 512, 1024)
+QUICK_BATCHES = (1, 16, 256)  # both sweeps, with --quick: a smoke test, not a validation
+BOTH_METHODS = ("--timing", "per-call", "--timing", "streamed")
+# The long raw run: 256 MiB copies streamed for at least 10 s, so NVML's count of the bytes the GPU
+# received (or its throughput samples, 0.1 s apart, integrated) covers many gigabytes.
+LINK_RUN = ("-f", "cuda", "-m", "raw_pinned", "--timing", "streamed", "--shape", "512x512x4", "--batch-sizes", "256")
+LINK_TIME, QUICK_LINK_TIME = ("--min-time", "10", "--max-time", "20"), ("--min-time", "2", "--max-time", "4")
+NVBANDWIDTH_TESTS = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
+PEER_TIMEOUT_S = 600.0  # one peer command; a hung tool must not hold the validation forever
+MAX_PEER_BYTES = 2**30  # bandwidthTest counts bytes in an unsigned int; nothing above 1 GiB is asked of either tool
+PEERS = {"nvbandwidth": "nvbandwidth", "bandwidthtest": "bandwidthTest"}  # how each is recognised, and its own name
+WHERE_TO_GET = {
+    "nvbandwidth": "build it from https://github.com/NVIDIA/nvbandwidth, then put it on PATH or give --peer PATH",
+    "bandwidthTest": "build it from the CUDA samples (https://github.com/NVIDIA/cuda-samples, tag v12.8 or earlier:"
+                     " later tags drop it), then put it on PATH or give --peer PATH",
+}  # fmt: skip
+FILES = {
+    "verdict.md": "the one-page verdict: start here",
+    "report.md": "every result file as a report (environment, summary, every point), with the plots",
+    "default.json": "xferbench's sweep of 256x256x3 uint8 batches, both timing methods",
+    "large.json": "xferbench's sweep of 1 MiB images up to 1 GiB per call, both timing methods",
+    "link.json": "xferbench's long streamed raw copy, whose bytes NVML counts",
+    "default.png": "default.json's curves: MB/s by batch size, time by bytes",
+    "large.png": "large.json's curves",
+    "link.png": "link.json's curve",
+    "peer-nvbandwidth.json": "nvbandwidth's figures as an xferbench result file (xferbench import nvbandwidth)",
+    "peer-bandwidthtest.json": "bandwidthTest's figures as an xferbench result file (xferbench import bandwidthtest)",
+    "peers/nvbandwidth.json": "nvbandwidth's own output, each run with its command, exit code and time",
+    "peers/bandwidthTest.txt": "bandwidthTest's own output, each run under its command and exit code",
+    "peers/commands.txt": "every peer command with its exit code and seconds",
+    "nvidia-smi-q.txt": "nvidia-smi -q before the run",
+    "nvidia-smi-topo.txt": "nvidia-smi topo -m: the GPUs, their links and their NUMA affinity",
+}
+PEER_AGREEMENT = 0.03  # xferbench's streamed raw copy and nvbandwidth's copy engine agree within this from 16 MiB
+AGREEMENT_BYTES = 16 * 2**20
+
+
+@dataclass
+class Validation:
+    """What one `xferbench validate` runs and where it writes."""
+
+    folder: Path
+    device: str = "cuda:0"
+    frameworks: tuple[str, ...] = ()
+    quick: bool = False
+    peers: dict[str, str] = field(default_factory=dict)  # a peer's own name -> its executable
+    missing: dict[str, str] = field(default_factory=dict)  # a peer not found -> what to do
+
+    @property
+    def index(self) -> int:
+        return int(self.device.split(":")[1]) if ":" in self.device else 0
+
+    def sweeps(self) -> dict[str, list[str]]:
+        """Each sweep's `xferbench sweep` arguments, by its file's stem."""
+        quick = ("--max-samples", "20") if self.quick else ()
+        common = ["--device", self.device, *(f"--framework={f}" for f in self.frameworks), *BOTH_METHODS, *quick]
+        batches = QUICK_BATCHES if self.quick else DEFAULT_BATCHES
+        large = QUICK_BATCHES if self.quick else LARGE_BATCHES
+        found = {"default": [*common, "--op=copy", "--op=seed", "--batch-sizes", ",".join(map(str, batches))],
+                 "large": [*common, "--op=copy", "--shape", "512x512x4", "--batch-sizes", ",".join(map(str, large))]}  # fmt: skip
+        if not self.frameworks or "cuda" in self.frameworks:
+            found["link"] = ["--device", self.device, *LINK_RUN, *(QUICK_LINK_TIME if self.quick else LINK_TIME)]
+        return found
+
+    def sizes(self) -> list[int]:
+        """Every size in bytes that xferbench's sweeps move per call: the peers measure the same."""
+        batches = QUICK_BATCHES if self.quick else DEFAULT_BATCHES
+        large = QUICK_BATCHES if self.quick else LARGE_BATCHES
+        found = {b * 196_608 for b in batches} | {b * 2**20 for b in large}
+        return sorted(s for s in found if s <= MAX_PEER_BYTES)
+
+
+def find_peers(given: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The peers to run: each --peer PATH, recognised by its name; else each found on PATH. Returns
+    those found and, for those not, what to do."""
+    found: dict[str, str] = {}
+    for text in given:
+        path = shutil.which(text) or text
+        name = next((own for key, own in PEERS.items() if key in Path(path).name.lower()), None)
+        if name is None:
+            raise XferbenchError(f"--peer {text}: not nvbandwidth or bandwidthTest (xferbench knows a peer by its file name)")
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise XferbenchError(f"--peer {text}: no executable file there")
+        found[name] = path
+    missing = {}
+    for name in PEERS.values():
+        if name not in found:
+            path = shutil.which(name)
+            if path:
+                found[name] = path
+            else:
+                missing[name] = f"{name} is not on PATH: {WHERE_TO_GET[name]}"
+    return found, missing
+
+
+Echo = Callable[[str], None]
+
+
+def _python_path() -> str:
+    """PYTHONPATH for a sweep: this xferbench first, so a checkout run without installing works."""
+    here = str(Path(__file__).resolve().parent.parent)
+    return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+
+
+def run_sweeps(validation: Validation, echo: Echo) -> dict[str, Result | None]:
+    """Each sweep in a process of its own, as a user runs it; a sweep that wrote nothing is None."""
+    files: dict[str, Result | None] = {}
+    for stem, arguments in validation.sweeps().items():
+        path = validation.folder / f"{stem}.json"
+        command = [sys.executable, "-m", "xferbench", "sweep", *arguments, "-o", str(path)]
+        echo(f"$ {shlex.join(command)}")
+        code = subprocess.run(command, env={**os.environ, "PYTHONPATH": _python_path()}).returncode
+        if code == 2 and stem == "default" and not path.exists():  # bad input (no such device, say): the sweep said why
+            for name in ("nvidia-smi-q.txt", "nvidia-smi-topo.txt"):  # written by this run: the folder is left as it was found
+                (validation.folder / name).unlink(missing_ok=True)
+            raise XferbenchError("the first sweep refused to start (exit 2, see above); nothing was validated")
+        try:
+            files[stem] = load(path) if path.exists() else None
+        except XferbenchError as error:
+            echo(f"warning: {error}")
+            files[stem] = None
+    return files
+
+
+def _run(command: list[str], timeout_s: float = PEER_TIMEOUT_S) -> tuple[int | None, float, str]:
+    """A peer's command: its exit code (None when it timed out or could not start), seconds, output."""
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout_s)
+        return done.returncode, time.monotonic() - started, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as stopped:
+        text = (stopped.stdout or b"").decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
+        return None, time.monotonic() - started, text + f"\n(stopped after {timeout_s:g} s)"
+    except OSError as error:
+        return None, time.monotonic() - started, f"could not start: {error.strerror or error}"
+
+
+class CommandLog:
+    """peers/commands.txt: every peer command, its exit code and its seconds, as they run."""
+
+    def __init__(self, path: Path, echo: Echo) -> None:
+        self.path, self.echo = path, echo
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+    def __call__(self, command: list[str], code: int | None, seconds: float) -> None:
+        said = "timed out or could not start" if code is None else f"exit {code}"
+        line = f"{said:>30}  {seconds:7.1f} s  $ {shlex.join(command)}"
+        with self.path.open("a") as log:
+            log.write(line + "\n")
+        self.echo(f"  {line.strip()}")
+
+
+def run_nvidia_smi(folder: Path, echo: Echo) -> list[str]:
+    """nvidia-smi -q and topo -m into the folder; what could not be saved, said."""
+    notes = []
+    smi = shutil.which("nvidia-smi")
+    for name, arguments in (("nvidia-smi-q.txt", ["-q"]), ("nvidia-smi-topo.txt", ["topo", "-m"])):
+        if smi is None:
+            notes.append(f"{name}: nvidia-smi is not on PATH")
+            continue
+        code, _, text = _run([smi, *arguments], timeout_s=120)
+        (folder / name).write_text(text)
+        if code != 0:
+            notes.append(f"{name}: nvidia-smi {' '.join(arguments)} " + ("did not finish" if code is None else f"exited {code}"))
+    for note in notes:
+        echo(f"warning: {note}")
+    return notes
+
+
+def run_nvbandwidth(executable: str, validation: Validation, log: CommandLog) -> Path:
+    """nvbandwidth's copy-engine tests at every size xferbench moves that is a whole number of MiB
+    (nvbandwidth's -b is in MiB), each run kept whole with its command, exit code and time."""
+    runs = []
+    for nbytes in validation.sizes():
+        if nbytes % 2**20:
+            continue
+        mib = nbytes // 2**20
+        command = [executable, "-j", "-b", str(mib), "-t", *NVBANDWIDTH_TESTS]
+        code, seconds, text = _run(command)
+        log(command, code, seconds)
+        run: dict[str, Any] = {"buffer_size_mib": mib, "buffer_size_bytes": nbytes, "command": shlex.join(command),
+                               "exit_code": code, "seconds": round(seconds, 2), "output": None, "stdout_stderr_raw": text}  # fmt: skip
+        start = text.find("{")
+        if start >= 0:
+            try:
+                run["output"] = json.JSONDecoder().raw_decode(text, start)[0]
+            except ValueError:
+                pass
+        runs.append(run)
+    path = validation.folder / "peers" / "nvbandwidth.json"
+    path.write_text(json.dumps({"tool": "nvbandwidth", "binary": executable, "runs": runs}, indent=1) + "\n")
+    return path
+
+
+def run_bandwidthtest(executable: str, validation: Validation, log: CommandLog) -> Path:
+    """bandwidthTest's host-to-device copies from pinned and from pageable memory, in range mode at
+    exactly the bytes of each xferbench point, each run under its command and exit code."""
+    sections = []
+    for memory in ("pinned", "pageable"):
+        for nbytes in validation.sizes():
+            command = [executable, f"--device={validation.index}", "--htod", f"--memory={memory}", "--mode=range",
+                       f"--start={nbytes}", f"--end={nbytes}", f"--increment={nbytes}", "--csv"]  # fmt: skip
+            code, seconds, text = _run(command)
+            log(command, code, seconds)
+            exit_line = "timed out or could not start" if code is None else str(code)
+            sections.append(f"### bandwidthTest {memory} {nbytes} B\n### $ {shlex.join(command)}\n### exit {exit_line}\n{text.rstrip()}\n")
+    path = validation.folder / "peers" / "bandwidthTest.txt"
+    path.write_text("\n".join(sections))
+    return path
+
+
+def import_peers(raw: dict[str, Path], environment: dict[str, Any], echo: Echo) -> dict[str, Result | None]:
+    """The peers' output as xferbench result files in the folder (None where it held no figure)."""
+    from xferbench import peers
+
+    readers = {"nvbandwidth": (peers.read_nvbandwidth, "peer-nvbandwidth.json"),
+               "bandwidthTest": (peers.read_bandwidthtest, "peer-bandwidthtest.json")}  # fmt: skip
+    imported: dict[str, Result | None] = {}
+    for name, path in raw.items():
+        read, stem = readers[name]
+        try:
+            result = read([path], environment=environment)
+        except XferbenchError as error:
+            echo(f"warning: {name}'s output could not be imported: {error}")
+            imported[name] = None
+            continue
+        result.save(path.parent.parent / stem)
+        imported[name] = result
+    return imported
+
+
+def _points(series: Series) -> dict[int, float]:
+    return {p.bytes: p.mbps for p in series.ok_points() if p.mbps}
+
+
+def _pick(results: Sequence[Result], framework: str, mode: str, device: str, method: str | None = None) -> dict[int, float]:
+    """MB/s by bytes of every h2d copy of one path on one device, over all the files."""
+    found: dict[int, float] = {}
+    for result in results:
+        for series in result.series:
+            if ((series.framework, series.mode, series.device, series.direction) == (framework, mode, device, H2D)
+                    and series.op == "copy" and (method is None or series.method == method)):  # fmt: skip
+                found.update(_points(series))
+    return found
+
+
+def peers_check(ours: Sequence[Result], nvbandwidth: Result | None, device: str) -> validate.Check:
+    """xferbench's streamed raw pinned copy against nvbandwidth's copy-engine figure at every size from
+    16 MiB both measured: both queue the copies behind a held stream and time them with events, so
+    beyond a few per cent one of them times something besides the link."""
+    name = f"streamed raw pinned copy within {PEER_AGREEMENT:.0%} of nvbandwidth's copy engine from {AGREEMENT_BYTES // 2**20} MiB"
+    if nvbandwidth is None:
+        return validate.Check(name, validate.NA, "nvbandwidth did not run or gave no figure (see peers/commands.txt)")
+    raw = _pick(ours, "cuda", "raw_pinned", device, STREAMED)
+    peer = _pick([nvbandwidth], "nvbandwidth", "host_to_device_memcpy_ce", device)
+    shared = sorted(b for b in raw.keys() & peer.keys() if b >= AGREEMENT_BYTES)
+    if not shared:
+        return validate.Check(name, validate.NA, f"no size from {AGREEMENT_BYTES // 2**20} MiB measured by both on {device}")
+    gaps = [(raw[b] / peer[b] - 1, b) for b in shared]
+    worst, at = max(gaps, key=lambda gap: abs(gap[0]))
+    status = validate.PASS if abs(worst) <= PEER_AGREEMENT else validate.FAIL
+    return validate.Check(name, status, f"worst {worst:+.1%} at {size_label(at)}: xferbench {rate(raw[at])}, nvbandwidth"
+                                        f" {rate(peer[at])} MB/s, over {len(shared)} sizes")  # fmt: skip
+
+
+def peers_table(ours: Sequence[Result], imported: dict[str, Result | None], device: str) -> list[str]:
+    """Markdown: at each size both measured, xferbench's raw copies beside each peer, as ratios."""
+    nvb, bt = imported.get("nvbandwidth"), imported.get("bandwidthTest")
+    columns = [("xferbench raw pinned, streamed", _pick(ours, "cuda", "raw_pinned", device, STREAMED)),
+               ("xferbench raw pinned, per call", _pick(ours, "cuda", "raw_pinned", device, PER_CALL)),
+               ("nvbandwidth copy engine", _pick([nvb], "nvbandwidth", "host_to_device_memcpy_ce", device) if nvb else {}),
+               ("bandwidthTest pinned", _pick([bt], "bandwidthTest", "pinned", device) if bt else {}),
+               ("xferbench raw pageable, per call", _pick(ours, "cuda", "raw_pageable", device, PER_CALL)),
+               ("bandwidthTest pageable", _pick([bt], "bandwidthTest", "pageable", device) if bt else {})]  # fmt: skip
+    mine = columns[0][1] or columns[1][1]
+    peers = [(label, points) for label, points in columns[2:] if points]
+    sizes = sorted(b for b in set().union(*(p.keys() for _, p in peers)) if b in mine or b in columns[4][1]) if peers else []
+    if not sizes:
+        return ["No size was measured by both xferbench and a peer on this GPU."]
+    header = ["size", *(label for label, points in columns[:2] if points), *(label for label, _ in peers),
+              "streamed / nvbandwidth", "streamed / bandwidthTest pinned", "pageable / bandwidthTest pageable"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
+    get = dict(columns)
+    for nbytes in sizes:
+        cells = [size_label(nbytes)]
+        cells += [rate(points.get(nbytes)) if nbytes in points else "–" for label, points in columns[:2] if points]
+        cells += [rate(points.get(nbytes)) if nbytes in points else "–" for _, points in peers]
+        for ours_label, theirs in (("xferbench raw pinned, streamed", "nvbandwidth copy engine"),
+                                   ("xferbench raw pinned, streamed", "bandwidthTest pinned"),
+                                   ("xferbench raw pageable, per call", "bandwidthTest pageable")):  # fmt: skip
+            a, b = get[ours_label].get(nbytes), get[theirs].get(nbytes)
+            cells.append(f"{a / b:.3f}" if a and b else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def size_label(nbytes: int) -> str:
+    """A size as both tools name it: nvbandwidth's whole MiB, with xferbench's decimal figure beside."""
+    return f"{nbytes // 2**20} MiB ({size(nbytes)})" if nbytes % 2**20 == 0 else size(nbytes)
+
+
+def _ceiling(ours: Sequence[Result], device: str) -> float | None:
+    """The raw pinned copy's figure at its largest size, streamed where it ran: the link's own rate here."""
+    for method in (STREAMED, PER_CALL):
+        points = _pick(ours, "cuda", "raw_pinned", device, method)
+        if points:
+            return points[max(points)]
+    return None
+
+
+def verdict_page(validation: Validation, files: dict[str, Result | None], imported: dict[str, Result | None],
+                 checks: Sequence[validate.Check], notes: Sequence[str]) -> str:  # fmt: skip
+    """verdict.md: the answer first, then the figures it rests on, then what is in the folder."""
+    ours = [r for r in files.values() if r is not None]
+    environment = ours[0].environment if ours else {}
+    device = device_entry(environment, validation.device)
+    name = device.get("name") or validation.device
+    nvml = device.get("nvml") or {}
+    failed = [c for c in checks if c.status == validate.FAIL]
+    unproven = [c for c in checks if c.status == validate.NA]
+    verdict = ("FAIL" if failed else "INCOMPLETE" if unproven else "PASS")
+    why = "; ".join(filter(None, (f"failed: {'; '.join(c.name for c in failed)}" if failed else "",
+                                  f"could not run: {'; '.join(c.name for c in unproven)}" if unproven else "")))
+    why = why or "every check passed"
+    from xferbench import __version__
+
+    lines = [f"# xferbench validation: {name} ({validation.device}) on {environment.get('host') or 'this machine'}", "",
+             f"**{verdict}**: {why}. Made by xferbench {__version__} on {time.strftime('%Y-%m-%d')}"
+             f"{' (--quick: a smoke test, not a validation)' if validation.quick else ''}.", ""]  # fmt: skip
+    facts = [("GPU", name), ("driver", device.get("driver") or nvml.get("driver")), ("CUDA (driver)", device.get("cuda_driver")),
+             ("PCIe link, maximum", f"Gen{nvml['pcie_gen_max']} x{nvml['pcie_width_max']}" if nvml.get("pcie_gen_max") else None),
+             ("GPU's NUMA node", nvml.get("numa_node") if nvml.get("numa_node") is not None else f"unknown ({nvml.get('numa_node_reason') or 'no NVML facts'})"),
+             ("CPU", environment.get("cpu")), ("OS", environment.get("os"))]  # fmt: skip
+    lines += ["| | |", "|---|---|", *(f"| {k} | {v if v is not None else '—'} |" for k, v in facts), ""]
+    lines += ["## Checks", "", validate.render(checks).rstrip(), ""]
+    ceiling = _ceiling(ours, validation.device)
+    lines += ["## Published figures for this model", "",
+              f"- Here: {references.published_line(name, ceiling / 1e3 if ceiling else None)}"]  # fmt: skip
+    floor = references.floor_for(name)
+    lines += [f"- Health-check floor: {references.floor_line(floor)}" if floor else "- Health-check floor: no operator publishes one for this model"]
+    rows = [row for row in references.PUBLISHED if references.matches(row, name) and not row.any_gpu]
+    lines += [f"- {row.kind}: {row.low_gbps:g}{f'–{row.high_gbps:g}' if row.high_gbps != row.low_gbps else ''} GB/s"
+              f" {row.direction}, {row.tool} ({row.copy}{f', {row.size}' if row.size else ''}), {row.date}, {row.source}"
+              f"{f' — {row.caveat}' if row.caveat else ''}" for row in rows]  # fmt: skip
+    lines += ["", "Every published figure xferbench knows, with its source: docs/published-figures.md in xferbench's repository.", ""]
+    lines += ["## xferbench against the peers on this machine", "",
+              "MB/s (10^6 B/s) of host-to-device copies at the sizes both measured; a ratio above 1 means xferbench read faster.", ""]  # fmt: skip
+    lines += peers_table(ours, imported, validation.device) + [""]
+    for name_, why_missing in validation.missing.items():
+        lines.append(f"- {name_} did not run: {why_missing}.")
+    for note in notes:
+        lines.append(f"- {note}")
+    lines += ["", "## In this folder", ""]
+    here = {str(p.relative_to(validation.folder)) for p in validation.folder.rglob("*") if p.is_file()} | {"verdict.md"}
+    lines += [f"- `{path}`: {what}" for path, what in FILES.items() if path in here]
+    lines += [f"- `{path}`" for path in sorted(here - set(FILES))]
+    return "\n".join(lines) + "\n"
+
+
+def refuse_used_folder(folder: Path) -> None:
+    """A folder that already holds a validation is never written into: it may be the only copy of one."""
+    taken = [name for name in FILES if (folder / name).exists()]
+    if taken:
+        raise XferbenchError(f"{folder} already holds results ({taken[0]}); give another folder so nothing is overwritten")
+    if folder.exists() and not folder.is_dir():
+        raise XferbenchError(f"{folder} is a file; give a folder for the validation")
+
+
+def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]:
+    """The whole validation; returns the checks and the verdict's path. Raises XferbenchError for bad
+    input found before anything was measured."""
+    folder = validation.folder
+    refuse_used_folder(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    notes = run_nvidia_smi(folder, echo)
+    files = run_sweeps(validation, echo)
+    ours = [r for r in files.values() if r is not None]
+    raw: dict[str, Path] = {}
+    if validation.peers:
+        log = CommandLog(folder / "peers" / "commands.txt", echo)
+        runners = {"nvbandwidth": run_nvbandwidth, "bandwidthTest": run_bandwidthtest}
+        for name, executable in validation.peers.items():
+            echo(f"{name}: {executable}")
+            raw[name] = runners[name](executable, validation, log)
+    imported = import_peers(raw, ours[0].environment if ours else {}, echo)
+    checks = [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}), *validate.run_checks(ours),
+              peers_check(ours, imported.get("nvbandwidth"), validation.device)]  # fmt: skip
+    from xferbench import plot, report
+
+    written = [folder / f"{stem}.json" for stem, r in files.items() if r is not None]
+    for path in written:
+        picks, _ = select([path])
+        plot.save(plot.figure(picks, title=f"xferbench validation: {path.stem}"), path.with_suffix(".png"))
+    if written:
+        peer_files = [folder / stem for stem in ("peer-nvbandwidth.json", "peer-bandwidthtest.json") if (folder / stem).exists()]
+        picks, empty = select(written + peer_files)
+        first = folder / "default.png" if (folder / "default.png").exists() else None
+        text = report.render(picks, empty, plot=first, out=folder / "report.md", title="xferbench GPU validation")
+        report.save(text + "\n### Validation checks\n\n" + validate.render(checks), folder / "report.md")
+    verdict = folder / "verdict.md"
+    verdict.write_text(verdict_page(validation, files, imported, checks, notes))
+    return checks, verdict
+
+
+__all__ = ["Validation", "find_peers", "peers_check", "peers_table", "run", "verdict_page"]
