@@ -314,3 +314,18 @@ def test_reproduce_section_of_a_committed_file_names_xferbench_not_a_path() -> N
     text = render([Path(__file__).resolve().parent.parent / "results" / "sim" / "link-10us-25gbps.json"])
     assert "\nxferbench sweep -f sim --sim-latency-us 10 --sim-bandwidth-gbps 25" in section(text, "Reproduce")
     assert "/bin/xferbench" not in text
+
+
+def test_a_raw_ceiling_on_cuda_is_placed_among_the_published_figures(tmp_path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from nodes import node, write
+
+    from xferbench.results import select
+
+    picks, empty = select([write(node("a", raw_gbps=57), tmp_path), write(node("b", raw_gbps=55, name="NVIDIA L4"), tmp_path)])
+    text = report.render(picks, empty)
+    assert "Published figures for the same GPU model" in text
+    assert "published for H100: 56.68–57.07 GB/s host to device, 1 source" in text
+    assert "no published host-to-device figure for this model (NVIDIA L4)" in text

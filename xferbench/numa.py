@@ -2,8 +2,9 @@
 read back where a buffer's pages really are.
 
 On a two-socket server, pinned host memory on the socket away from the GPU crosses the socket link
-on every copy (a remote node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s), so a
-curve measured wherever the scheduler happened to start a worker depends on chance. nvbandwidth sets
+on every copy (one user's P100 fell from 12.4 to 3.9 GB/s host to device from the remote node:
+docs/published-figures.md), so a curve measured wherever the scheduler happened to start a worker
+depends on chance. nvbandwidth sets
 the CPU affinity NVML calls ideal before it allocates host memory; so do xferbench's workers, and
 they ask for their memory on that node too, as `numactl --cpunodebind=N --preferred=N` would.
 

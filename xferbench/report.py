@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, busy_warning, measured_directions, noisy_points, rate, uncertain_note
+from xferbench.display import FAULTY, POOR_FIT, busy_warning, measured_directions, noisy_points, published_note, rate, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
@@ -400,6 +400,10 @@ def render(
     if raw:
         lines += ["Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):",
                   *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in raw.items()), ""]  # fmt: skip
+    published = [f"- {name}: {note}" for pick, name in zip(picks, names) if (note := published_note(pick.series))]
+    if published:
+        lines += ["Published figures for the same GPU model (healthy host↔device copies others measured; xferbench's"
+                  " docs/published-figures.md gives each with its source and date):", *published, ""]  # fmt: skip
     if len(picks) > 1:
         lines += ["### MB/s by batch size", "",
                   "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"

@@ -331,8 +331,9 @@ def link_below_max(series: Series, environment: dict[str, Any] | None = None) ->
 
 def numa_warning(environment: dict[str, Any], device_id: str, numa: dict[str, Any] | None = None) -> str | None:
     """A warning when the process may run on CPUs outside the GPU's ideal set (its NUMA node): a remote
-    node has been reported to cut Gen3 host-to-device from 12 to 3.8 GB/s. `numa` is a series' binding
-    record: where its worker was bound, the CPUs it was bound to are what count, not the sweep's."""
+    node cut one user's P100 from 12.4 to 3.9 GB/s host to device (docs/published-figures.md). `numa`
+    is a series' binding record: where its worker was bound, the CPUs it was bound to are what count,
+    not the sweep's."""
     nvml = device_entry(environment, device_id).get("nvml") or {}
     ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
     process = (numa or {}).get("cpus") or environment.get("process_cpus")
