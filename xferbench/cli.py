@@ -597,6 +597,7 @@ def validate(
     """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
     from xferbench import environment, validation
 
+    where = folder or DEFAULT_FOLDER / f"validate-{host_name()}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
         kind, _, index = device.strip().lower().partition(":")
         if kind != "cuda" or (index and not index.isdigit()):
@@ -605,7 +606,6 @@ def validate(
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
         peers, missing = validation.find_peers(peer or ())
-        where = folder or DEFAULT_FOLDER / f"validate-{host_name()}-{time.strftime('%Y%m%d-%H%M%S')}"
         run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.strip().lower() for f in framework or ())),
                                     quick, peers, missing)  # fmt: skip
         for name, why in missing.items():
@@ -613,6 +613,8 @@ def validate(
         checks, verdict = validation.run(run, lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
     except XferbenchError as error:
         raise fail(str(error)) from None
+    except KeyboardInterrupt:  # each sweep saved what it measured; the verdict was not written
+        raise fail(f"interrupted: what was measured is in {where}, without a verdict", 130) from None
     from xferbench import validate as checking
 
     out.print()
