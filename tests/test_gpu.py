@@ -288,4 +288,25 @@ def test_check_passes_judges_and_writes_its_verdicts(tmp_path) -> None:
     (path,) = tmp_path.glob("*.json")
     result = load(path)
     assert result.check and result.check["devices"] and "nvml_after" in result.environment
+    from xferbench.check import EXIT_CODES
+
+    assert ran.exit_code == EXIT_CODES[result.check["status"]], (ran.exit_code, result.check["status"])  # the file says what the exit code says
     assert time.monotonic() - started < 120, "check took over two minutes"
+
+
+def test_validate_quick_writes_its_folder_and_judges_the_link(tmp_path) -> None:
+    """xferbench validate --quick on a real GPU, with whatever peers are on PATH: the folder, the
+    verdict, and a raw ceiling judged against a link NVML described (never n/a on a real GPU)."""
+    if not _cuda_devices("cuda"):
+        pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
+    import subprocess
+    import sys
+
+    folder = tmp_path / "validation"
+    ran = subprocess.run([sys.executable, "-m", "xferbench", "validate", str(folder), "--quick", "-f", "cuda", "-f", "torch"],
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert ran.returncode in (0, 1), ran.stdout[-2000:] + ran.stderr[-2000:]
+    verdict = (folder / "verdict.md").read_text()
+    assert "| raw pinned ceiling within 80%–100% of the theoretical link | **N/A**" not in verdict, verdict
+    assert (folder / "default.json").exists() and (folder / "nvidia-smi-q.txt").exists()
+    assert ("published for" in verdict) or ("no published host-to-device figure" in verdict)
