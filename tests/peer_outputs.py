@@ -1,13 +1,18 @@
 """Peers' output as the tools print it, to import in tests.
 
 nvbandwidth v0.8 with -j (json_output.cpp): one object under "nvbandwidth", printed by JsonCpp's
-styled writer (three-space indent, `"key" : value`); matrix cells are strings ("N/A" where nothing
-was measured); a testcase is appended as "Running" and completed in place with its matrix and
-"Passed", left at "Running" with an "Error" entry after it when it throws, or added as "Waived"; a
-fatal CUDA or NVML error sets "error" at the top and the process exits 1.
+styled writer (keys in sorted order, three-space indent, `"key" : value`, a short array of scalars on
+one line) and then a blank line; matrix cells are strings ("N/A" where nothing was measured); a
+testcase is appended as "Running" and completed in place with its matrix and "Passed", left at
+"Running" with an "Error" entry after it when it throws, or added as "Waived"; a fatal CUDA or NVML
+error sets "error" at the top, prints what was recorded so far, and the process exits 1.
 
-bandwidthTest --csv (CUDA samples v12.8): a banner, the device lines, the mode, one CSV line per
-size, "Result = PASS" or "Result = FAIL", and a closing note.
+bandwidthTest --csv (CUDA samples v12.8): a banner, the device lines, the mode, shmoo's progress dots,
+one CSV line per size, "Result = PASS" or "Result = FAIL", and a closing note.
+
+peers/run.sh keeps several runs of each in one file: nvbandwidth's as a JSON document of runs, each
+with its size, command, exit code and output; bandwidthTest's as text, each run under "### NAME",
+"### $ COMMAND" and "### exit N" lines.
 """
 
 from __future__ import annotations
@@ -16,15 +21,45 @@ import json
 from typing import Any
 
 H100 = "NVIDIA H100 80GB HBM3"
-DESCRIPTIONS = {"host_to_device": "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
-                "device_to_host": "memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)"}  # fmt: skip
+NVB = "/tmp/peers-build/nvbandwidth/nvbandwidth"
+BT = "/tmp/peers-build/bandwidthTest/bandwidthTest"
+H2D_CE, D2H_CE = "host_to_device_memcpy_ce", "device_to_host_memcpy_ce"
+DESCRIPTIONS = {"host_to_device_memcpy_ce": "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+                "device_to_host_memcpy_ce": "memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)",
+                "host_to_device_bidirectional_memcpy_ce": "memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)",
+                "host_to_device_memcpy_sm": "memcpy SM CPU(row) -> GPU(column) bandwidth (GB/s)"}  # fmt: skip
+NO_DEVICE = ("[CUDA_ERROR_NO_DEVICE] no CUDA-capable device is detected in expression cuInit(0) in int main(int, char**)() :"
+             " /tmp/peers-build/src/nvbandwidth.cpp:270\n")  # fmt: skip
+ILLEGAL = ("[CUDA_ERROR_ILLEGAL_ADDRESS] an illegal memory access was encountered in expression cuStreamSynchronize(stream) in"
+           " virtual CUresult NodeHelperSingle::streamSynchronizeWrapper(CUstream) const() : /tmp/peers-build/src/memcpy.cpp:205\n")  # fmt: skip
+
+
+def styled(value: Any, indent: str = "") -> str:
+    """A value as JsonCpp's StyledWriter prints it (Json::Value::toStyledString)."""
+    inner = indent + "   "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f'{inner}{json.dumps(k)} : {styled(v, inner)}' for k, v in sorted(value.items())]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        parts = [styled(v, inner) for v in value]
+        nested = any(isinstance(v, (dict, list)) and v for v in value)
+        if not nested and len(value) * 3 < 74 and 4 + 2 * (len(value) - 1) + sum(map(len, parts)) <= 74:
+            return "[ " + ", ".join(parts) + " ]"
+        return "[\n" + ",\n".join(inner + p for p in parts) + "\n" + indent + "]"
+    if isinstance(value, float):
+        return repr(value)
+    return json.dumps(value)
 
 
 def passed(name: str, *cells: str) -> list[dict[str, Any]]:
-    """A testcase that ran: a matrix of one row, a cell per GPU."""
+    """A testcase that ran: a matrix of one row, a cell per GPU (a string, or N/A)."""
     total = sum(float(c) for c in cells if c != "N/A")
-    return [{"bandwidth_description": DESCRIPTIONS.get(name.split("_memcpy")[0].replace("_bidirectional", ""), ""),
-             "bandwidth_matrix": [list(cells)], "name": name, "status": "Passed", "sum": total}]  # fmt: skip
+    return [{"bandwidth_description": DESCRIPTIONS.get(name, ""), "bandwidth_matrix": [list(cells)], "name": name,
+             "status": "Passed", "sum": total}]  # fmt: skip
 
 
 def waived(name: str) -> list[dict[str, Any]]:
@@ -32,63 +67,90 @@ def waived(name: str) -> list[dict[str, Any]]:
 
 
 def errored(name: str) -> list[dict[str, Any]]:
-    """A testcase that threw: left at Running, and an Error entry appended after it."""
+    """A testcase that threw: left at Running, and an Error entry appended after it (the status is
+    set on the last entry only if the root holds "testcases", which it never does)."""
     return [{"name": name, "status": "Running"}, {"name": name, "status": "Error"}]
+
+
+def running(name: str) -> list[dict[str, Any]]:
+    """The testcase under way when a fatal error stopped the process."""
+    return [{"name": name, "status": "Running"}]
+
+
+def not_found(name: str) -> list[dict[str, Any]]:
+    """A -t name nvbandwidth does not know."""
+    return [{"name": name, "status": "ERROR"}]
 
 
 def nvbandwidth(*testcases: list[dict[str, Any]], gpus: tuple[tuple[str, str], ...] = ((H100, "00000000:1b:00"),),
                 host: str = "node07", version: str = "v0.8", mib: int = 512, error: str | None = None,
-                before: str = "", after: str = "") -> str:  # fmt: skip
-    """nvbandwidth -j's stdout, with any text the run printed around it."""
-    root: dict[str, Any] = {"CUDA Runtime Version": 12080, "Driver Version": "570.124.06",
-                            "GPU Device list": [f"{i}: {name} ({bus}): ({host})" for i, (name, bus) in enumerate(gpus)],
-                            "git_version": "", "version": version}  # fmt: skip
-    if mib < 512:
-        root["warning"] = ("NOTE: You have chosen a buffer size that is smaller than the default buffer size. It is suggested"
-                           " to use the default buffer size (64MB) to achieve maximal peak bandwidth.")  # fmt: skip
+                started: bool = True, before: str = "", after: str = "") -> str:  # fmt: skip
+    """nvbandwidth -j's stdout, with any text the run printed around it. `started`: False when a fatal
+    error came at cuInit, before the versions and devices were recorded."""
+    root: dict[str, Any] = {"git_version": "", "version": version}
+    if started:
+        root.update({"CUDA Runtime Version": 12080, "Driver Version": "570.124.06",
+                     "GPU Device list": [f"{i}: {name} ({bus}): ({host})" for i, (name, bus) in enumerate(gpus)]})  # fmt: skip
+        if mib < 512:
+            root["warning"] = ("NOTE: You have chosen a buffer size that is smaller than the default buffer size. It is suggested"
+                               " to use the default buffer size (64MB) to achieve maximal peak bandwidth.")  # fmt: skip
     if error:
         root["error"] = error
     cases = [entry for case in testcases for entry in case]
     if cases:
         root["testcases"] = cases
-    text = json.dumps({"nvbandwidth": root}, indent=3, separators=(",", " : "))
-    return before + text + "\n" + after
+    return before + styled({"nvbandwidth": root}) + "\n\n" + after
 
 
-def kit_runs(*runs: tuple[int, str | None, int]) -> str:
-    """Several nvbandwidth runs kept together, each with its size, command and exit code: (MiB, the
-    run's stdout or None where it printed no JSON, exit code)."""
+def kit_runs(*runs: tuple[int, str | None, int], tests: str = f"{H2D_CE} {D2H_CE}") -> str:
+    """peers/run.sh's nvbandwidth.json: (MiB, the run's stdout and stderr or None where it printed no
+    JSON, exit code) per run."""
     listed = []
     for mib, stdout, code in runs:
-        command = f"/tmp/peers-build/nvbandwidth/nvbandwidth -j -b {mib} -t host_to_device_memcpy_ce device_to_host_memcpy_ce"
-        run: dict[str, Any] = {"buffer_size_mib": mib, "buffer_size_bytes": mib * 2**20, "command": command,
+        run: dict[str, Any] = {"buffer_size_mib": mib, "buffer_size_bytes": mib * 2**20, "command": f"{NVB} -j -b {mib} -t {tests}",
                                "exit_code": code, "seconds": 4.2}  # fmt: skip
         if stdout is None:
             run.update(output=None, stdout_stderr_raw="Segmentation fault (core dumped)\n")
         else:
-            run["output"] = json.loads(stdout[stdout.index("{"):])
+            start = stdout.index("{")
+            run["output"], end = json.JSONDecoder().raw_decode(stdout, start)
+            if stdout[:start].strip():
+                run["text_before_json"] = stdout[:start].strip()
+            if stdout[end:].strip():
+                run["text_after_json"] = stdout[end:].strip()
         listed.append(run)
-    return json.dumps({"tool": "nvbandwidth v0.8", "binary": "/tmp/peers-build/nvbandwidth/nvbandwidth", "runs": listed}, indent=1)
+    return json.dumps({"tool": "nvbandwidth v0.8", "binary": NVB, "build_info": ["nvcc: 12.8"],
+                       "note": "bandwidth_matrix values are GB/s (10^9 B/s): median over testSamples of loopCount copies each",
+                       "runs": listed}, indent=1) + "\n"  # fmt: skip
 
 
 def csv_line(config: str, gbps: float, size: int, devices: int = 1) -> str:
-    seconds = size / (gbps * 1e9) if gbps else 0.0
+    """One CSV line: bandwidth to 0.1 GB/s, and the time of one copy it implies to 10 us."""
+    seconds = size / (gbps * 1e9) if gbps else float("inf")
     return f"bandwidthTest-{config}, Bandwidth = {gbps:.1f} GB/s, Time = {seconds:.5f} s, Size = {size} bytes, NumDevsUsed = {devices}"
 
 
-def bandwidthtest(*lines: str, devices: tuple[str, ...] = (H100,), first: int = 0, mode: str = "Range", result: str = "PASS") -> str:
-    """bandwidthTest --csv's stdout."""
-    named = "\n".join(f" Device {first + i}: {name}" for i, name in enumerate(devices))
-    return ("[CUDA Bandwidth Test] - Starting...\nRunning on...\n\n" + named + f"\n {mode} Mode\n\n" + "\n".join(lines)
-            + f"\nResult = {result}\n\nNOTE: The CUDA Samples are not meant for performance measurements. Results may vary"
+def bandwidthtest(*lines: str, devices: tuple[str, ...] = (H100,), first: int = 0, mode: str = "Range", result: str = "PASS",
+                  tail: str | None = None) -> str:  # fmt: skip
+    """bandwidthTest --csv's stdout; `tail` replaces the Result line and note (a run that stopped early)."""
+    text = "[CUDA Bandwidth Test] - Starting...\n"
+    if len(devices) > 1:
+        text += "\n!!!!!Cumulative Bandwidth to be computed from all the devices !!!!!!\n\n"
+    text += "Running on...\n\n" + "".join(f" Device {first + i}: {name}\n" for i, name in enumerate(devices)) + f" {mode} Mode\n\n"
+    if mode == "Shmoo":
+        text += "." * len(lines) + "\n"
+    text += "".join(line + "\n" for line in lines)
+    if tail is not None:
+        return text + tail
+    return (text + f"Result = {result}\n\nNOTE: The CUDA Samples are not meant for performance measurements. Results may vary"
             " when GPU Boost is enabled.\n")  # fmt: skip
 
 
-def kit_sections(*runs: tuple[str, str, str]) -> str:
-    """Several bandwidthTest runs kept together, each under its name, command and exit code: (name,
-    the arguments, the run's stdout) with exit codes following Result."""
+def kit_sections(*runs: tuple[str, str, str, int | None]) -> str:
+    """peers/run.sh's bandwidthTest.txt: (name, the arguments, the run's stdout, exit code; None: as
+    Result says) per run."""
     parts = []
-    for name, arguments, stdout in runs:
-        code = 1 if "Result = FAIL" in stdout else 0
-        parts.append(f"### {name}\n### $ /tmp/peers-build/bandwidthTest/bandwidthTest {arguments}\n### exit {code}\n{stdout}")
-    return "\n".join(parts)
+    for name, arguments, stdout, code in runs:
+        code = (1 if "Result = FAIL" in stdout else 0) if code is None else code
+        parts.append(f"### {name}\n### $ {BT} {arguments}\n### exit {code}\n{stdout}\n")
+    return "".join(parts)

@@ -7,12 +7,14 @@ or with -m the mean, of its samples, each a run of copies between two events; ba
 aggregate of 100 copies) with `times_s` empty, so no rank test is ever made on it, and `n` says how
 many samples the figure stands for. Nothing is dropped silently: a testcase that was waived or
 failed is a skipped or failed series with the tool's reason, a matrix cell of N/A a point not
-measured, and what is not a host<->device figure is listed under environment.peer.not_imported.
+measured, and whatever is not a figure between the host and one GPU is listed, with why, under
+environment.peer.not_imported.
 
-Sizes become batches of one item shape per series: `shape` (256x256x3, xferbench's default sweep,
-so nvbandwidth -b 96 lands at batch 512) where it divides every size the series holds, else 1 MiB
-items (512x512x4, the large validation sweep's), else 1000-byte items (bandwidthTest's shmoo steps),
-else single bytes; a point's `bytes` is always the size itself.
+One testcase on one GPU is one series, counted in the first item shape that divides every size it
+holds: `shape` (256x256x3, xferbench's default sweep: nvbandwidth -b 96 is batch 512 of it), else 1 MiB
+items (512x512x4, the large validation sweep's: -b 512 is batch 512 of them), else 1000-byte items
+(bandwidthTest's shmoo steps), else single bytes. A point's `bytes` is always the size itself, and
+readers that set a peer beside xferbench match them by bytes.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ import math
 import re
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from xferbench.environment import pci_key
 from xferbench.errors import XferbenchError
 from xferbench.results import Point, Result, Series
 from xferbench.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL, STREAMED
 
+DEFAULT_SHAPE = (256, 256, 3)
 LARGE_ITEM = (512, 512, 4)  # 1 MiB
 ITEMS = (LARGE_ITEM, (1000,), (1,))  # tried after the caller's shape, in this order
 NVB_COPIES, NVB_SAMPLES = 16, 3  # nvbandwidth's defaults: --loopCount copies per sample, -i samples
@@ -39,57 +44,97 @@ PEER_CEILINGS = {("nvbandwidth", "host_to_device_memcpy_ce"), ("bandwidthTest", 
 # Facts of a capture that describe xferbench's own process, not the machine: a peer's file leaves them out.
 PROCESS_FACTS = ("process_cpus", "load_average", "settings", "versions", "frameworks", "python", "python_implementation",
                  "nvml_after")  # fmt: skip
-# nvbandwidth's testcases between the host and one GPU, by name: direction, and whether a second
-# stream copies the other way meanwhile.
+# nvbandwidth's testcases between the host and one GPU, by name: direction, whether a second stream
+# copies the other way meanwhile, and copy engine or SM kernel.
 NVB_TESTCASE = re.compile(r"^(host_to_device|device_to_host)_(bidirectional_)?memcpy_(ce|sm)$")
-NVB_DEVICE = re.compile(r"^\s*(\d+): (.*) \(([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\): \((.*)\)\s*$")
-BT_LINE = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = ([0-9.]+) GB/s,"
-                     r" Time = ([0-9.eE+-]+) s, Size = (\d+) bytes, NumDevsUsed = (\d+)")  # fmt: skip
+# "0: NVIDIA H100 80GB HBM3 (00000000:1b:00): (node07)"; versions before v0.8 print no host name.
+NVB_DEVICE = re.compile(r"^\s*(\d+): (.*) \(([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\)(?:: \((.*)\))?\s*$")
+BT_BANNER = "[CUDA Bandwidth Test]"
+BT_LINE = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = (\S+) GB/s,"
+                     r" Time = (\S+) s, Size = (\d+) bytes, NumDevsUsed = (\d+)\s*$")  # fmt: skip
 BT_DEVICE = re.compile(r"^\s*Device (\d+): (.+?)\s*$")
 
 
-def item_for(sizes: Sequence[int], shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The item shape a peer's series is counted in: the first of `shape`, 1 MiB, 1000 B and 1 B that
-    divides every size it measured, so one series holds all of them."""
-    for item in (shape, *ITEMS):
-        if all(nbytes % math.prod(item) == 0 for nbytes in sizes):
-            return item
-    raise AssertionError("every size divides into bytes")
+def item_for(sizes: Sequence[int], shape: tuple[int, ...] = DEFAULT_SHAPE) -> tuple[int, ...]:
+    """The item shape a series is counted in: the first of `shape`, 1 MiB, 1000 B and 1 B that divides
+    every size it holds, so one testcase stays one series."""
+    return next(item for item in (tuple(shape), *ITEMS) if all(nbytes % math.prod(item) == 0 for nbytes in sizes))
 
 
-def _point(nbytes: int, gbps: float, samples: int, copies: int) -> Point:
-    """A point from a printed figure: the time per copy it implies, and the figure itself (its batch
-    is set once the series' item shape is known)."""
-    median_s = nbytes / (gbps * 1e9)
-    return Point(0, nbytes, n=samples, median_s=median_s, mbps=gbps * 1e3, batches_per_s=1 / median_s, copies=copies)
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class _Entry:
+    """One series being filled: its points, and what befell it run by run."""
+
+    series: Series
+    failures: list[str] = field(default_factory=list)
+    waived: str | None = None
+    notes: dict[str, None] = field(default_factory=dict)
 
 
 class _Builder:
-    """Series of one tool, keyed by (mode, device, direction), filled run by run; batches and the item
-    shape are set at the end, from every size a series holds."""
+    """A tool's series keyed by (mode, device, direction), filled run by run; each run's failure marks
+    every series that run touched. Batches are set at the end, once every size of a series is known."""
 
     def __init__(self, tool: str, shape: tuple[int, ...]) -> None:
-        self.tool, self.shape = tool, shape
-        self.series: dict[tuple[str, str, str], Series] = {}
+        self.tool, self.shape = tool, tuple(shape)
+        self.entries: dict[tuple[str, str, str], _Entry] = {}
+        self.touched: set[tuple[str, str, str]] = set()
+        self.failed_here: set[int] = set()  # ids of the entries that failed on their own in the run under way
         self.not_imported: list[str] = []
 
-    def get(self, mode: str, device: str, direction: str, **fields: Any) -> Series:
+    def entry(self, mode: str, device: str, direction: str, nbytes: int, fields: dict[str, Any],
+              notes: Sequence[str] = ()) -> _Entry:  # fmt: skip
+        """The series of this testcase (or memory kind) on this GPU."""
         key = (mode, device, direction)
-        if key not in self.series:
-            self.series[key] = Series(self.tool, mode, "copy", device, [], direction=direction, **fields)
-        return self.series[key]
+        if key not in self.entries:
+            self.entries[key] = _Entry(Series(self.tool, mode, "copy", device, [], direction=direction, **fields))
+        found = self.entries[key]
+        found.notes.update(dict.fromkeys(notes))
+        self.touched.add(key)
+        return found
 
-    def add(self, mode: str, device: str, direction: str, point: Point | None, fields: dict[str, Any],
-            failure: str | None = None) -> None:  # fmt: skip
-        series = self.get(mode, device, direction, **fields)
-        if point is not None:
-            series.points.append(point)
-        if failure and series.status != "failed":
-            series.status, series.reason = "failed", failure
+    def figure(self, mode: str, device: str, direction: str, nbytes: int, fields: dict[str, Any], gbps: float,
+               samples: int, copies: int, notes: Sequence[str] = ()) -> None:  # fmt: skip
+        """A printed figure as a point: the time per copy it implies, and the figure itself."""
+        entry = self.entry(mode, device, direction, nbytes, fields, notes)
+        median_s = nbytes / (gbps * 1e9)
+        entry.series.points.append(Point(0, nbytes, n=samples, median_s=median_s, mbps=gbps * 1e3, batches_per_s=1 / median_s,
+                                         copies=copies))  # fmt: skip
+
+    def gap(self, mode: str, device: str, direction: str, nbytes: int, fields: dict[str, Any], status: str, why: str,
+            notes: Sequence[str] = ()) -> _Entry:  # fmt: skip
+        """A size the tool did not measure (skipped) or failed at (error), with why."""
+        entry = self.entry(mode, device, direction, nbytes, fields, notes)
+        entry.series.points.append(Point(0, nbytes, status=status, error=why))
+        return entry
+
+    def fail(self, entry: _Entry, reason: str) -> None:
+        """A series failed in the run under way, for a reason of its own."""
+        entry.failures.append(reason)
+        self.failed_here.add(id(entry))
+
+    def end_run(self, failure: str | None) -> None:
+        """A run is over: where it failed, every series it touched failed with it (its figures kept),
+        unless the series already failed in it for a reason of its own."""
+        for key in self.touched if failure else ():
+            entry = self.entries[key]
+            if id(entry) not in self.failed_here and failure not in entry.failures:
+                entry.failures.append(failure)
+        self.touched, self.failed_here = set(), set()
 
     def done(self) -> list[Series]:
-        found = sorted(self.series.values(), key=lambda s: (s.device, s.direction != H2D, s.mode))
-        for series in found:
+        found = []
+        for entry in sorted(self.entries.values(), key=lambda e: (_device_order(e.series.device), e.series.direction != H2D,
+                                                                  e.series.mode)):  # fmt: skip
+            series = entry.series
             item = item_for([p.bytes for p in series.points], self.shape)
             series.shape = list(item)
             for point in series.points:
@@ -97,71 +142,127 @@ class _Builder:
                 if point.batches_per_s:
                     point.images_per_s = point.batch_size * point.batches_per_s
             series.points.sort(key=lambda p: p.bytes)
+            if entry.notes:
+                series.note = "; ".join([series.note or "", *entry.notes]).strip("; ")
+            if entry.failures:
+                more = f"; and {len(entry.failures) - 2} more" if len(entry.failures) > 2 else ""
+                series.status, series.reason = "failed", "; ".join(entry.failures[:2]) + more
+            elif entry.waived and not series.ok_points():
+                series.status, series.reason = "skipped", entry.waived
             series.refresh_summary()
+            found.append(series)
         return found
+
+
+def _device_order(device: str) -> tuple[int, int, str]:
+    """cuda:2 before cuda:10, and cuda:all last."""
+    index = device.partition(":")[2]
+    return (0, int(index), "") if index.isdigit() else (1, 0, device)
 
 
 def _text(path: Path) -> str:
     try:
         return Path(path).read_text(errors="replace")
     except FileNotFoundError:
-        raise XferbenchError(f"{path}: no such file") from None
+        raise XferbenchError(f"{path}: no such file; give the file the tool's output was saved in") from None
+    except IsADirectoryError:
+        raise XferbenchError(f"{path} is a folder; give the file the tool's output was saved in") from None
     except OSError as error:
         raise XferbenchError(f"{path}: cannot read: {error.strerror or error}") from None
 
 
-def _first_json(text: str) -> Any:
-    """The first JSON document in a tool's output, with whatever it printed around it; None if none."""
+def _document(text: str, keys: Sequence[str]) -> Any:
+    """The first JSON object in a tool's output that holds one of `keys`, whatever was printed around
+    it; None if there is none."""
     start = text.find("{")
     while start >= 0:
         try:
-            return json.JSONDecoder().raw_decode(text, start)[0]
+            found = json.JSONDecoder().raw_decode(text, start)[0]
+            if isinstance(found, dict) and any(key in found for key in keys):
+                return found
         except ValueError:
-            start = text.find("{", start + 1)
+            pass
+        start = text.find("{", start + 1)
     return None
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def _option(words: Sequence[str], names: Sequence[str]) -> str | None:
+    """The value of a command-line option given as `-b 64`, `--bufferSize 64` or `--bufferSize=64`."""
+    for i, word in enumerate(words):
+        for name in names:
+            if word == name and i + 1 < len(words):
+                return words[i + 1]
+            if word.startswith(name + "="):
+                return word.split("=", 1)[1]
+    return None
+
+
+def _int(text: Any) -> int | None:
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    return int(text) if isinstance(text, str) and text.isdigit() else None
+
+
+def _words(command: Any) -> list[str]:
+    try:
+        return shlex.split(str(command)) if command else []
+    except ValueError:  # an unbalanced quote: split on blanks
+        return str(command).split()
 
 
 def _environment(given: dict[str, Any] | None, host: str | None, devices: dict[int, dict[str, Any]],
-                 peer: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+                 facts: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     """The measuring machine as the peer described it, over the same machine's own capture where one
-    is given (the validate command passes its sweep's): NVML's facts then travel with the figures."""
+    is given (the validate command passes its sweep's): NVML's facts then travel with the figures,
+    matched to each GPU by its PCI address."""
     environment = json.loads(json.dumps(given)) if given else {}
     for key in PROCESS_FACTS:  # what xferbench's own process saw: the peer ran in another one
         environment.pop(key, None)
-    environment["host"] = environment.get("host") or host
-    known = {d.get("id"): d for d in environment.setdefault("devices", [])}
-    for index, facts in sorted(devices.items()):
-        entry = known.get(f"cuda:{index}")
+    environment["host"] = host or environment.get("host")
+    facts = {k: v for k, v in facts.items() if v is not None}
+    environment.update(facts)
+    listed = environment.setdefault("devices", [])
+    gpus = (environment.get("nvml") or {}).get("gpus") or []
+    for index, described in sorted(devices.items()):
+        device_id = f"cuda:{index}"
+        entry = next((d for d in listed if d.get("id") == device_id), None)
+        if entry is not None and pci_key(entry.get("pci_bus_id")) and pci_key(described.get("pci_bus_id")) \
+                and pci_key(entry.get("pci_bus_id")) != pci_key(described.get("pci_bus_id")):  # fmt: skip
+            listed.remove(entry)  # the capture's cuda:N is another GPU (other visible devices): the peer's stands
+            entry = None
         if entry is None:
-            environment["devices"].append({"id": f"cuda:{index}", "kind": "cuda", **facts})
-        else:
-            entry.update({k: v for k, v in facts.items() if entry.get(k) is None})
-    for key, value in extra.items():
-        environment.setdefault(key, value)
+            entry = {"id": device_id, "kind": "cuda"}
+            listed.append(entry)
+        entry.update({k: v for k, v in described.items() if v is not None})
+        entry.update(facts)
+        nvml = next((g for g in gpus if pci_key(g.get("pci_bus_id")) and pci_key(g.get("pci_bus_id")) == pci_key(entry.get("pci_bus_id"))),
+                    None)  # fmt: skip
+        if nvml is not None and "nvml" not in entry:
+            entry["nvml"] = nvml
     environment["peer"] = peer
     return environment
 
 
-def _result(environment: dict[str, Any], series: list[Series], files: Sequence[Path]) -> Result:
+def _peer(tool: str, versions: Sequence[str | None], git_versions: Sequence[str | None], commands: list[str],
+          paths: Sequence[Path], sizes: Sequence[int], not_imported: list[str], **extra: Any) -> dict[str, Any]:  # fmt: skip
     from xferbench import __version__
 
-    return Result(environment=environment, config={"imported_from": [str(p) for p in files]}, created=_now(), series=series,
-                  status="complete", xferbench_version=__version__)  # fmt: skip
+    def joined(values: Sequence[str | None]) -> str | None:
+        return ", ".join(dict.fromkeys(v for v in values if v)) or None
+
+    return {"tool": tool, "version": joined(versions), "git_version": joined(git_versions), "commands": commands,
+            "files": [str(p) for p in paths], "sizes_bytes": sorted(set(sizes)), **extra, "not_imported": not_imported,
+            "imported_by": f"xferbench {__version__}", "imported": _now()}  # fmt: skip
 
 
-def _option(command: Sequence[str], names: Sequence[str]) -> str | None:
-    """The value of a command-line option given as `-b 64`, `--bufferSize 64` or `--bufferSize=64`."""
-    for i, word in enumerate(command):
-        for name in names:
-            if word == name and i + 1 < len(command):
-                return command[i + 1]
-            if word.startswith(name + "="):
-                return word.split("=", 1)[1]
-    return None
+def _result(environment: dict[str, Any], series: list[Series], paths: Sequence[Path]) -> Result:
+    from xferbench import __version__
+
+    return Result(environment=environment, config={"imported_from": [str(p) for p in paths]}, created=environment["peer"]["imported"],
+                  series=series, status="complete", xferbench_version=__version__)  # fmt: skip
+
+
+# nvbandwidth ------------------------------------------------------------------------------------------
 
 
 def _default_mib(version: str | None) -> int | None:
@@ -172,254 +273,335 @@ def _default_mib(version: str | None) -> int | None:
     return 512 if (int(found.group(1)), int(found.group(2))) >= (0, 7) else 64
 
 
-def _nvbandwidth_runs(path: Path, buffer_size_mib: int | None) -> list[dict[str, Any]]:
+def _nvbandwidth_runs(path: Path) -> list[dict[str, Any]]:
     """Each run a file holds: nvbandwidth's own output (one run), or a list of runs each with its
-    size, command, exit code and output (as a script that ran several sizes keeps them)."""
+    size, command, exit code and output (as peers/run.sh and `xferbench validate` keep them)."""
     text = _text(path)
-    document = _first_json(text)
+    document = _document(text, ("nvbandwidth", "runs"))
     if isinstance(document, dict) and isinstance(document.get("runs"), list):
         runs = []
-        for run in document["runs"]:
+        for number, run in enumerate(document["runs"], 1):
             if not isinstance(run, dict):
-                raise XferbenchError(f"{path}: a run of its 'runs' list is not an object")
-            output = run.get("output")
-            if not isinstance(output, dict):
-                output = _first_json(str(run.get("stdout_stderr_raw") or ""))
-            runs.append({"output": output, "mib": run.get("buffer_size_mib"), "command": run.get("command"),
-                         "exit": run.get("exit_code"), "raw": run.get("stdout_stderr_raw"), "file": str(path)})  # fmt: skip
+                raise XferbenchError(f"{path}: run {number} of its 'runs' list is not an object; give the file run.sh or validate wrote")
+            raw = run.get("stdout_stderr_raw")
+            output = run.get("output") if isinstance(run.get("output"), dict) else _document(str(raw or ""), ("nvbandwidth",))
+            runs.append({"output": output, "mib": _int(run.get("buffer_size_mib")), "command": run.get("command"),
+                         "exit": run.get("exit_code"), "raw": raw, "where": f"{path} run {number}"})  # fmt: skip
         return runs
     if not isinstance(document, dict) or not isinstance(document.get("nvbandwidth"), dict):
+        if re.search(r'\{\s*"nvbandwidth"\s*:', text):
+            raise XferbenchError(f"{path}: nvbandwidth's JSON in it is cut short (it does not parse); save the whole output of nvbandwidth -j")
         raise XferbenchError(f"{path}: not nvbandwidth's JSON output (no 'nvbandwidth' object); run nvbandwidth with -j and save what it prints")
-    return [{"output": document, "mib": buffer_size_mib, "command": None, "exit": None, "raw": None, "file": str(path)}]
+    return [{"output": document, "mib": None, "command": None, "exit": None, "raw": None, "where": str(path)}]
 
 
-def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, shape: tuple[int, ...] = (256, 256, 3),
+def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, shape: tuple[int, ...] = DEFAULT_SHAPE,
                      environment: dict[str, Any] | None = None) -> Result:  # fmt: skip
-    """nvbandwidth's -j output, one or more files, as a result: a series per host<->device testcase,
-    GPU and item shape. nvbandwidth's JSON does not record its buffer size: `buffer_size_mib` (its -b)
-    gives it, else the run's own command where the file keeps one, else the version's default."""
+    """nvbandwidth's -j output, one or more files, as a result: a series per host<->device testcase
+    and GPU. nvbandwidth's JSON does not record its buffer size: a run kept with its size
+    or command gives it, else `buffer_size_mib` (the run's -b), else the version's default, said so."""
     if not paths:
         raise XferbenchError("give at least one nvbandwidth output file")
     if buffer_size_mib is not None and buffer_size_mib < 1:
         raise XferbenchError(f"--buffer-size {buffer_size_mib}: give nvbandwidth's -b, a whole number of MiB")
     build = _Builder("nvbandwidth", shape)
     devices: dict[int, dict[str, Any]] = {}
-    host, facts, versions, commands, sizes, errors = None, {}, [], [], [], []
+    host: str | None = None
+    facts: dict[str, Any] = {}
+    versions: list[str | None] = []
+    git_versions: list[str | None] = []
+    commands: list[str] = []
+    sizes: list[int] = []
+    warnings: list[str] = []
+    errors: list[str] = []
     for path in paths:
-        for run in _nvbandwidth_runs(Path(path), buffer_size_mib):
-            where = f"{run['file']}" + (f" (-b {run['mib']})" if run["mib"] else "")
+        for run in _nvbandwidth_runs(Path(path)):
+            words = _words(run["command"])
             if run["command"]:
-                commands.append(run["command"])
-            root = (run["output"] or {}).get("nvbandwidth") if isinstance(run["output"], dict) else None
+                commands.append(str(run["command"]))
+            given = _int(_option(words, ("-b", "--bufferSize")))
+            exited = f"exit {run['exit']}" if run["exit"] is not None else "exit not recorded"
+            root = run["output"].get("nvbandwidth") if isinstance(run["output"], dict) else None
             if not isinstance(root, dict):
-                said = " ".join(str(run.get("raw") or "").split())[:200]
-                build.not_imported.append(f"{where}: no JSON in nvbandwidth's output (exit {run['exit']}){': ' + said if said else ''}")
+                raw = str(run.get("raw") or "")
+                said = "its JSON is cut short" if re.search(r'\{\s*"nvbandwidth"\s*:', raw) else _one_line(raw)[:200]
+                size = f" (-b {run['mib'] or given})" if run["mib"] or given else ""
+                build.not_imported.append(f"{run['where']}{size}: no JSON in nvbandwidth's output ({exited}){': ' + said if said else ''}")
                 continue
-            version = str(root.get("version") or "")
+            version = str(root.get("version") or "") or None
             versions.append(version)
+            git_versions.append(str(root.get("git_version") or "") or None)
             for line in root.get("GPU Device list") or []:
                 found = NVB_DEVICE.match(str(line))
                 if found:
-                    index, name, domain, bus, device, host = found.groups()
+                    index, name, domain, bus, device, seen_on = found.groups()
                     # nvbandwidth prints domain:bus:device; a GPU is PCI function 0.
-                    bus_id = f"{int(domain, 16):08x}:{int(bus, 16):02x}:{int(device, 16):02x}.0"
-                    devices[int(index)] = {"name": name, "pci_bus_id": bus_id}
-            driver, cuda = root.get("Driver Version"), root.get("CUDA Runtime Version")
-            facts = {"driver": driver, "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else None}
-            words = shlex.split(run["command"]) if run["command"] else []
-            mib = run["mib"] or _int(_option(words, ("-b", "--bufferSize"))) or _default_mib(version)
+                    devices[int(index)] = {"name": name, "pci_bus_id": f"{int(domain, 16):08x}:{int(bus, 16):02x}:{int(device, 16):02x}.0"}
+                    host = seen_on or host
+                else:
+                    build.not_imported.append(f"{run['where']}: a GPU device list line not understood: {_one_line(line)}")
+            host = str(root.get("Hostname") or "") or host
+            cuda = root.get("CUDA Runtime Version")  # nvbandwidth overwrites it with cuDriverGetVersion's
+            facts = {"driver": root.get("Driver Version") or facts.get("driver"),
+                     "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else facts.get("cuda_driver")}  # fmt: skip
+            if root.get("warning"):
+                warnings.append(_one_line(root["warning"]))
+            mib = run["mib"] or given or buffer_size_mib or _default_mib(version)
             if mib is None:
-                raise XferbenchError(f"{where}: nvbandwidth {version or '(no version)'} does not record its buffer size;"
-                                     " give the run's -b with --buffer-size")  # fmt: skip
+                raise XferbenchError(f"{run['where']}: nvbandwidth {version or '(no version)'} does not record its buffer size, and"
+                                     " its default is not known; give the run's -b in MiB with --buffer-size")  # fmt: skip
+            assumed = [] if run["mib"] or given or buffer_size_mib else [
+                f"buffer size {'taken as' if run['command'] else 'assumed to be'} nvbandwidth {version}'s default ({mib} MiB):"
+                f" {'its command gives no -b' if run['command'] else 'its JSON does not record -b'}"]  # fmt: skip
             sizes.append(mib * 2**20)
-            assumed = run["mib"] is None and buffer_size_mib is None and not _option(words, ("-b", "--bufferSize"))
-            samples = _int(_option(words, ("-i", "--testSamples"))) or NVB_SAMPLES
-            copies = _int(_option(words, ("--loopCount",))) or NVB_COPIES
-            mean = "-m" in words or "--useMean" in words
-            failure = root.get("error") or (f"nvbandwidth exited {run['exit']}" if run["exit"] not in (None, 0) else None)
+            where = f"{run['where']} (-b {mib})"
+            failure = None
             if root.get("error"):
-                errors.append(f"{where}: nvbandwidth said: {' '.join(str(root['error']).split())}")
-            _nvbandwidth_testcases(build, root, mib * 2**20, devices, samples, copies, mean, assumed, failure, where, version)
-    peer = {"tool": "nvbandwidth", "version": ", ".join(dict.fromkeys(v for v in versions if v)) or None,
-            "commands": commands, "files": [str(p) for p in paths], "sizes_bytes": sorted(set(sizes)),
-            "not_imported": build.not_imported, "imported": _now()}  # fmt: skip
+                failure = f"{where}: nvbandwidth stopped with an error: {_one_line(root['error'])}"
+                errors.append(failure)
+            elif run["exit"] not in (None, 0):
+                failure = f"{where}: nvbandwidth exited {run['exit']}"
+                errors.append(failure)
+            how = _NvbHow(samples=_int(_option(words, ("-i", "--testSamples"))) or NVB_SAMPLES,
+                          copies=_int(_option(words, ("--loopCount",))) or NVB_COPIES, mean="-m" in words or "--useMean" in words,
+                          stated=bool(run["command"]), version=version or "")  # fmt: skip
+            _nvbandwidth_testcases(build, root, mib * 2**20, sorted(devices) or [0], how, assumed, failure, where)
+            build.end_run(failure)
     series = build.done()
-    if not series:
-        listed = "; ".join([*errors, *build.not_imported][:3]) or "no testcase in it"
-        raise XferbenchError(f"no host<->device figure in the nvbandwidth output: {listed}")
+    if not any(s.ok_points() for s in series):
+        listed = "; ".join([*errors, *(s.reason or "" for s in series if s.reason), *build.not_imported][:3]) or "no testcase in it"
+        advice = ("fix what it reports and run nvbandwidth -j again" if errors else
+                  "run nvbandwidth -j -t host_to_device_memcpy_ce device_to_host_memcpy_ce and give what it printed")  # fmt: skip
+        raise XferbenchError(f"no host<->device figure in the nvbandwidth output ({_one_line(listed)}); {advice}")
     for s in series:
-        s.device_name = s.device_name or (devices.get(int(s.device.split(":")[1])) or {}).get("name")
-    return _result(_environment(environment, host, devices, peer, facts), series, paths)
+        s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
+    peer = _peer("nvbandwidth", versions, git_versions, commands, paths, sizes, build.not_imported, warnings=list(dict.fromkeys(warnings)),
+                 errors=errors)  # fmt: skip
+    return _result(_environment(environment, host, devices, facts, peer), series, paths)
 
 
-def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+@dataclass(frozen=True)
+class _NvbHow:
+    """How one nvbandwidth run measured: from its command where it is kept, else the tool's defaults."""
+
+    samples: int
+    copies: int
+    mean: bool
+    stated: bool  # the run's command line is known
+    version: str
 
 
-def _nvbandwidth_testcases(build: _Builder, root: dict[str, Any], nbytes: int, devices: dict[int, dict[str, Any]], samples: int,
-                           copies: int, mean: bool, assumed: bool, failure: str | None, where: str, version: str) -> None:  # fmt: skip
+def _nvbandwidth_testcases(build: _Builder, root: dict[str, Any], nbytes: int, gpus: list[int], how: _NvbHow, notes: list[str],
+                           failure: str | None, where: str) -> None:  # fmt: skip
     """One run's testcases into the builder. A testcase nvbandwidth left at Running, or marked Error,
-    failed; Waived, it did not apply to this machine; a cell of N/A was not measured."""
+    failed; one it waived did not apply to this machine; a cell of N/A was not measured."""
     entries: dict[str, list[dict[str, Any]]] = {}
     for entry in root.get("testcases") or []:
         if isinstance(entry, dict) and entry.get("name"):
             entries.setdefault(str(entry["name"]), []).append(entry)
-    gpus = sorted(devices) or [0]
+        else:
+            build.not_imported.append(f"{where}: a testcase entry without a name: {_one_line(json.dumps(entry))[:200]}")
     for name, found in entries.items():
-        shape = NVB_TESTCASE.match(name)
-        if shape is None:
-            build.not_imported.append(f"{where}: {name}: not a copy between the host and one GPU")
+        statuses = list(dict.fromkeys(str(e.get("status")) for e in found))
+        kind = NVB_TESTCASE.match(name)
+        if kind is None:
+            why = ("nvbandwidth has no such testcase (status ERROR)" if "ERROR" in statuses
+                   else "not a copy between the host and one GPU (between GPUs, many GPUs at once, or a latency)")  # fmt: skip
+            build.not_imported.append(f"{where}: {name}: {why}")
             continue
-        direction = H2D if shape.group(1) == "host_to_device" else D2H
-        bidirectional, engine = bool(shape.group(2)), shape.group(3)
-        fields = _nvbandwidth_fields(direction, bidirectional, engine, samples, copies, mean, assumed, nbytes, version)
+        direction = H2D if kind.group(1) == "host_to_device" else D2H
+        fields = _nvbandwidth_fields(direction, bool(kind.group(2)), kind.group(3), how)
         matrix = next((e["bandwidth_matrix"] for e in found if isinstance(e.get("bandwidth_matrix"), list)), None)
-        statuses = [str(e.get("status")) for e in found]
         if matrix is None:
-            if "Waived" in statuses:
+            if statuses == ["Waived"]:
                 for gpu in gpus:
-                    series = build.get(name, f"cuda:{gpu}", direction, **fields)
-                    series.status, series.reason = "skipped", "nvbandwidth waived it: it does not apply to this machine"
+                    build.entry(name, f"cuda:{gpu}", direction, nbytes, fields, notes).waived = (
+                        f"nvbandwidth waived it at -b {nbytes // 2**20}: it does not apply to this machine")
                 continue
-            error = next((str(e["error"]) for e in found if e.get("error")), None) or failure or (
-                f"nvbandwidth stopped during it (status {', '.join(dict.fromkeys(statuses))})")
+            said = f"nvbandwidth's error: {_one_line(root['error'])}" if root.get("error") else (
+                "nvbandwidth marked it Error and kept no message" if {"Error", "ERROR"} & set(statuses)
+                else "nvbandwidth stopped during it: left at Running with no matrix")  # fmt: skip
+            reason = f"{where}: {name} failed ({', '.join(statuses)}): {said}"
             for gpu in gpus:
-                build.add(name, f"cuda:{gpu}", direction, None, fields, failure=f"{where}: {error}")
+                build.fail(build.gap(name, f"cuda:{gpu}", direction, nbytes, fields, "error", reason, notes), reason)
             continue
-        row = matrix[0] if matrix and isinstance(matrix[0], list) else []
-        for gpu, cell in enumerate(row):
+        rows = [row for row in matrix if isinstance(row, list)]
+        if len(rows) != 1:
+            build.not_imported.append(f"{where}: {name}: a matrix of {len(rows)} rows where a host testcase has one; rows after the first left out")
+        for gpu, cell in enumerate(rows[0] if rows else []):
             device = f"cuda:{gpu}"
             try:
                 gbps = float(cell)
             except (TypeError, ValueError):
-                point = Point(0, nbytes, status="skipped", error=f"{cell} in nvbandwidth's matrix: not measured")
-                build.add(name, device, direction, point, fields)
+                build.gap(name, device, direction, nbytes, fields, "skipped", f"{_one_line(cell)} in nvbandwidth's matrix: not measured", notes)
                 continue
             if not math.isfinite(gbps) or gbps <= 0:
-                point = Point(0, nbytes, status="skipped", error=f"{cell} GB/s in nvbandwidth's matrix: not a figure")
-                build.add(name, device, direction, point, fields)
+                build.gap(name, device, direction, nbytes, fields, "skipped", f"{cell} GB/s in nvbandwidth's matrix: not a figure", notes)
                 continue
-            build.add(name, device, direction, _point(nbytes, gbps, samples, copies), fields)
+            build.figure(name, device, direction, nbytes, fields, gbps, how.samples, how.copies, notes)
 
 
-def _nvbandwidth_fields(direction: str, bidirectional: bool, engine: str, samples: int, copies: int, mean: bool,
-                        assumed: bool, nbytes: int, version: str) -> dict[str, Any]:  # fmt: skip
+def _nvbandwidth_fields(direction: str, bidirectional: bool, engine: str, how: _NvbHow) -> dict[str, Any]:
     """What a series of nvbandwidth says about how it was measured."""
-    way = "host to device" if direction == H2D else "device to host"
-    copy = ("copy-engine cuMemcpyAsync between pinned host memory and device memory" if engine == "ce"
-            else "a kernel's own copy (the GPU's SMs read or write pinned host memory), no copy engine")  # fmt: skip
-    note = f"nvbandwidth {version}: {way}, {copy}"
+    way, other = ("host to device", "device to host") if direction == H2D else ("device to host", "host to device")
+    if engine == "ce":
+        copy = "copy-engine cuMemcpyAsync between pinned host memory (cuMemHostAlloc) and device memory"
+    else:
+        copy = ("a kernel's own copy: the GPU's SMs read or write pinned host memory, no copy engine; from 64 MiB the"
+                " kernel copies a multiple of 16 B x 512 threads x the GPU's SMs, and the figure is over what it copied")  # fmt: skip
+    note = f"nvbandwidth {how.version}: {way}, {copy}"
     if bidirectional:
-        note += f"; the {way} stream's figure while a copy the other way runs on a second stream"
-    if assumed:
-        note += f"; buffer size assumed to be nvbandwidth {version}'s default ({nbytes // 2**20} MiB): its JSON does not record -b"
-    statistic = "mean" if mean else "median"
+        note += f"; the {way} stream's figure while a {other} copy of twice the size runs on a second stream"
+    statistic = "mean" if how.mean else "median"
+    note += f"; the {statistic} of {how.samples} samples of {how.copies} copies each, behind a spin kernel, after 4 warm-up copies"
+    if not how.stated:
+        note += " (nvbandwidth's defaults: its JSON does not record -i, -m or --loopCount)"
     return {"host_buffer": "pinned", "method": STREAMED, "transfer": HOST_TO_DEVICE if direction == H2D else DEVICE_TO_HOST,
-            "clock": f"CUDA events around {copies} copies queued behind a spin kernel, per copy (nvbandwidth)",
-            "sync": "the end event", "params": {"tool": f"nvbandwidth {version}".strip(), "samples": samples,
-                                                "copies_per_sample": copies, "statistic": statistic},
-            "note": note + f"; the {statistic} of {samples} samples"}  # fmt: skip
+            "clock": f"CUDA events (cuEventElapsedTime, in whole microseconds) around {how.copies} copies queued behind a spin kernel,"
+                     " per copy (nvbandwidth)",
+            "sync": "cuStreamSynchronize once the spin kernel is released", "device_clock": None,
+            "params": {"tool": f"nvbandwidth {how.version}".strip(), "samples": how.samples, "copies_per_sample": how.copies,
+                       "statistic": statistic},
+            "note": note}  # fmt: skip
+
+
+# bandwidthTest ----------------------------------------------------------------------------------------
 
 
 def _bandwidthtest_runs(path: Path) -> list[dict[str, Any]]:
-    """Each run a file holds: bandwidthTest's own output (one run), or several, each under a
-    '### $ COMMAND' line and a '### exit N' line (as a script that ran several keeps them)."""
+    """Each run a file holds: bandwidthTest's own output (one run), or several, each under '### NAME',
+    '### $ COMMAND' and '### exit N' lines (as peers/run.sh and `xferbench validate` keep them)."""
     text = _text(path)
     runs: list[dict[str, Any]] = []
+
+    def start(name: str | None = None, command: str | None = None) -> dict[str, Any]:
+        runs.append({"name": name, "command": command, "exit": None, "lines": [], "where": f"{path} run {len(runs) + 1}"})
+        return runs[-1]
+
     current: dict[str, Any] | None = None
     for line in text.splitlines():
         if line.startswith("### $ "):
-            current = {"command": line[6:].strip(), "exit": None, "lines": [], "file": str(path)}
-            runs.append(current)
+            if current is None or current["command"] is not None or current["lines"]:
+                current = start()
+            current["command"] = line[6:].strip()
         elif line.startswith("### exit ") and current is not None:
             code = line[9:].strip()
             current["exit"] = int(code) if code.lstrip("-").isdigit() else code
         elif line.startswith("### "):
-            continue
-        else:
-            if current is None:
-                current = {"command": None, "exit": None, "lines": [], "file": str(path)}
-                runs.append(current)
+            current = start(name=line[4:].strip())
+        elif current is not None or line.strip():
+            current = current or start()
             current["lines"].append(line)
+    if len(runs) == 1 and runs[0]["command"] is None and runs[0]["name"] is None:
+        runs[0]["where"] = str(path)
     return runs
 
 
-def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = (256, 256, 3),
-                       environment: dict[str, Any] | None = None) -> Result:  # fmt: skip
-    """bandwidthTest --csv output, one or more files, as a result: a series per memory kind, direction,
-    GPU and item shape, from every CSV line of every run."""
+def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE, environment: dict[str, Any] | None = None) -> Result:
+    """bandwidthTest --csv output, one or more files, as a result: a series per memory kind, direction
+    and GPU, from every CSV line of every run."""
     if not paths:
         raise XferbenchError("give at least one bandwidthTest output file")
     build = _Builder("bandwidthTest", shape)
     devices: dict[int, dict[str, Any]] = {}
-    commands, sizes, lines_seen = [], [], 0
+    commands: list[str] = []
+    sizes: list[int] = []
+    errors: list[str] = []
     for path in paths:
-        for run in _bandwidthtest_runs(Path(path)):
-            where = run["file"] + (f" ($ {run['command']})" if run["command"] else "")
-            words = shlex.split(run["command"]) if run["command"] else []
+        runs = _bandwidthtest_runs(Path(path))
+        if not any(run["command"] or any(BT_BANNER in line or line.startswith("bandwidthTest-") for line in run["lines"]) for run in runs):
+            raise XferbenchError(f"{path}: not bandwidthTest's output (no '{BT_BANNER}' banner or CSV line); run bandwidthTest"
+                                 " with --csv and save what it prints")  # fmt: skip
+        for run in runs:
+            where = run["where"] + (f" ({run['name']})" if run["name"] else "")
+            words = _words(run["command"])
             if run["command"]:
                 commands.append(run["command"])
             named = {int(m.group(1)): m.group(2) for m in (BT_DEVICE.match(line) for line in run["lines"]) if m}
             for index, name in named.items():
                 devices.setdefault(index, {"name": name})
-            chosen = _option(words, ("--device",))
-            failure = None
-            if any(line.strip() == "Result = FAIL" for line in run["lines"]):
-                failure = f"{where}: bandwidthTest printed Result = FAIL"
-            elif run["exit"] not in (None, 0):
-                failure = f"{where}: bandwidthTest exited {run['exit']}"
-            cputiming = "--cputiming" in words
-            found = [m for m in (BT_LINE.match(line.strip()) for line in run["lines"]) if m]
-            lines_seen += len(found)
-            if not found:
-                said = " ".join(" ".join(run["lines"]).split())[-200:]
+            failure = _bandwidthtest_failure(run, where)
+            if failure:
+                errors.append(failure)
+            chosen = _option(words, ("--device", "-device"))
+            single = min(named) if len(named) == 1 else int(chosen) if chosen and chosen.isdigit() else min(named, default=0)
+            timing = "cpu" if "--cputiming" in words or "-cputiming" in words else "events"
+            lines = [line.strip() for line in run["lines"] if line.strip().startswith("bandwidthTest-")]
+            if not lines:
+                said = _one_line(" ".join(run["lines"]))[-200:]
                 build.not_imported.append(f"{where}: no CSV line (run bandwidthTest with --csv){': ' + said if said else ''}")
-            for match in found:
-                kind, memory, wc, gbps, _, nbytes, used = match.groups()
+            for line in lines:
+                match = BT_LINE.match(line)
+                if match is None:
+                    build.not_imported.append(f"{where}: a line not understood: {line[:200]}")
+                    continue
+                kind, memory, wc, printed, _, nbytes, used = match.groups()
                 if kind == "D2D":
-                    build.not_imported.append(f"{where}: a device-to-device line: not a host<->device figure")
+                    build.not_imported.append(f"{where}: {line.split(',')[0]} at {nbytes} B: a copy within the GPU, not host<->device")
                     continue
                 nbytes, used = int(nbytes), int(used)
+                if nbytes <= 0:
+                    build.not_imported.append(f"{where}: {line.split(',')[0]} at {nbytes} B: no bytes moved")
+                    continue
                 sizes.append(nbytes)
-                index = int(chosen) if chosen and chosen.isdigit() else (min(named) if named else 0)
-                device = "cuda:all" if used > 1 or chosen == "all" else f"cuda:{index}"
+                device = "cuda:all" if used > 1 else f"cuda:{single}"
                 mode = "pageable" if memory == "-Paged" else "pinned_wc" if wc else "pinned"
                 direction = H2D if kind == "H2D" else D2H
-                fields = _bandwidthtest_fields(mode, direction, used, cputiming)
-                figure = float(gbps)
-                if figure <= 0:
-                    build.add(mode, device, direction, Point(0, nbytes, status="skipped", error=f"{gbps} GB/s printed"), fields, failure)
+                fields = _bandwidthtest_fields(mode, direction, used, timing)
+                try:
+                    gbps = float(printed)
+                except ValueError:
+                    gbps = math.nan
+                if not math.isfinite(gbps) or gbps <= 0:
+                    why = f"bandwidthTest printed {printed} GB/s" + (": below its 0.1 GB/s resolution" if gbps == 0 else "")
+                    build.gap(mode, device, direction, nbytes, fields, "skipped", why)
                     continue
-                build.add(mode, device, direction, _point(nbytes, figure, 1, BT_COPIES), fields, failure)
-    if not lines_seen:
-        listed = "; ".join(build.not_imported[:2]) or "nothing to read"
-        raise XferbenchError(f"no bandwidthTest CSV line in the output ({listed})")
-    peer = {"tool": "bandwidthTest", "version": None, "commands": commands, "files": [str(p) for p in paths],
-            "sizes_bytes": sorted(set(sizes)), "not_imported": build.not_imported, "imported": _now()}  # fmt: skip
+                build.figure(mode, device, direction, nbytes, fields, gbps, 1, BT_COPIES)
+            build.end_run(failure)
     series = build.done()
+    if not any(s.ok_points() for s in series):
+        listed = "; ".join([*errors, *build.not_imported][:3]) or "nothing to read"
+        raise XferbenchError(f"no host<->device figure in the bandwidthTest output ({_one_line(listed)}); run bandwidthTest --htod --csv"
+                             " and give what it printed")  # fmt: skip
     for s in series:
         if s.device != "cuda:all":
             s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
-    return _result(_environment(environment, None, devices, peer, {}), series, paths)
+    peer = _peer("bandwidthTest", [], [], commands, paths, sizes, build.not_imported, errors=errors)
+    return _result(_environment(environment, None, devices, {}, peer), series, paths)
 
 
-def _bandwidthtest_fields(mode: str, direction: str, used: int, cputiming: bool) -> dict[str, Any]:
+def _bandwidthtest_failure(run: dict[str, Any], where: str) -> str | None:
+    """Why a run failed: it printed Result = FAIL, exited non-zero, or stopped before its Result line."""
+    lines = [line.strip() for line in run["lines"]]
+    said = []
+    if "Result = FAIL" in lines:
+        said.append("bandwidthTest printed Result = FAIL")
+    if run["exit"] not in (None, 0):
+        said.append(f"it exited {run['exit']}" if isinstance(run["exit"], int) else f"exit: {run['exit']}")
+    if not said and "Result = PASS" not in lines and any(BT_BANNER in line for line in lines):
+        error = next((line for line in reversed(lines) if line and not line.startswith(("bandwidthTest-", "NOTE:"))), "")
+        said.append(f"bandwidthTest stopped before its Result line{': ' + error[:200] if error else ''}")
+    return f"{where}: {'; '.join(said)}" if said else None
+
+
+def _bandwidthtest_fields(mode: str, direction: str, used: int, timing: str) -> dict[str, Any]:
     """What a series of bandwidthTest says about how it was measured."""
     way = "host to device" if direction == H2D else "device to host"
     if mode == "pageable":
         how = (f"{BT_COPIES} synchronous cudaMemcpy from malloc'd memory, each timed with the host clock and summed"
-               " (a 256 MiB memset between them flushes the CPU caches)")  # fmt: skip
-        clock, method, buffer = "gettimeofday around each copy, summed (bandwidthTest)", PER_CALL, "numpy"
+               " (a 256 MiB memset after each copy, not timed, flushes the CPU caches)")  # fmt: skip
+        clock, sync, method, buffer = "gettimeofday around each cudaMemcpy, summed, per copy (bandwidthTest)", "cudaMemcpy returns when done", PER_CALL, "numpy"
     else:
         memory = "write-combined pinned memory (cudaHostAllocWriteCombined)" if mode == "pinned_wc" else "pinned memory (cudaHostAlloc)"
-        how = f"{BT_COPIES} cudaMemcpyAsync on the default stream from {memory}, between two events, no warm-up"
-        clock = ("the host clock around the copies" if cputiming else "CUDA events around the copies") + ", per copy (bandwidthTest)"
-        method, buffer = STREAMED, "pinned"
+        how = f"{BT_COPIES} cudaMemcpyAsync on the default stream from {memory}, between two events, with no warm-up and fresh buffers"
+        clock = (f"the host clock (gettimeofday, --cputiming) around {BT_COPIES} queued copies" if timing == "cpu"
+                 else f"CUDA events (cudaEventElapsedTime) around {BT_COPIES} queued copies") + ", per copy (bandwidthTest)"  # fmt: skip
+        sync, method, buffer = "cudaDeviceSynchronize after the stop event", STREAMED, "pinned"
     note = f"bandwidthTest: {way}, {how}; one aggregate figure per size, printed to 0.1 GB/s"
     if used > 1:
-        note += f"; the sum over {used} GPUs (--device=all)"
+        note += f"; the sum of {used} GPUs' figures (--device=all), one GPU after another, not a rate reached at once"
     return {"host_buffer": buffer, "method": method, "transfer": HOST_TO_DEVICE if direction == H2D else DEVICE_TO_HOST,
-            "clock": clock, "sync": "cudaEventSynchronize on the stop event" if method == STREAMED else "cudaMemcpy returns when done",
+            "clock": clock, "sync": sync, "device_clock": None,
             "params": {"tool": "bandwidthTest", "samples": 1, "copies_per_sample": BT_COPIES, "statistic": "aggregate",
                        "devices_summed": used},
             "note": note}  # fmt: skip
