@@ -223,7 +223,7 @@ def test_bandwidthtest_sums_failures_and_what_is_not_imported(tmp_path) -> None:
 
 def test_bandwidthtest_bad_input_says_what_to_do(tmp_path) -> None:
     readable = write(tmp_path, "[CUDA Bandwidth Test] - Starting...\n   32000000\t\t\t25.9\nResult = PASS\n")
-    one_line_error(lambda: read_bandwidthtest([readable]), "no host<->device figure.*run bandwidthTest with --csv")
+    one_line_error(lambda: read_bandwidthtest([readable]), "no host<->device figure.*run bandwidthTest again with --csv")
     nvb = write(tmp_path, out.nvbandwidth(out.passed(H2D_CE, "55.3")), "nvb.json")
     one_line_error(lambda: read_bandwidthtest([nvb]), "not bandwidthTest's output.*run bandwidthTest with --csv")
     one_line_error(lambda: read_bandwidthtest([tmp_path / "gone.txt"]), "gone.txt: no such file")
@@ -261,7 +261,8 @@ def test_an_imported_file_reads_beside_a_simulated_one(tmp_path) -> None:
     peer = tmp_path / "peer.json"
     read_nvbandwidth([write(tmp_path, out.kit_runs(*runs), "raw.json")]).save(peer)
     bt = tmp_path / "bt.json"
-    read_bandwidthtest([write(tmp_path, out.bandwidthtest(out.csv_line("H2D-Pinned", 25.9, 16 * IMAGE)), "bt.txt")]).save(bt)
+    read_bandwidthtest([write(tmp_path, out.bandwidthtest(out.csv_line("H2D-Pinned", 25.9, 16 * IMAGE)), "bt.txt")],
+                       environment={"host": "node07"}).save(bt)  # bandwidthTest names no host: the machine's capture does
     sim = tmp_path / "sim.json"
     run_config(SweepConfig(frameworks=("sim",), batch_sizes=(16, 64, 512), timing=FAST, sim=SimLink(bandwidth_gbps=50))).save(sim)
     loaded = load(peer)
@@ -277,8 +278,9 @@ def test_an_imported_file_reads_beside_a_simulated_one(tmp_path) -> None:
     assert {row.source for row in found.rows} == {"nvbandwidth", "bandwidthTest"}
     nvb_row = next(row for row in found.rows if row.source == "nvbandwidth")
     assert nvb_row.ceiling_mbps == pytest.approx(50_960) and "(nvbandwidth)" in nvb_row.measured
+    assert found.gpus == 1 and len(found.rows) == 2  # one GPU, measured by two tools
     for base, new in ((peer, peer), (peer, sim), (sim, bt)):  # no raw samples: nothing to test significance on
-        with pytest.raises(XferbenchError):
+        with pytest.raises(XferbenchError, match="figures \\(xferbench import\\): a peer keeps no raw samples"):
             compare.compare_files(base, new, 0.05)
 
 
@@ -296,7 +298,8 @@ def test_import_commands_write_a_result_file_and_refuse_bad_input(tmp_path) -> N
     said = CliRunner().invoke(app, ["import", "bandwidthtest", str(bt), "-o", str(tmp_path / "bt-result.json")])
     assert said.exit_code == 0 and load(tmp_path / "bt-result.json").series[0].mode == "pinned"
     for args, message in ((["nvbandwidth", str(bt)], "not nvbandwidth's JSON output"),
-                          (["nvbandwidth", str(raw), "-o", str(raw)], "is one of the result files"),
+                          (["nvbandwidth", str(raw), "--buffer-size", "96", "-o", str(raw)], "is one of the result files"),
+                          (["nvbandwidth", str(raw)], "nvbandwidth says its buffer was smaller than its default"),
                           (["bandwidthtest", str(raw)], "not bandwidthTest's output"),
                           (["nvbandwidth", str(tmp_path)], "is a folder"),
                           (["nvbandwidth", str(raw), "--buffer-size", "0"], "give nvbandwidth's -b")):  # fmt: skip

@@ -50,23 +50,27 @@ if [ "$1" = "-q" ]; then echo "==============NVSMI LOG=============="; echo "Pro
 if [ "$1" = "topo" ]; then printf '\\tGPU0\\tCPU Affinity\\tNUMA Affinity\\nGPU0\\t X \\t0-1\\t0\\n'; exit 0; fi
 exit 1
 """
-# nvbandwidth -j as v0.8 prints it (json_output.cpp): string cells; -b 1 fails as a fatal CUDA error does.
-NVBANDWIDTH = """import json, sys
+# nvbandwidth -j as v0.8 prints it (json_output.cpp): string cells; every GPU it sees (one where
+# CUDA_VISIBLE_DEVICES names the validated GPU's UUID); -b 1 dies mid-testcase as a CUDA error does.
+NVBANDWIDTH = f"""import json, os, sys
 args = sys.argv[1:]
 size = int(args[args.index("-b") + 1])
 tests = args[args.index("-t") + 1:]
-root = {"CUDA Runtime Version": 13000, "Driver Version": "580.65.06", "GPU Device list": ["0: Fake GPU (00000000:01:00): (validator)"],
-        "git_version": "", "version": "v0.8"}
+gpus = ["Fake GPU (00000000:01:00)"] if os.environ.get("CUDA_VISIBLE_DEVICES") == {UUID!r} else ["Fake GPU (00000000:01:00)", "Other GPU (00000000:02:00)"]
+root = {{"CUDA Runtime Version": 13000, "Driver Version": "580.65.06", "GPU Device list": [f"{{i}}: {{g}}: (validator)" for i, g in enumerate(gpus)],
+        "git_version": "", "version": "v0.8"}}
 if size < 512:
     root["warning"] = "NOTE: You have chosen a buffer size that is smaller than the default buffer size."
+gbps = {{"host_to_device_memcpy_ce": 4.5, "device_to_host_memcpy_ce": 4.75}}
+arrow = {{"host_to_device_memcpy_ce": "->", "device_to_host_memcpy_ce": "<-"}}
 if size == 1:
+    root["testcases"] = [{{"name": tests[0], "status": "Running"}}]
     root["error"] = "[CUDA_ERROR_OUT_OF_MEMORY] out of memory in expression cuMemHostAlloc"
-    print(json.dumps({"nvbandwidth": root}, indent=3))
+    print(json.dumps({{"nvbandwidth": root}}, indent=3))
     sys.exit(1)
-gbps = {"host_to_device_memcpy_ce": 4.5, "device_to_host_memcpy_ce": 4.75}
-root["testcases"] = [{"name": t, "status": "Passed", "bandwidth_matrix": [[str(gbps[t])]], "sum": gbps[t],
-                      "bandwidth_description": "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"} for t in tests]
-print(json.dumps({"nvbandwidth": root}, indent=3))
+root["testcases"] = [{{"name": t, "status": "Passed", "bandwidth_matrix": [[str(gbps[t])] * len(gpus)], "sum": gbps[t] * len(gpus),
+                      "bandwidth_description": f"memcpy CE CPU(row) {{arrow[t]}} GPU(column) bandwidth (GB/s)"}} for t in tests]
+print(json.dumps({{"nvbandwidth": root}}, indent=3))
 """
 # bandwidthTest --csv as the CUDA samples' v12.8 prints it.
 BANDWIDTHTEST = """import sys
@@ -123,18 +127,22 @@ def test_validate_writes_the_folder_and_the_verdict(gpu_machine, tmp_path) -> No
     assert verdict.startswith("# xferbench validation: Fake GPU (cuda:0) on validator\n\n**FAIL**: failed: ")
     assert "| every path's bytes verified | **PASS** |" in verdict
     assert "| streamed raw pinned copy within 3% of nvbandwidth's copy engine from 16 MiB | **FAIL** |" in verdict
-    assert "no published host-to-device figure for this model (Fake GPU)" in verdict
+    assert "No published host-to-device figure for this model (Fake GPU)" in verdict and "Health-check floor: none published" in verdict
     assert "| 48 MiB (50.3 MB) |" in verdict and "nvbandwidth copy engine" in verdict  # batch 256 of 256x256x3: both measured it
     assert "`peers/nvbandwidth.json`: nvbandwidth's own output" in verdict
     commands = (out / "peers" / "commands.txt").read_text()
     assert "exit 1" in commands and "-b 1 -t" in commands  # the failed run is kept, with its exit code
     raw = json.loads((out / "peers" / "nvbandwidth.json").read_text())
     assert [r["buffer_size_mib"] for r in raw["runs"]] == [1, 3, 16, 48, 256]
+    assert all(r["environment"] == {"CUDA_VISIBLE_DEVICES": UUID} for r in raw["runs"])  # shown the validated GPU alone
+    assert "- nvbandwidth: nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0: peers/nvbandwidth.json run 1 (-b 1):" in verdict
+    assert "failed (Running): nvbandwidth's error: [CUDA_ERROR_OUT_OF_MEMORY]" in verdict  # a failed peer run is said
     nvb = load(out / "peer-nvbandwidth.json")
     ce = [s for s in nvb.series if s.mode == "host_to_device_memcpy_ce" and s.ok_points()]
     assert {p.bytes for s in ce for p in s.ok_points()} == {3 * 2**20, 16 * 2**20, 48 * 2**20, 256 * 2**20}
     assert all(p.mbps == 4500 for s in ce for p in s.ok_points())
     assert nvb.environment["nvml"]["gpus"][0]["uuid"] == UUID  # the machine's own facts travel with the peer's figures
+    assert {s.device for s in nvb.series} == {"cuda:0"} and "Other GPU" not in json.dumps(nvb.environment)
     bt = load(out / "peer-bandwidthtest.json")
     assert {s.mode for s in bt.series} == {"pinned", "pageable"}
     assert "nvbandwidth/host_to_device_memcpy_ce" in (out / "report.md").read_text()
@@ -166,3 +174,20 @@ def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
     monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
     said = CliRunner().invoke(app, ["validate", *args])
     assert said.exit_code == 2 and message in said.output and "Traceback" not in said.output
+
+
+def test_a_peer_that_hangs_costs_one_timeout_and_its_other_runs_are_skipped(tmp_path, monkeypatch) -> None:
+    from xferbench import validation
+
+    monkeypatch.setattr(validation, "PEER_TIMEOUT_S", 0.5)
+    hangs = executable(tmp_path / "bandwidthTest", "import time\ntime.sleep(30)\n")
+    run = validation.Validation(tmp_path / "v", quick=True, peers={"bandwidthTest": str(hangs)})
+    (tmp_path / "v").mkdir()
+    log = validation.CommandLog(tmp_path / "v" / "peers" / "commands.txt", lambda line: None)
+    peer = validation.bandwidthtest_peer(str(hangs), run, log, {})
+    validation.run_bandwidthtest(peer, run)
+    assert peer.stopped and "did not finish a run within 0.5 s" in peer.stopped
+    assert len((tmp_path / "v" / "peers" / "commands.txt").read_text().splitlines()) == 1  # one try, not one per size
+    assert "bandwidthTest ran without NUMA binding (the GPU's NUMA node is unknown)" in peer.notes[0]
+    kept = (tmp_path / "v" / "peers" / "bandwidthTest.txt").read_text()
+    assert "### exit timed out or could not start" in kept  # written as it ended

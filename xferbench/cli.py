@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -564,7 +565,7 @@ def fleet(
     except XferbenchError as error:
         raise fail(str(error)) from None
     header, rows = fleets.table_rows(found)
-    table = Table(title=f"xferbench fleet: {len(found.rows)} GPU(s), {len(found.flagged)} flagged", title_justify="left")
+    table = Table(title=f"xferbench fleet: {found.gpus} GPU(s), {len(found.flagged)} flagged", title_justify="left")
     for name in header:
         table.add_column(name, justify="right" if "MB/s" in name or name == "batch" else "left")
     for cells in rows:
@@ -624,19 +625,22 @@ def validate(
         raise typer.Exit(1)
 
 
-import_app = typer.Typer(help="Turn a peer tool's own output into an xferbench result file, for plot, report, compare and fleet to read beside xferbench's own.",
+import_app = typer.Typer(help="Turn a peer tool's own output into an xferbench result file, for report, plot and fleet to read beside xferbench's own.",
                          no_args_is_help=True)  # fmt: skip
 app.add_typer(import_app, name="import")
 PEER_FILES = Annotated[list[Path], typer.Argument(help="The tool's output as it printed it.", show_default=False)]
 IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json", show_default=False)]  # fmt: skip
-IMPORT_SHAPE = Annotated[str, typer.Option(help="The uint8 item a size is counted in, where it holds a whole number of them (the batch axis of plot and report); other sizes count 1 MiB items.")]  # fmt: skip
+IMPORT_SHAPE = Annotated[str, typer.Option(help="The uint8 item a series' sizes are counted in where each is a whole number of them (the batch axis of plot and report); else 1 MiB items, else 1000 B, else bytes.")]  # fmt: skip
+IMPORT_HOST = Annotated[Optional[str], typer.Option("--host", help="The machine the tool ran on, where its output does not say (bandwidthTest's never does).", show_default=False)]  # fmt: skip
 
 
-def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bool, read: Any) -> None:
+def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bool, host: Optional[str], read: Any) -> None:
     try:
         result = read()
-        host = str(result.environment.get("host") or host_name())
-        target, numbered = output_path(out_path, f"{host}-{tool.lower()}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        if host:  # bandwidthTest's output names no host; a fleet tells nodes apart by it
+            result.environment["host"] = host
+        name = re.sub(r"[^A-Za-z0-9_.-]", "-", str(result.environment.get("host") or host_name()))
+        target, numbered = output_path(out_path, f"{name}-{tool.lower()}-{time.strftime('%Y%m%d-%H%M%S')}.json")
         refuse_overwriting_input(target, files, "--out")
         output = OutputFile(target, overwrite=overwrite, numbered=numbered)
         output.save(result)
@@ -644,10 +648,16 @@ def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bo
         raise fail(str(error)) from None
     series = [s for s in result.series if s.ok_points()]
     points = sum(len(s.ok_points()) for s in series)
-    left_out = (result.environment.get("peer") or {}).get("not_imported") or []
+    peer = result.environment.get("peer") or {}
     out.print(f"saved {output.path}: {len(series)} series, {points} points from {tool}", highlight=False)
-    for item in left_out:
-        err.print(f"[yellow]not imported:[/] {escape(str(item))}", highlight=False)
+    for said in dict.fromkeys(note for s in result.series for note in (s.note or "").split("; ") if "buffer size" in note):
+        err.print(f"[yellow]note:[/] {escape(said)}; if the run gave -b, import it again with --buffer-size", highlight=False)
+    failed = [f"{s.label()}: {s.reason}" for s in result.series if s.status == "failed"]
+    errors = [e for e in peer.get("errors") or [] if not any(e in f for f in failed)]  # one not said with a series already
+    for label, items in (("failed", failed), ("error", errors), (f"{tool} warned", peer.get("warnings") or []),
+                         ("not imported", peer.get("not_imported") or [])):  # fmt: skip
+        for item in dict.fromkeys(items):
+            err.print(f"[yellow]{label}:[/] {escape(str(item))}", highlight=False)
 
 
 @import_app.command("nvbandwidth")
@@ -655,26 +665,28 @@ def import_nvbandwidth(
     files: PEER_FILES,
     buffer_size: Annotated[Optional[int], typer.Option("--buffer-size", "-b", help="The run's -b in MiB: nvbandwidth's JSON does not record it. Default: the version's own default (512 MiB from v0.7, 64 MiB before).", show_default=False)] = None,
     shape: IMPORT_SHAPE = "256x256x3",
+    host: IMPORT_HOST = None,
     out_path: IMPORT_OUT = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Import nvbandwidth's JSON output (nvbandwidth -j), its host<->device testcases, failed and waived ones included."""
     from xferbench import peers
 
-    _import("nvbandwidth", files, out_path, overwrite, lambda: peers.read_nvbandwidth(files, buffer_size, parse_shape(shape)))
+    _import("nvbandwidth", files, out_path, overwrite, host, lambda: peers.read_nvbandwidth(files, buffer_size, parse_shape(shape)))
 
 
 @import_app.command("bandwidthtest")
 def import_bandwidthtest(
     files: PEER_FILES,
     shape: IMPORT_SHAPE = "256x256x3",
+    host: IMPORT_HOST = None,
     out_path: IMPORT_OUT = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Import the CUDA samples' bandwidthTest output (bandwidthTest --csv), every CSV line of every run it holds."""
     from xferbench import peers
 
-    _import("bandwidthTest", files, out_path, overwrite, lambda: peers.read_bandwidthtest(files, parse_shape(shape)))
+    _import("bandwidthTest", files, out_path, overwrite, host, lambda: peers.read_bandwidthtest(files, parse_shape(shape)))
 
 
 SHOW_ALL = Annotated[bool, typer.Option("--all", help="Start every installed framework and show everything, also what this machine lacks.")]

@@ -180,6 +180,11 @@ def compare(
     Raises a one-line XferbenchError naming both files (`names`) when no point is in both,
     so a CI gate never passes by comparing nothing.
     """
+    for result, name in ((base, names[0]), (new, names[1])):
+        tool = (result.environment.get("peer") or {}).get("tool")
+        if tool:
+            raise XferbenchError(f"{name} holds {tool}'s figures (xferbench import): a peer keeps no raw samples, so there is nothing"
+                                 " to test; set it beside a sweep with xferbench report")  # fmt: skip
     base_series, new_series, new_all = _measured(base), _measured(new), _by_key(new)
     comparison = Comparison(threshold, alpha)
     for key, series in base_series.items():

@@ -69,6 +69,11 @@ class Fleet:
     def flagged(self) -> list[Row]:
         return [row for row in self.rows if row.flags]
 
+    @property
+    def gpus(self) -> int:
+        """GPUs, not rows: one GPU measured by xferbench and by a peer is one GPU."""
+        return len({(row.host, row.device) for row in self.rows})
+
 
 def find_files(inputs: Sequence[Path]) -> list[Path]:
     """The files given, and every *.json under each folder given (sorted); a one-line error for
@@ -210,7 +215,8 @@ def table_rows(fleet: Fleet) -> tuple[list[str], list[list[str]]]:
     header = ["host", "GPU", "link", "batch", "raw ceiling MB/s", *[f"{p} MB/s" for p in paths], "verdict", "flags"]
     rows = []
     for row in sorted(fleet.rows, key=lambda r: (not r.flags, r.host, r.device)):
-        cells = [row.host, f"{row.device} {row.device_name}", row.link, str(row.batch_size or "-"),
+        by = "" if row.source == "xferbench" else f" (by {row.source})"  # a peer's imported figures: a row of their own
+        cells = [row.host, f"{row.device} {row.device_name}{by}", row.link, str(row.batch_size or "-"),
                  f"{row.ceiling_mbps:,.0f}" if row.ceiling_mbps else "-",
                  *[f"{row.paths[p]:,.0f}" if row.paths.get(p) else "-" for p in paths], row.verdict,
                  "; ".join(row.flags) or "ok"]  # fmt: skip
@@ -221,7 +227,7 @@ def table_rows(fleet: Fleet) -> tuple[list[str], list[list[str]]]:
 def markdown(fleet: Fleet) -> str:
     header, rows = table_rows(fleet)
     lines = ["## xferbench fleet", "",
-             f"{len(fleet.rows)} GPU(s) from {len({r.file for r in fleet.rows})} file(s); {len(fleet.flagged)} flagged.", "",
+             f"{fleet.gpus} GPU(s) from {len({r.file for r in fleet.rows})} file(s); {len(fleet.flagged)} flagged.", "",
              "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
              *("| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in rows), ""]  # fmt: skip
     lines += ["Groups (GPUs of one model and maximum link, measured alike), by which stragglers are judged:", ""]

@@ -19,6 +19,7 @@ readers that set a peer beside xferbench match them by bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -150,6 +151,9 @@ class _Builder:
             elif entry.waived and not series.ok_points():
                 series.status, series.reason = "skipped", entry.waived
             series.refresh_summary()
+            # A fit of latency and bandwidth needs per-copy times; a peer's figures are aggregates over many copies.
+            series.summary = dataclasses.replace(series.summary, latency_s=None, bandwidth_mbps=None, half_bandwidth_bytes=None,
+                                                 fit_rel_rms=None)  # fmt: skip
             found.append(series)
         return found
 
@@ -289,7 +293,7 @@ def _nvbandwidth_runs(path: Path) -> list[dict[str, Any]]:
                          "exit": run.get("exit_code"), "raw": raw, "where": f"{path} run {number}"})  # fmt: skip
         return runs
     if not isinstance(document, dict) or not isinstance(document.get("nvbandwidth"), dict):
-        if re.search(r'\{\s*"nvbandwidth"\s*:', text):
+        if re.search(r'\{\s*"(nvbandwidth|tool|runs)"\s*:', text):
             raise XferbenchError(f"{path}: nvbandwidth's JSON in it is cut short (it does not parse); save the whole output of nvbandwidth -j")
         raise XferbenchError(f"{path}: not nvbandwidth's JSON output (no 'nvbandwidth' object); run nvbandwidth with -j and save what it prints")
     return [{"output": document, "mib": None, "command": None, "exit": None, "raw": None, "where": str(path)}]
@@ -346,6 +350,9 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
                      "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else facts.get("cuda_driver")}  # fmt: skip
             if root.get("warning"):
                 warnings.append(_one_line(root["warning"]))
+            if not (run["mib"] or given or buffer_size_mib) and "smaller than the default" in str(root.get("warning") or ""):
+                raise XferbenchError(f"{run['where']}: nvbandwidth says its buffer was smaller than its default, and its JSON does"
+                                     " not record -b; give the run's -b in MiB with --buffer-size")  # fmt: skip
             mib = run["mib"] or given or buffer_size_mib or _default_mib(version)
             if mib is None:
                 raise XferbenchError(f"{run['where']}: nvbandwidth {version or '(no version)'} does not record its buffer size, and"
@@ -528,8 +535,10 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             timing = "cpu" if "--cputiming" in words or "-cputiming" in words else "events"
             lines = [line.strip() for line in run["lines"] if line.strip().startswith("bandwidthTest-")]
             if not lines:
-                said = _one_line(" ".join(run["lines"]))[-200:]
-                build.not_imported.append(f"{where}: no CSV line (run bandwidthTest with --csv){': ' + said if said else ''}")
+                readable = any("Transfer Size (Bytes)" in line for line in run["lines"])
+                said = "" if readable else _one_line(" ".join(run["lines"]))[-80:]
+                what = "its readable table, not --csv" if readable else "no CSV line"
+                build.not_imported.append(f"{where}: {what}: run bandwidthTest again with --csv{': ' + said if said else ''}")
             for line in lines:
                 match = BT_LINE.match(line)
                 if match is None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, busy_warning, measured_directions, noisy_points, published_note, rate, uncertain_note
+from xferbench.display import FAULTY, POOR_FIT, busy_warning, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
@@ -200,17 +200,20 @@ def summary_table(
 def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
     """MB/s per batch size with the series side by side, each with its ratio to the first series at
     the same batch: the table a comparison of two GPUs, paths or machines in a bug report turns on."""
-    rates = [{p.batch_size: p.mbps for p in pick.series.ok_points() if p.mbps} for pick in picks]
+    # Series of one item shape line up by batch; of several (a peer's 1 MiB items beside 256x256x3 images),
+    # only by the bytes each call moved: a ratio is taken between equal sizes only.
+    by_batch = len({tuple(pick.series.shape) for pick in picks}) == 1
+    rates = [{(p.batch_size if by_batch else p.bytes): p.mbps for p in pick.series.ok_points() if p.mbps} for pick in picks]
     rows = []
     for batch in sorted({batch for measured in rates for batch in measured}):
         reference = rates[0].get(batch)
-        row = [str(batch), rate(reference) if reference else ABSENT]
+        row = [str(batch) if by_batch else size(batch), rate(reference) if reference else ABSENT]
         for measured in rates[1:]:
             mbps = measured.get(batch)
             ratio = f" ({mbps / reference:.2f}×)" if mbps and reference else ""
             row.append(f"{rate(mbps)}{ratio}" if mbps else ABSENT)
         rows.append(row)
-    header = ["batch size", f"reference: {names[0]}", *names[1:]]
+    header = ["batch size" if by_batch else "bytes per call", f"reference: {names[0]}", *names[1:]]
     return table(header, rows, [True] * len(header))
 
 
@@ -404,11 +407,16 @@ def render(
     if published:
         lines += ["Published figures for the same GPU model (healthy host↔device copies others measured; xferbench's"
                   " docs/published-figures.md gives each with its source and date):", *published, ""]  # fmt: skip
-    if len(picks) > 1:
+    if len(picks) > 1 and len({tuple(p.series.shape) for p in picks}) == 1:
         lines += ["### MB/s by batch size", "",
                   "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"
                   f" the reference, at the same batch; {ABSENT}: not measured at that batch.", "",
                   *comparison_table(picks, names), ""]  # fmt: skip
+    elif len(picks) > 1:  # items of several shapes: a batch of one is no batch of another
+        lines += ["### MB/s by bytes per call", "",
+                  "Median MB/s at each size, series side by side (their items differ in shape, so sizes, not batches,"
+                  f" line up); (×): the ratio to the first series, the reference, at the same size; {ABSENT}: not"
+                  " measured at that size.", "", *comparison_table(picks, names), ""]  # fmt: skip
     lines += at_once_section(picks, files, labels)
     notes = _notes(picks, names, files, empty)
     if notes:

@@ -44,7 +44,8 @@ BOTH_METHODS = ("--timing", "per-call", "--timing", "streamed")
 LINK_RUN = ("-f", "cuda", "-m", "raw_pinned", "--timing", "streamed", "--shape", "512x512x4", "--batch-sizes", "256")
 LINK_TIME, QUICK_LINK_TIME = ("--min-time", "10", "--max-time", "20"), ("--min-time", "2", "--max-time", "4")
 NVBANDWIDTH_TESTS = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
-PEER_TIMEOUT_S = 600.0  # one peer command; a hung tool must not hold the validation forever
+PEER_TIMEOUT_S = 600.0  # one peer command; a hung tool must not hold the validation forever: after one, its others are skipped
+PEER_BUDGET_S = 1800.0  # one peer's commands in all
 MAX_PEER_BYTES = 2**30  # bandwidthTest counts bytes in an unsigned int; nothing above 1 GiB is asked of either tool
 PEERS = {"nvbandwidth": "nvbandwidth", "bandwidthtest": "bandwidthTest"}  # how each is recognised, and its own name
 WHERE_TO_GET = {
@@ -160,11 +161,11 @@ def run_sweeps(validation: Validation, echo: Echo) -> dict[str, Result | None]:
     return files
 
 
-def _run(command: list[str], timeout_s: float = PEER_TIMEOUT_S) -> tuple[int | None, float, str]:
+def _run(command: list[str], timeout_s: float = PEER_TIMEOUT_S, env: dict[str, str] | None = None) -> tuple[int | None, float, str]:
     """A peer's command: its exit code (None when it timed out or could not start), seconds, output."""
     started = time.monotonic()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout_s)
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout_s, env=env)
         return done.returncode, time.monotonic() - started, done.stdout + done.stderr
     except subprocess.TimeoutExpired as stopped:
         text = (stopped.stdout or b"").decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
@@ -206,19 +207,79 @@ def run_nvidia_smi(folder: Path, echo: Echo) -> list[str]:
     return notes
 
 
-def run_nvbandwidth(executable: str, validation: Validation, log: CommandLog) -> Path:
+@dataclass
+class PeerRun:
+    """One peer's commands in this validation: where it stands, and what the verdict must say of it."""
+
+    name: str
+    executable: str
+    log: CommandLog
+    environment: dict[str, Any] = field(default_factory=dict)  # variables set for it (CUDA_VISIBLE_DEVICES)
+    prefix: list[str] = field(default_factory=list)  # a command it runs under (numactl)
+    notes: list[str] = field(default_factory=list)
+    spent_s: float = 0.0
+    stopped: str | None = None  # why its remaining runs were skipped
+
+    def __call__(self, arguments: list[str]) -> tuple[int | None, float, str, list[str]] | None:
+        """Run it once; None once it has hung or spent its budget (the rest are skipped, and said)."""
+        if self.stopped:
+            return None
+        command = [*self.prefix, self.executable, *arguments]
+        code, seconds, text = _run(command, timeout_s=PEER_TIMEOUT_S, env={**os.environ, **self.environment})
+        self.log(command, code, seconds)
+        self.spent_s += seconds
+        if code is None:
+            self.stopped = f"{self.name} did not finish a run within {PEER_TIMEOUT_S:g} s (or could not start); its remaining runs were skipped"
+        elif self.spent_s > PEER_BUDGET_S:
+            self.stopped = f"{self.name} took over {PEER_BUDGET_S / 60:g} minutes in all; its remaining runs were skipped"
+        return code, seconds, text, command
+
+
+def _gpu_uuid(environment: dict[str, Any], device: str) -> str | None:
+    entry = device_entry(environment, device)
+    return (entry.get("nvml") or {}).get("uuid") or entry.get("uuid")
+
+
+def nvbandwidth_peer(executable: str, validation: Validation, log: CommandLog, environment: dict[str, Any]) -> PeerRun:
+    """nvbandwidth measures every GPU it sees: it is shown only the validated one (by UUID), so it
+    neither loads the others nor takes eight times as long on an eight-GPU node."""
+    run = PeerRun("nvbandwidth", executable, log)
+    uuid = _gpu_uuid(environment, validation.device)
+    if uuid:
+        run.environment["CUDA_VISIBLE_DEVICES"] = uuid
+    else:
+        run.notes.append("nvbandwidth measured every GPU it saw: the validated GPU's UUID is not known to show it that one alone")
+    return run
+
+
+def bandwidthtest_peer(executable: str, validation: Validation, log: CommandLog, environment: dict[str, Any]) -> PeerRun:
+    """bandwidthTest binds itself to no NUMA node: it runs under numactl on the GPU's node where both
+    are known, as xferbench's workers and nvbandwidth are bound, so placement is no difference."""
+    run = PeerRun("bandwidthTest", executable, log)
+    node = (device_entry(environment, validation.device).get("nvml") or {}).get("numa_node")
+    numactl = shutil.which("numactl")
+    if isinstance(node, int) and node >= 0 and numactl:
+        run.prefix = [numactl, f"--cpunodebind={node}", f"--membind={node}"]
+    else:
+        why = "numactl is not on PATH" if isinstance(node, int) and node >= 0 else "the GPU's NUMA node is unknown"
+        run.notes.append(f"bandwidthTest ran without NUMA binding ({why}): its pinned figures may reflect where its memory landed")
+    return run
+
+
+def run_nvbandwidth(peer: PeerRun, validation: Validation) -> Path:
     """nvbandwidth's copy-engine tests at every size xferbench moves that is a whole number of MiB
-    (nvbandwidth's -b is in MiB), each run kept whole with its command, exit code and time."""
-    runs = []
-    for nbytes in validation.sizes():
-        if nbytes % 2**20:
-            continue
+    (its -b is in MiB), each run kept whole with its command, exit code and time, written as it ends."""
+    path = validation.folder / "peers" / "nvbandwidth.json"
+    runs: list[dict[str, Any]] = []
+    for nbytes in (n for n in validation.sizes() if n % 2**20 == 0):
         mib = nbytes // 2**20
-        command = [executable, "-j", "-b", str(mib), "-t", *NVBANDWIDTH_TESTS]
-        code, seconds, text = _run(command)
-        log(command, code, seconds)
+        done = peer(["-j", "-b", str(mib), "-t", *NVBANDWIDTH_TESTS])
+        if done is None:
+            break
+        code, seconds, text, command = done
         run: dict[str, Any] = {"buffer_size_mib": mib, "buffer_size_bytes": nbytes, "command": shlex.join(command),
-                               "exit_code": code, "seconds": round(seconds, 2), "output": None, "stdout_stderr_raw": text}  # fmt: skip
+                               "environment": peer.environment, "exit_code": code, "seconds": round(seconds, 2), "output": None,
+                               "stdout_stderr_raw": text}  # fmt: skip
         start = text.find("{")
         if start >= 0:
             try:
@@ -226,30 +287,33 @@ def run_nvbandwidth(executable: str, validation: Validation, log: CommandLog) ->
             except ValueError:
                 pass
         runs.append(run)
-    path = validation.folder / "peers" / "nvbandwidth.json"
-    path.write_text(json.dumps({"tool": "nvbandwidth", "binary": executable, "runs": runs}, indent=1) + "\n")
+        path.write_text(json.dumps({"tool": "nvbandwidth", "binary": peer.executable, "runs": runs}, indent=1) + "\n")
     return path
 
 
-def run_bandwidthtest(executable: str, validation: Validation, log: CommandLog) -> Path:
+def run_bandwidthtest(peer: PeerRun, validation: Validation) -> Path:
     """bandwidthTest's host-to-device copies from pinned and from pageable memory, in range mode at
-    exactly the bytes of each xferbench point, each run under its command and exit code."""
-    sections = []
+    exactly the bytes of each xferbench point, each run under its command and exit code, written as it ends."""
+    path = validation.folder / "peers" / "bandwidthTest.txt"
+    path.write_text("")
     for memory in ("pinned", "pageable"):
         for nbytes in validation.sizes():
-            command = [executable, f"--device={validation.index}", "--htod", f"--memory={memory}", "--mode=range",
-                       f"--start={nbytes}", f"--end={nbytes}", f"--increment={nbytes}", "--csv"]  # fmt: skip
-            code, seconds, text = _run(command)
-            log(command, code, seconds)
+            done = peer([f"--device={validation.index}", "--htod", f"--memory={memory}", "--mode=range", f"--start={nbytes}",
+                         f"--end={nbytes}", f"--increment={nbytes}", "--csv"])  # fmt: skip
+            if done is None:
+                return path
+            code, _, text, command = done
             exit_line = "timed out or could not start" if code is None else str(code)
-            sections.append(f"### bandwidthTest {memory} {nbytes} B\n### $ {shlex.join(command)}\n### exit {exit_line}\n{text.rstrip()}\n")
-    path = validation.folder / "peers" / "bandwidthTest.txt"
-    path.write_text("\n".join(sections))
+            with path.open("a") as kept:
+                kept.write(f"### bandwidthTest {memory} {nbytes} B\n### $ {shlex.join(command)}\n### exit {exit_line}\n{text.rstrip()}\n\n")
     return path
 
 
-def import_peers(raw: dict[str, Path], environment: dict[str, Any], echo: Echo) -> dict[str, Result | None]:
-    """The peers' output as xferbench result files in the folder (None where it held no figure)."""
+def import_peers(raw: dict[str, Path], environment: dict[str, Any], validation: Validation, shown_one: set[str],
+                 notes: list[str], echo: Echo) -> dict[str, Result | None]:  # fmt: skip
+    """The peers' output as xferbench result files in the folder (None where it held no figure);
+    what failed or was left out, added to the verdict's notes. `shown_one`: the peers that were
+    shown the validated GPU alone, and so called it cuda:0."""
     from xferbench import peers
 
     readers = {"nvbandwidth": (peers.read_nvbandwidth, "peer-nvbandwidth.json"),
@@ -260,12 +324,31 @@ def import_peers(raw: dict[str, Path], environment: dict[str, Any], echo: Echo) 
         try:
             result = read([path], environment=environment)
         except XferbenchError as error:
-            echo(f"warning: {name}'s output could not be imported: {error}")
+            notes.append(f"{name}'s output gave no figure: {error}")
+            echo(f"warning: {name}'s output gave no figure: {error}")
             imported[name] = None
             continue
+        if name in shown_one and validation.device != "cuda:0":
+            _shown_one(result, validation.device)
+        peer = result.environment.get("peer") or {}
+        failed = [f"{s.label()}: {s.reason}" for s in result.series if s.status == "failed"]
+        said = dict.fromkeys(str(item).replace(f"{validation.folder}{os.sep}", "") for item in [*failed, *(peer.get("not_imported") or [])])
+        notes.extend(f"{name}: {item}" for item in said)  # paths inside the folder, as the reader of the verdict sees them
         result.save(path.parent.parent / stem)
         imported[name] = result
     return imported
+
+
+def _shown_one(result: Result, device: str) -> None:
+    """nvbandwidth, shown one GPU, calls it cuda:0: give its series and its entry the validated id."""
+    for series in result.series:
+        series.device = device if series.device == "cuda:0" else series.device
+    listed = result.environment.get("devices") or []
+    for entry in [d for d in listed if d.get("id") == device]:
+        listed.remove(entry)
+    for entry in listed:
+        if entry.get("id") == "cuda:0":
+            entry["id"] = device
 
 
 def _points(series: Series) -> dict[int, float]:
@@ -338,13 +421,20 @@ def size_label(nbytes: int) -> str:
     return f"{nbytes // 2**20} MiB ({size(nbytes)})" if nbytes % 2**20 == 0 else size(nbytes)
 
 
-def _ceiling(ours: Sequence[Result], device: str) -> float | None:
-    """The raw pinned copy's figure at its largest size, streamed where it ran: the link's own rate here."""
+def _ceiling(ours: Sequence[Result], device: str) -> tuple[float, int, str] | None:
+    """The raw pinned copy at its largest size, streamed where it ran (the link's own rate here): MB/s,
+    bytes and how it was timed."""
     for method in (STREAMED, PER_CALL):
         points = _pick(ours, "cuda", "raw_pinned", device, method)
         if points:
-            return points[max(points)]
+            return points[max(points)], max(points), method
     return None
+
+
+def _sweeps(files: dict[str, Result | None]) -> list[Result]:
+    """The two sweeps, without the long link run: its 256 MiB figure, timed another way, would stand
+    in for the large sweep's at the same size."""
+    return [r for stem, r in files.items() if r is not None and stem != "link"]
 
 
 def verdict_page(validation: Validation, files: dict[str, Result | None], imported: dict[str, Result | None],
@@ -366,25 +456,34 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
     lines = [f"# xferbench validation: {name} ({validation.device}) on {environment.get('host') or 'this machine'}", "",
              f"**{verdict}**: {why}. Made by xferbench {__version__} on {time.strftime('%Y-%m-%d')}"
              f"{' (--quick: a smoke test, not a validation)' if validation.quick else ''}.", ""]  # fmt: skip
-    facts = [("GPU", name), ("driver", device.get("driver") or nvml.get("driver")), ("CUDA (driver)", device.get("cuda_driver")),
+    node = nvml.get("numa_node")
+    facts = [("GPU", name), ("PCI address", nvml.get("pci_bus_id") or device.get("pci_bus_id")), ("UUID", nvml.get("uuid") or device.get("uuid")),
+             ("driver", device.get("driver") or nvml.get("driver")), ("CUDA (driver)", device.get("cuda_driver")),
              ("PCIe link, maximum", f"Gen{nvml['pcie_gen_max']} x{nvml['pcie_width_max']}" if nvml.get("pcie_gen_max") else None),
-             ("GPU's NUMA node", nvml.get("numa_node") if nvml.get("numa_node") is not None else f"unknown ({nvml.get('numa_node_reason') or 'no NVML facts'})"),
+             ("GPU's NUMA node", node if node is not None else f"unknown ({nvml.get('numa_node_reason') or 'no NVML facts'})"),
              ("CPU", environment.get("cpu")), ("OS", environment.get("os"))]  # fmt: skip
     lines += ["| | |", "|---|---|", *(f"| {k} | {v if v is not None else '—'} |" for k, v in facts), ""]
     lines += ["## Checks", "", validate.render(checks).rstrip(), ""]
-    ceiling = _ceiling(ours, validation.device)
-    lines += ["## Published figures for this model", "",
-              f"- Here: {references.published_line(name, ceiling / 1e3 if ceiling else None)}"]  # fmt: skip
+    ceiling = _ceiling(_sweeps(files), validation.device)
+    lines += ["## Published figures for this model", ""]
+    published = references.published_line(name, None)
+    published = published[:1].upper() + published[1:]
+    if ceiling is None:
+        lines.append(f"- Here: no raw pinned copy was measured. {published}.")
+    else:
+        mbps, nbytes, method = ceiling
+        lines.append(f"- Here: the raw pinned copy, {method}, at {size_label(nbytes)}: {mbps / 1e3:.1f} GB/s. {published}.")
     floor = references.floor_for(name)
-    lines += [f"- Health-check floor: {references.floor_line(floor)}" if floor else "- Health-check floor: no operator publishes one for this model"]
-    rows = [row for row in references.PUBLISHED if references.matches(row, name) and not row.any_gpu]
-    lines += [f"- {row.kind}: {row.low_gbps:g}{f'–{row.high_gbps:g}' if row.high_gbps != row.low_gbps else ''} GB/s"
-              f" {row.direction}, {row.tool} ({row.copy}{f', {row.size}' if row.size else ''}), {row.date}, {row.source}"
-              f"{f' — {row.caveat}' if row.caveat else ''}" for row in rows]  # fmt: skip
-    lines += ["", "Every published figure xferbench knows, with its source: docs/published-figures.md in xferbench's repository.", ""]
+    if floor is None:
+        lines.append("- Health-check floor: none published for this model.")
+    else:
+        where = "" if ceiling is None else (" Above it." if ceiling[0] / 1e3 >= floor.low_gbps else " **Below it.**")
+        lines.append(f"- Health-check floor: {references.floor_line(floor)}.{where}")
+    lines += ["", "Every published figure xferbench knows, with its kind, date and source: docs/published-figures.md in"
+              " xferbench's repository.", ""]  # fmt: skip
     lines += ["## xferbench against the peers on this machine", "",
               "MB/s (10^6 B/s) of host-to-device copies at the sizes both measured; a ratio above 1 means xferbench read faster.", ""]  # fmt: skip
-    lines += peers_table(ours, imported, validation.device) + [""]
+    lines += peers_table(_sweeps(files), imported, validation.device) + [""]
     for name_, why_missing in validation.missing.items():
         lines.append(f"- {name_} did not run: {why_missing}.")
     for note in notes:
@@ -414,16 +513,23 @@ def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]
     notes = run_nvidia_smi(folder, echo)
     files = run_sweeps(validation, echo)
     ours = [r for r in files.values() if r is not None]
+    environment = ours[0].environment if ours else {}
     raw: dict[str, Path] = {}
+    shown_one: set[str] = set()
     if validation.peers:
         log = CommandLog(folder / "peers" / "commands.txt", echo)
-        runners = {"nvbandwidth": run_nvbandwidth, "bandwidthTest": run_bandwidthtest}
+        runners = {"nvbandwidth": (nvbandwidth_peer, run_nvbandwidth), "bandwidthTest": (bandwidthtest_peer, run_bandwidthtest)}
         for name, executable in validation.peers.items():
-            echo(f"{name}: {executable}")
-            raw[name] = runners[name](executable, validation, log)
-    imported = import_peers(raw, ours[0].environment if ours else {}, echo)
+            make, runner = runners[name]
+            peer = make(executable, validation, log, environment)
+            echo(f"{name}: {executable}" + (f" ({'; '.join(peer.notes)})" if peer.notes else ""))
+            raw[name] = runner(peer, validation)
+            notes += peer.notes + ([peer.stopped] if peer.stopped else [])
+            if "CUDA_VISIBLE_DEVICES" in peer.environment:
+                shown_one.add(name)
+    imported = import_peers(raw, environment, validation, shown_one, notes, echo)
     checks = [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}), *validate.run_checks(ours),
-              peers_check(ours, imported.get("nvbandwidth"), validation.device)]  # fmt: skip
+              peers_check(_sweeps(files), imported.get("nvbandwidth"), validation.device)]  # fmt: skip
     from xferbench import plot, report
 
     written = [folder / f"{stem}.json" for stem, r in files.items() if r is not None]
