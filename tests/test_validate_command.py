@@ -191,3 +191,25 @@ def test_a_peer_that_hangs_costs_one_timeout_and_its_other_runs_are_skipped(tmp_
     assert "bandwidthTest ran without NUMA binding (the GPU's NUMA node is unknown)" in peer.notes[0]
     kept = (tmp_path / "v" / "peers" / "bandwidthTest.txt").read_text()
     assert "### exit timed out or could not start" in kept  # written as it ended
+
+
+def test_nvbandwidth_shown_one_gpu_is_given_the_validated_gpus_id(tmp_path) -> None:
+    """Validating cuda:1, nvbandwidth is shown that GPU alone and calls it cuda:0: its figures must be
+    filed under cuda:1, beside the same machine's NVML facts for that GPU (matched by PCI address)."""
+    import peer_outputs as out
+
+    from xferbench import validation
+    from xferbench.peers import read_nvbandwidth
+
+    first, second = "00000000:18:00.0", "00000000:2a:00.0"
+    ours = {"host": "node07", "devices": [{"id": "cpu"}, {"id": "cuda:0", "kind": "cuda", "pci_bus_id": first},
+                                          {"id": "cuda:1", "kind": "cuda", "pci_bus_id": second}],
+            "nvml": {"available": True, "gpus": [{"index": 0, "pci_bus_id": first, "uuid": "GPU-a"},
+                                                 {"index": 1, "pci_bus_id": second, "uuid": "GPU-b"}]}}  # fmt: skip
+    raw = tmp_path / "nvb.json"
+    raw.write_text(out.nvbandwidth(out.passed("host_to_device_memcpy_ce", "55.2"), gpus=((out.H100, "00000000:2a:00"),)))
+    result = read_nvbandwidth([raw], environment=ours)
+    validation._shown_one(result, "cuda:1")
+    assert [s.device for s in result.series] == ["cuda:1"]
+    (gpu,) = [d for d in result.environment["devices"] if d["id"].startswith("cuda")]
+    assert gpu["id"] == "cuda:1" and gpu["nvml"]["uuid"] == "GPU-b"  # the validated GPU's own facts, not cuda:0's
