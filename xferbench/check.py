@@ -67,12 +67,8 @@ def checked(series: Series) -> bool:
     return series.direction == H2D and series.concurrent == 1 and series.op == "copy"
 
 
-def best_point(series: list[Series], by_bytes: bool = False) -> tuple[Series, Point] | None:
-    """The largest measured batch of the best-timed series: streamed where it measured, else per call;
-    `by_bytes`: the largest size of any of them (a peer's series differ in item shape, not in batch)."""
-    if by_bytes:
-        found = [(s, p) for s in series for p in s.ok_points()]
-        return max(found, key=lambda sp: (sp[0].method == STREAMED, sp[1].bytes)) if found else None
+def best_point(series: list[Series]) -> tuple[Series, Point] | None:
+    """The largest measured batch of the best-timed series: streamed where it measured, else per call."""
     for method in (STREAMED, None):
         for s in series:
             if method is None or s.method == method:

@@ -128,7 +128,7 @@ def rows_of(path: Path, result: Result) -> list[Row]:
     rows = []
     for device in dict.fromkeys(s.device for s in usable):
         on_device = [s for s in usable if s.device == device]
-        raw = best_point([s for s in on_device if ceiling(s)], by_bytes=bool(peer))
+        raw = best_point([s for s in on_device if ceiling(s)])
         first = raw[0] if raw else on_device[0]
         link, link_max, below = _link(first, result)
         batch = raw[1].batch_size if raw else None
