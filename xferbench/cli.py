@@ -6,7 +6,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import shutil
 import signal
 import sys
@@ -22,7 +21,7 @@ from rich.markup import escape
 from xferbench import concurrency, display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, host_name, output_path, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, host_name, output_path, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
@@ -639,7 +638,7 @@ def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bo
         result = read()
         if host:  # bandwidthTest's output names no host; a fleet tells nodes apart by it
             result.environment["host"] = host
-        name = re.sub(r"[^A-Za-z0-9_.-]", "-", str(result.environment.get("host") or host_name()))
+        name = safe_name(str(result.environment.get("host") or host_name()))
         target, numbered = output_path(out_path, f"{name}-{tool.lower()}-{time.strftime('%Y%m%d-%H%M%S')}.json")
         refuse_overwriting_input(target, files, "--out")
         output = OutputFile(target, overwrite=overwrite, numbered=numbered)

@@ -251,13 +251,19 @@ def csv_path(path: Path) -> Path:
 DEFAULT_FOLDER = Path("runs")  # a user's own sweeps land here (ignored by git in a checkout)
 
 
+def safe_name(text: str) -> str:
+    """A name safe in a file name: anything but letters, digits, '_', '.' and '-' becomes '-'."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", text)
+
+
 def host_name() -> str:
     """This machine's name ($XFERBENCH_HOST where set), safe in a file name: result files from many
     nodes can share a folder."""
     import platform
-    import re
 
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", os.environ.get(HOST_ENV) or platform.node() or "host")
+    return safe_name(os.environ.get(HOST_ENV) or platform.node() or "host")
 
 
 HOST_PLACEHOLDERS = ("%h", "{host}")  # in --out, replaced by host_name(): one file per node from one command line
@@ -506,4 +512,4 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
 
 
 __all__ = ["DEFAULT_FOLDER", "SCHEMA", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
-           "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "select"]
+           "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "safe_name", "select"]
