@@ -175,7 +175,7 @@ def _text(path: Path) -> str:
         raise XferbenchError(f"{path}: cannot read: {error.strerror or error}") from None
 
 
-def _document(text: str, keys: Sequence[str]) -> Any:
+def json_object(text: str, keys: Sequence[str]) -> Any:
     """The first JSON object in a tool's output that holds one of `keys`, whatever was printed around
     it; None if there is none."""
     start = text.find("{")
@@ -281,14 +281,14 @@ def _nvbandwidth_runs(path: Path) -> list[dict[str, Any]]:
     """Each run a file holds: nvbandwidth's own output (one run), or a list of runs each with its
     size, command, exit code and output (as peers/run.sh and `xferbench validate` keep them)."""
     text = _text(path)
-    document = _document(text, ("nvbandwidth", "runs"))
+    document = json_object(text, ("nvbandwidth", "runs"))
     if isinstance(document, dict) and isinstance(document.get("runs"), list):
         runs = []
         for number, run in enumerate(document["runs"], 1):
             if not isinstance(run, dict):
                 raise XferbenchError(f"{path}: run {number} of its 'runs' list is not an object; give the file run.sh or validate wrote")
             raw = run.get("stdout_stderr_raw")
-            output = run.get("output") if isinstance(run.get("output"), dict) else _document(str(raw or ""), ("nvbandwidth",))
+            output = run.get("output") if isinstance(run.get("output"), dict) else json_object(str(raw or ""), ("nvbandwidth",))
             runs.append({"output": output, "mib": _int(run.get("buffer_size_mib")), "command": run.get("command"),
                          "exit": run.get("exit_code"), "raw": raw, "where": f"{path} run {number}"})  # fmt: skip
         return runs
@@ -616,4 +616,4 @@ def _bandwidthtest_fields(mode: str, direction: str, used: int, timing: str) -> 
             "note": note}  # fmt: skip
 
 
-__all__ = ["PEER_CEILINGS", "item_for", "read_bandwidthtest", "read_nvbandwidth"]
+__all__ = ["PEER_CEILINGS", "item_for", "json_object", "read_bandwidthtest", "read_nvbandwidth"]

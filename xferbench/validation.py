@@ -14,6 +14,7 @@ costs only its own part of the verdict.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -29,6 +30,7 @@ from xferbench import references, validate
 from xferbench.display import rate, size
 from xferbench.environment import device_entry
 from xferbench.errors import XferbenchError
+from xferbench.peers import json_object
 from xferbench.results import Result, Series, load, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 
@@ -89,12 +91,16 @@ class Validation:
     def index(self) -> int:
         return int(self.device.split(":")[1]) if ":" in self.device else 0
 
+    @property
+    def batches(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The batches of the default sweep (256x256x3 images) and of the large one (1 MiB images)."""
+        return (QUICK_BATCHES, QUICK_BATCHES) if self.quick else (DEFAULT_BATCHES, LARGE_BATCHES)
+
     def sweeps(self) -> dict[str, list[str]]:
         """Each sweep's `xferbench sweep` arguments, by its file's stem."""
         quick = ("--max-samples", "20") if self.quick else ()
         common = ["--device", self.device, *(f"--framework={f}" for f in self.frameworks), *BOTH_METHODS, *quick]
-        batches = QUICK_BATCHES if self.quick else DEFAULT_BATCHES
-        large = QUICK_BATCHES if self.quick else LARGE_BATCHES
+        batches, large = self.batches
         found = {"default": [*common, "--op=copy", "--op=seed", "--batch-sizes", ",".join(map(str, batches))],
                  "large": [*common, "--op=copy", "--shape", "512x512x4", "--batch-sizes", ",".join(map(str, large))]}  # fmt: skip
         if not self.frameworks or "cuda" in self.frameworks:
@@ -103,9 +109,8 @@ class Validation:
 
     def sizes(self) -> list[int]:
         """Every size in bytes that xferbench's sweeps move per call: the peers measure the same."""
-        batches = QUICK_BATCHES if self.quick else DEFAULT_BATCHES
-        large = QUICK_BATCHES if self.quick else LARGE_BATCHES
-        found = {b * 196_608 for b in batches} | {b * 2**20 for b in large}
+        batches, large = self.batches
+        found = {b * math.prod(DEFAULT_SHAPE) for b in batches} | {b * math.prod(LARGE_SHAPE) for b in large}
         return sorted(s for s in found if s <= MAX_PEER_BYTES)
 
 
@@ -278,14 +283,9 @@ def run_nvbandwidth(peer: PeerRun, validation: Validation) -> Path:
             break
         code, seconds, text, command = done
         run: dict[str, Any] = {"buffer_size_mib": mib, "buffer_size_bytes": nbytes, "command": shlex.join(command),
-                               "environment": peer.environment, "exit_code": code, "seconds": round(seconds, 2), "output": None,
+                               "environment": peer.environment, "exit_code": code, "seconds": round(seconds, 2),
                                "stdout_stderr_raw": text}  # fmt: skip
-        start = text.find("{")
-        if start >= 0:
-            try:
-                run["output"] = json.JSONDecoder().raw_decode(text, start)[0]
-            except ValueError:
-                pass
+        run["output"] = json_object(text, ("nvbandwidth",))
         runs.append(run)
         path.write_text(json.dumps({"tool": "nvbandwidth", "binary": peer.executable, "runs": runs}, indent=1) + "\n")
     return path
