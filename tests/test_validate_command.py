@@ -50,41 +50,32 @@ if [ "$1" = "-q" ]; then echo "==============NVSMI LOG=============="; echo "Pro
 if [ "$1" = "topo" ]; then printf '\\tGPU0\\tCPU Affinity\\tNUMA Affinity\\nGPU0\\t X \\t0-1\\t0\\n'; exit 0; fi
 exit 1
 """
-# nvbandwidth -j as v0.8 prints it (json_output.cpp): string cells; every GPU it sees (one where
-# CUDA_VISIBLE_DEVICES names the validated GPU's UUID); -b 1 dies mid-testcase as a CUDA error does.
-NVBANDWIDTH = f"""import json, os, sys
+# The peers as stand-ins that print what the real tools print (peer_outputs.py). nvbandwidth measures
+# every GPU it sees (one where CUDA_VISIBLE_DEVICES names the validated GPU's UUID); -b 1 dies in its
+# first testcase, as a CUDA error does.
+NVBANDWIDTH = f"""import os, sys
+sys.path.insert(0, {str(TESTS)!r})
+import peer_outputs as out
 args = sys.argv[1:]
 size = int(args[args.index("-b") + 1])
 tests = args[args.index("-t") + 1:]
-gpus = ["Fake GPU (00000000:01:00)"] if os.environ.get("CUDA_VISIBLE_DEVICES") == {UUID!r} else ["Fake GPU (00000000:01:00)", "Other GPU (00000000:02:00)"]
-root = {{"CUDA Runtime Version": 13000, "Driver Version": "580.65.06", "GPU Device list": [f"{{i}}: {{g}}: (validator)" for i, g in enumerate(gpus)],
-        "git_version": "", "version": "v0.8"}}
-if size < 512:
-    root["warning"] = "NOTE: You have chosen a buffer size that is smaller than the default buffer size."
-gbps = {{"host_to_device_memcpy_ce": 4.5, "device_to_host_memcpy_ce": 4.75}}
-arrow = {{"host_to_device_memcpy_ce": "->", "device_to_host_memcpy_ce": "<-"}}
+gpus = (("Fake GPU", "00000000:01:00"),)
+if os.environ.get("CUDA_VISIBLE_DEVICES") != {UUID!r}:
+    gpus += (("Other GPU", "00000000:02:00"),)
 if size == 1:
-    root["testcases"] = [{{"name": tests[0], "status": "Running"}}]
-    root["error"] = "[CUDA_ERROR_OUT_OF_MEMORY] out of memory in expression cuMemHostAlloc"
-    print(json.dumps({{"nvbandwidth": root}}, indent=3))
+    print(out.nvbandwidth(out.running(tests[0]), gpus=gpus, host="validator", mib=size,
+                          error="[CUDA_ERROR_OUT_OF_MEMORY] out of memory in expression cuMemHostAlloc"))
     sys.exit(1)
-root["testcases"] = [{{"name": t, "status": "Passed", "bandwidth_matrix": [[str(gbps[t])] * len(gpus)], "sum": gbps[t] * len(gpus),
-                      "bandwidth_description": f"memcpy CE CPU(row) {{arrow[t]}} GPU(column) bandwidth (GB/s)"}} for t in tests]
-print(json.dumps({{"nvbandwidth": root}}, indent=3))
+gbps = {{"host_to_device_memcpy_ce": "4.5", "device_to_host_memcpy_ce": "4.75"}}
+print(out.nvbandwidth(*(out.passed(t, *[gbps[t]] * len(gpus)) for t in tests), gpus=gpus, host="validator", mib=size))
 """
-# bandwidthTest --csv as the CUDA samples' v12.8 prints it.
-BANDWIDTHTEST = """import sys
+BANDWIDTHTEST = f"""import sys
+sys.path.insert(0, {str(TESTS)!r})
+import peer_outputs as out
 opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if "=" in a)
-size, memory = int(opts["start"]), opts["memory"]
-gbps = 4.2 if memory == "pinned" else 2.1
-print("[CUDA Bandwidth Test] - Starting...")
-print("Running on...\\n")
-print(" Device 0: Fake GPU")
-print(" Range Mode\\n")
-print(f"bandwidthTest-H2D-{'Pinned' if memory == 'pinned' else 'Paged'}, Bandwidth = {gbps:.1f} GB/s,"
-      f" Time = {size / (gbps * 1e9):.5f} s, Size = {size} bytes, NumDevsUsed = 1")
-print("Result = PASS")
-print("\\nNOTE: The CUDA Samples are not meant for performance measurements. Results may vary when GPU Boost is enabled.")
+pinned = opts["memory"] == "pinned"
+line = out.csv_line("H2D-Pinned" if pinned else "H2D-Paged", 4.2 if pinned else 2.1, int(opts["start"]))
+print(out.bandwidthtest(line, devices=("Fake GPU",)))
 """
 
 
