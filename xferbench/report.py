@@ -197,12 +197,16 @@ def summary_table(
     return table(header, rows, [False, False, *[True] * (len(header) - 3), False]), ceilings, raw
 
 
+def one_shape(picks: Sequence[Selected]) -> bool:
+    """Whether the series share one item shape: only then does a batch of one stand beside a batch of
+    another (a peer's 1 MiB items beside 256x256x3 images line up by bytes instead)."""
+    return len({tuple(pick.series.shape) for pick in picks}) == 1
+
+
 def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
     """MB/s per batch size with the series side by side, each with its ratio to the first series at
     the same batch: the table a comparison of two GPUs, paths or machines in a bug report turns on."""
-    # Series of one item shape line up by batch; of several (a peer's 1 MiB items beside 256x256x3 images),
-    # only by the bytes each call moved: a ratio is taken between equal sizes only.
-    by_batch = len({tuple(pick.series.shape) for pick in picks}) == 1
+    by_batch = one_shape(picks)  # else a ratio is taken between equal sizes only
     rates = [{(p.batch_size if by_batch else p.bytes): p.mbps for p in pick.series.ok_points() if p.mbps} for pick in picks]
     rows = []
     for batch in sorted({batch for measured in rates for batch in measured}):
@@ -407,7 +411,7 @@ def render(
     if published:
         lines += ["Published figures for the same GPU model (healthy host↔device copies others measured; xferbench's"
                   " docs/published-figures.md gives each with its source and date):", *published, ""]  # fmt: skip
-    if len(picks) > 1 and len({tuple(p.series.shape) for p in picks}) == 1:
+    if len(picks) > 1 and one_shape(picks):
         lines += ["### MB/s by batch size", "",
                   "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"
                   f" the reference, at the same batch; {ABSENT}: not measured at that batch.", "",
