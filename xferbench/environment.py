@@ -174,7 +174,7 @@ def sysfs_numa_node(bus_id: Any) -> int | None:
     return node if node >= 0 else None
 
 
-def _host_node(pynvml: Any, handle: Any, bus_id: Any, gpu_memory_node: Any, read: Callable[..., Any]) -> dict[str, Any]:
+def _host_node(pynvml: Any, handle: Any, bus_id: Any, gpu_memory_node: Any, node_words: int, read: Callable[..., Any]) -> dict[str, Any]:
     """The host NUMA node nearest a GPU: where its pinned host buffers belong.
 
     NVML's nvmlDeviceGetNumaNodeId answers only where the GPU's own memory is a NUMA node (a Grace
@@ -183,7 +183,7 @@ def _host_node(pynvml: Any, handle: Any, bus_id: Any, gpu_memory_node: Any, read
     node scope, else from the kernel's PCI facts in sysfs. A node that holds the GPU's memory, or has
     no CPUs, is never given: binding host buffers there would put them in GPU or far memory."""
     scope = getattr(pynvml, "NVML_AFFINITY_SCOPE_NODE", 0)
-    words = read(getattr(pynvml, "nvmlDeviceGetMemoryAffinity", None), handle, 1 + _node_count() // 64, scope)
+    words = read(getattr(pynvml, "nvmlDeviceGetMemoryAffinity", None), handle, node_words, scope)
     nodes = _mask_cpus(words) if words is not None else []
     node, source = (nodes[0], "NVML memory affinity (node scope)") if len(nodes) == 1 else (None, None)
     if node is None:
@@ -277,6 +277,7 @@ def nvml_info() -> dict[str, Any]:
     read = _reader()
 
     words = -(-(os.cpu_count() or 64) // 64)  # 64 CPUs per word of NVML's affinity mask
+    node_words = 1 + _node_count() // 64  # and 64 NUMA nodes per word of its memory-affinity mask
 
     try:
         cuda = read(pynvml.nvmlSystemGetCudaDriverVersion)
@@ -291,7 +292,7 @@ def nvml_info() -> dict[str, Any]:
             bus_id = _text(pci.busId) if pci is not None else None
             memory = read(pynvml.nvmlDeviceGetMemoryInfo, handle)
             gpu_memory_node = read(getattr(pynvml, "nvmlDeviceGetNumaNodeId", None), handle)  # absent from older bindings
-            host = _host_node(pynvml, handle, bus_id, gpu_memory_node, read)
+            host = _host_node(pynvml, handle, bus_id, gpu_memory_node, node_words, read)
             affinity = read(getattr(pynvml, "nvmlDeviceGetCpuAffinity", None), handle, words)
             gpus.append(
                 {
