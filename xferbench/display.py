@@ -15,7 +15,6 @@ from xferbench.spec import BIDIR, D2H, H2D, STREAMED
 from xferbench.stats import Summary, median_uncertainty
 from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
 
-BUSY_SHARE = 0.25  # other processes' share of this process's CPUs from which a point is called spoiled
 BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
 UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note
 FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages)
@@ -165,7 +164,18 @@ def summary_line(summary: Summary, sizes: int | None = None, streamed: bool = Fa
         )
     else:
         parts.append("no cliff")
-    return " · ".join(parts)
+    busy = busy_summary(summary)
+    return " · ".join(parts + ([f"[yellow]{busy}[/]"] if busy else []))
+
+
+def busy_summary(summary: Summary) -> str | None:
+    """Which busy points the curve's figures left out, or rest on when every point was busy."""
+    if not summary.busy_batch_sizes:
+        return None
+    listed = ", ".join(map(str, summary.busy_batch_sizes))
+    if summary.busy_only:
+        return f"every point measured on a busy machine (batch {listed}): these figures rest on them"
+    return f"batch {listed} measured on a busy machine: left out of these figures"
 
 
 def ceiling_parts(series: Series, result: Result | None) -> list[str]:
@@ -225,7 +235,7 @@ def uncertain_note(noisy: list[Point]) -> str:
 
 def is_busy(point: Point) -> bool:
     """Measured while other processes took a fair share (BUSY_SHARE) of this process's CPUs."""
-    return point.others_cpus is not None and point.others_cpus >= BUSY_SHARE * (point.cpus or 1)
+    return point.busy
 
 
 def busy_points(series: Series) -> list[Point]:

@@ -29,6 +29,9 @@ SCHEMA_VERSION = 1
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
 
 
+BUSY_SHARE = 0.25  # other processes' share of this process's CPUs from which a point is called spoiled
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -71,6 +74,11 @@ class Point:
     # same clock in every process), and the share of it during which every device of the run sampled
     window_s: list[float] | None = None
     overlap: float | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Measured while other processes took a fair share (BUSY_SHARE) of this process's CPUs."""
+        return self.others_cpus is not None and self.others_cpus >= BUSY_SHARE * (self.cpus or 1)
 
     @classmethod
     def measured(cls, spec: Spec, samples: Samples, warmup_calls: int) -> Point:
@@ -143,7 +151,7 @@ class Series:
     def refresh_summary(self) -> None:
         ok = self.ok_points()
         self.summary = summarize(
-            [p.batch_size for p in ok], [p.bytes for p in ok], [p.median_s or 0.0 for p in ok]
+            [p.batch_size for p in ok], [p.bytes for p in ok], [p.median_s or 0.0 for p in ok], [p.busy for p in ok]
         )
 
 
@@ -169,6 +177,8 @@ class Result:
             points = [_known(Point, p) for p in s.get("points", [])]
             summary = _known(Summary, s.get("summary", {}))
             series.append(_known(Series, {**s, "points": points, "summary": summary}))
+            if series[-1].ok_points():  # derived figures are recomputed from the points: a reader trusts no cached summary
+                series[-1].refresh_summary()
         return _known(cls, {**data, "series": series})
 
     def to_json(self) -> str:

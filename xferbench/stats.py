@@ -5,6 +5,7 @@ MB/s always means 10**6 bytes of the uint8 host input per second, taken from the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,10 +114,27 @@ class Summary:
     cliff: bool = False
     cliff_batch_size: int | None = None  # first batch past the peak below CLIFF_FRACTION of it
     cliff_drop: float | None = None  # worst fall past the peak, as a fraction of the peak
+    # Points measured on a busy machine: left out of every figure above when any clean point is left
+    # (busy_only False), else the figures rest on them all (busy_only True)
+    busy_batch_sizes: list[int] = dataclasses.field(default_factory=list)
+    busy_only: bool = False
 
 
-def summarize(batch_sizes: Sequence[int], nbytes: Sequence[int], median_s: Sequence[float]) -> Summary:
-    """Peak, saturation, latency/bandwidth fit and cliff flag of one curve's successful points."""
+def summarize(
+    batch_sizes: Sequence[int], nbytes: Sequence[int], median_s: Sequence[float], busy: Sequence[bool] = ()
+) -> Summary:
+    """Peak, saturation, latency/bandwidth fit and cliff flag of one curve's successful points.
+
+    A point measured on a busy machine (`busy`, per point) can move either way by several times, so
+    it never sets a headline figure silently: it is left out while any clean point remains, and
+    named (busy_batch_sizes) either way."""
+    flagged = sorted(int(b) for b, is_busy in zip(batch_sizes, busy) if is_busy)
+    clean = [i for i in range(len(batch_sizes)) if not (i < len(busy) and busy[i])]
+    if flagged and clean:
+        summary = summarize([batch_sizes[i] for i in clean], [nbytes[i] for i in clean], [median_s[i] for i in clean])
+        return dataclasses.replace(summary, busy_batch_sizes=flagged)
+    if flagged:
+        return dataclasses.replace(summarize(batch_sizes, nbytes, median_s), busy_batch_sizes=flagged, busy_only=True)
     if not batch_sizes:
         return Summary()
     order = np.argsort(batch_sizes)
