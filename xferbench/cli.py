@@ -517,16 +517,20 @@ def compare(
     base: Annotated[Path, typer.Argument(help="The reference result file.", show_default=False)],
     new: Annotated[Path, typer.Argument(help="The result file to check against it.", show_default=False)],
     threshold: Annotated[str, typer.Option(help="Smallest change in MB/s that counts, e.g. 5%.")] = "5%",
+    alpha: Annotated[str, typer.Option(help="Significance level of the rank test: a change counts when p is below it.")] = "0.01",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts, p-values, ratios and what differs as JSON.")] = False,
 ) -> None:
     """Compare two result files point by point (Mann-Whitney U on the raw samples); exit 1 when a point is significantly slower or failed in NEW."""
     from xferbench import compare as comparing
 
     try:
-        comparison = comparing.compare_files(base, new, comparing.parse_threshold(threshold))
+        comparison = comparing.compare_files(base, new, comparing.parse_threshold(threshold), comparing.parse_alpha(alpha))
     except XferbenchError as error:
         raise fail(str(error)) from None
-    # Piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line.
-    out.print(comparing.render(comparison, base, new))
+    if as_json:
+        typer.echo(json.dumps(comparing.to_dict(comparison, base, new), indent=1, allow_nan=False))
+    else:  # piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line
+        out.print(comparing.render(comparison, base, new))
     if comparison.regressed:
         raise typer.Exit(1)
 

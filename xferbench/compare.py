@@ -14,10 +14,12 @@ The verdict is trustworthy for what it tests; a slowdown near the threshold need
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
@@ -25,8 +27,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from xferbench.display import is_busy, rate
+from xferbench.display import rate
 from xferbench.errors import XferbenchError
+from xferbench.pairs import Difference, differences, pair, path_name
 from xferbench.results import Point, Result, Series, load
 from xferbench.spec import SeriesKey
 from xferbench.stats import point_stats
@@ -93,6 +96,7 @@ class Row:
     method: str  # MANN_WHITNEY, OVERLAP or TOO_FEW
     significant: bool  # p < alpha, or the p10-p90 intervals apart
     verdict: str  # SLOWER, FASTER, NO_CHANGE, or INCONCLUSIVE (a change past the threshold, not significant)
+    busy: tuple[str, ...] = ()  # "base", "new": the sides measured on a busy machine, whose verdict may show the machine
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class Comparison:
     unmatched: list[Unmatched] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)
     busy: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # compared points measured on a busy machine
+    differences: list[Difference] = field(default_factory=list)  # recorded fields whose values differ between the files
 
     @property
     def slower(self) -> list[Row]:
@@ -165,7 +170,8 @@ def compare_point(series: str, base: Point, new: Point, threshold: float = 0.05,
         verdict = SLOWER if ratio < 1 else FASTER
     else:
         verdict = NO_CHANGE
-    return Row(series, base.batch_size, b.mbps, n.mbps, ratio, p_value, method, significant, verdict)
+    busy = tuple(side for side, point in (("base", base), ("new", new)) if point.busy)
+    return Row(series, base.batch_size, b.mbps, n.mbps, ratio, p_value, method, significant, verdict, busy)
 
 
 def compare(
@@ -185,30 +191,37 @@ def compare(
         if tool:
             raise XferbenchError(f"{name} holds {tool}'s figures (xferbench import): a peer keeps no raw samples, so there is nothing"
                                  " to test; set it beside a sweep with xferbench report")  # fmt: skip
-    base_series, new_series, new_all = _measured(base), _measured(new), _by_key(new)
-    comparison = Comparison(threshold, alpha)
-    for key, series in base_series.items():
-        other = new_all.get(key)
-        if other is not None and other.status == "failed" and key not in new_series:
-            comparison.failed.append(Failure(_name(series), None, other.reason or "no point measured"))
+    base_series, new_series = _measured(base), _measured(new)
+    # A series NEW ran and lost (failed with no point) still pairs with BASE's: a regression, not a gap.
+    lost = [s for k, s in _by_key(new).items() if s.status == "failed" and k not in new_series]
+    comparison = Comparison(threshold, alpha, differences=differences(
+        [(base, list(base_series.values())), (new, [*new_series.values(), *lost])]))  # fmt: skip
+    for found in pair([list(base_series.values()), [*new_series.values(), *lost]]):
+        series, other = found.members
+        if series is None:
+            if other is not None and _points(other):
+                comparison.unmatched.append(Unmatched(_name(other), None, "new"))
             continue
-        if other is None or key not in new_series:
+        if other is None:
             comparison.unmatched.append(Unmatched(_name(series), None, "base"))
+            continue
+        name = _pair_label(series, other)
+        if not _points(other):
+            comparison.failed.append(Failure(_name(series), None, other.reason or "no point measured"))
             continue
         base_points, new_points = _points(series), _points(other)
         tried = {p.batch_size: p for p in other.points}
         for batch in sorted(base_points.keys() | new_points.keys()):
             if batch in base_points and batch in new_points:
-                comparison.rows.append(compare_point(series.label(), base_points[batch], new_points[batch], threshold, alpha))
-                for side, point in (("base", base_points[batch]), ("new", new_points[batch])):
-                    if is_busy(point):
-                        comparison.busy[side].append(f"{series.label()} batch {batch}")
+                row = compare_point(name, base_points[batch], new_points[batch], threshold, alpha)
+                comparison.rows.append(row)
+                for side in row.busy:
+                    comparison.busy[side].append(f"{name} batch {batch}")
             elif batch in base_points and batch in tried and (tried[batch].status == "error" or other.status == "failed"):
                 # An error, or a point skipped after its worker died: the run broke where BASE worked.
-                comparison.failed.append(Failure(series.label(), batch, tried[batch].error or other.reason or "not measured"))
+                comparison.failed.append(Failure(name, batch, tried[batch].error or other.reason or "not measured"))
             else:
-                comparison.unmatched.append(Unmatched(series.label(), batch, "base" if batch in base_points else "new"))
-    comparison.unmatched += [Unmatched(_name(s), None, "new") for k, s in new_series.items() if k not in base_series]
+                comparison.unmatched.append(Unmatched(name, batch, "base" if batch in base_points else "new"))
     if not comparison.rows and not comparison.failed:
         base_name, new_name = names
         raise XferbenchError(
@@ -235,7 +248,7 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
     table.add_column("verdict", no_wrap=True)
     colours = {SLOWER: "bold red", FASTER: "green", NO_CHANGE: "dim", INCONCLUSIVE: "yellow"}
     for row in comparison.rows:
-        p = _p(row.p_value) if row.p_value is not None else "p10–p90 " + ("apart" if row.significant else "overlap")
+        p = p_text(row.p_value) if row.p_value is not None else "p10–p90 " + ("apart" if row.significant else "overlap")
         p = f"n<{MIN_SAMPLES}" if row.method == TOO_FEW else p
         table.add_row(
             escape(row.series),
@@ -244,10 +257,12 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
             rate(row.new_mbps),
             f"{row.ratio:.3f}" if math.isfinite(row.ratio) else "-",
             p,
-            f"[{colours[row.verdict]}]{row.verdict}[/]",
+            f"[{colours[row.verdict]}]{row.verdict}[/]" + (f" [yellow](busy: {', '.join(row.busy)})[/]" if row.busy else ""),
         )
     paths = {"base": str(base_path), "new": str(new_path)}
-    lines: list[RenderableType] = [Text(f"{base_path} → {new_path}: median MB/s", style="bold"), table]  # a title would wrap at the table's width
+    lines: list[RenderableType] = [Text(f"{base_path} → {new_path}: median MB/s", style="bold")]  # a title would wrap at the table's width
+    lines += [Text(line, style="cyan") for line in difference_lines(comparison.differences)]
+    lines.append(table)
     for failure in comparison.failed:
         where = failure.series if failure.batch_size is None else f"{failure.series} batch {failure.batch_size}"
         lines.append(Text(f"FAILED in {new_path}, measured in {base_path}: {where}: {failure.error}", style="bold red"))
@@ -269,7 +284,53 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
     return Group(*lines)
 
 
-def _p(value: float) -> str:
+def difference_lines(found: Sequence[Difference], most: int = 8) -> list[str]:
+    """What differs between BASE and NEW, a field a line (BASE → NEW), or that nothing recorded does."""
+    if not found:
+        return ["what differs: no recorded difference (same device, versions, settings and host)"]
+    lines = [f"what differs: {d.field}: {d.values[0]} → {d.values[1]}" for d in found[:most]]
+    if len(found) > most:
+        lines.append(f"what differs: and {len(found) - most} more fields (xferbench report lists them all)")
+    return lines
+
+
+def parse_alpha(text: str) -> float:
+    """The rank test's significance level: a probability strictly between 0 and 1, such as 0.01."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise XferbenchError(f"--alpha {text!r}: give a probability between 0 and 1, such as 0.01"
+                             " (a difference counts when the rank test's p-value is below it)")  # fmt: skip
+    return value
+
+
+def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The comparison for scripts and CI (compare --json): every verdict, p-value and ratio, and what differs."""
+
+    def number(value: float | None) -> float | None:
+        return value if value is not None and math.isfinite(value) else None
+
+    return {
+        "base": str(base_path),
+        "new": str(new_path),
+        "threshold": comparison.threshold,
+        "alpha": comparison.alpha,
+        "regressed": comparison.regressed,
+        "summary": comparison.summary(),
+        "counts": {v: len(comparison._with(v)) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE)},
+        "differences": [{"field": d.field, "base": d.values[0], "new": d.values[1]} for d in comparison.differences],
+        "rows": [{"series": r.series, "batch_size": r.batch_size, "base_mbps": number(r.base_mbps),
+                  "new_mbps": number(r.new_mbps), "ratio": number(r.ratio), "p_value": r.p_value, "method": r.method,
+                  "significant": r.significant, "verdict": r.verdict, "busy": list(r.busy)} for r in comparison.rows],
+        "failed": [dataclasses.asdict(f) for f in comparison.failed],
+        "unmatched": [dataclasses.asdict(u) for u in comparison.unmatched],
+        "caveat": CAVEAT,
+    }  # fmt: skip
+
+
+def p_text(value: float) -> str:
     # Far out in the tails the normal approximation is no longer accurate: the digits would mislead.
     return "<1e-6" if value < 1e-6 else f"{value:.2g}"
 
@@ -296,9 +357,16 @@ def _name(series: Series) -> str:
     return f"{series.label()} ({'x'.join(map(str, series.shape))})"
 
 
+def _pair_label(base: Series, new: Series) -> str:
+    """The series' label; where the two ran on different device ids, both: path@cuda:0→cuda:1."""
+    if base.device == new.device:
+        return base.label()
+    return f"{path_name(base)}@{base.device}→{new.device}"
+
+
 def _names(found: dict[SeriesKey, Series]) -> str:
     return ", ".join(_name(s) for s in found.values()) or "no measured series"
 
 
-__all__ = ["Comparison", "Failure", "Row", "Unmatched", "compare", "compare_files", "compare_point", "mann_whitney_u",
-           "parse_threshold", "render"]  # fmt: skip
+__all__ = ["Comparison", "Failure", "Row", "Unmatched", "compare", "compare_files", "compare_point", "difference_lines",
+           "mann_whitney_u", "p_text", "parse_alpha", "parse_threshold", "render", "to_dict"]  # fmt: skip

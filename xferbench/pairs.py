@@ -1,0 +1,194 @@
+"""Series paired across result files, and what differs between the files: what a comparison of two
+runs (two GPUs, a setting changed, before and after) turns on.
+
+Two series are counterparts when they ran the same path the same way (framework, mode, op, item shape,
+host buffer, timing method, direction, devices at once), whatever device they ran on: "GPU A vs GPU B"
+pairs tf/eager on cuda:0 of one machine with tf/eager on cuda:0, or cuda:1, of the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xferbench.environment import SETTINGS, cpu_ranges, device_entry
+from xferbench.results import Result, Series
+from xferbench.spec import SeriesKey
+
+MISSING = "—"  # the file does not record it
+UNSET = "unset"  # a recorded setting the run did not have
+TAG_WIDTH = 48  # characters of a value in a legend's file tag before it is cut with …
+
+
+def path_name(series: Series) -> str:
+    """The path without its device: tf/eager/copy, torch/pinned/copy/d2h, cuda/raw_pinned/copy+numpy."""
+    return series.label().rsplit("@", 1)[0]
+
+
+def pair_key(series: Series) -> SeriesKey:
+    """The series' key with the device left out: what must match for two series to be counterparts."""
+    return dataclasses.replace(series.key, device="-")
+
+
+@dataclass
+class Pair:
+    """One path across the files: its series in each file, None where a file has no counterpart."""
+
+    name: str
+    members: list[Series | None]
+
+    @property
+    def paired(self) -> bool:
+        return sum(m is not None for m in self.members) >= 2
+
+
+def pair(files: Sequence[Sequence[Series]]) -> list[Pair]:
+    """Pair each file's series with its counterpart in every other file, in the order they first appear.
+
+    Within one path, a series takes the counterpart on the same device id where there is one, else the
+    first one left (one GPU per file: any device). A series with no counterpart gets a pair of its own,
+    so nothing is dropped."""
+    used: set[int] = set()
+    pairs: list[Pair] = []
+    for anchor_file, anchor_series in enumerate(files):
+        for series in anchor_series:
+            if id(series) in used:
+                continue
+            used.add(id(series))
+            members: list[Series | None] = [None] * len(files)
+            members[anchor_file] = series
+            for other in range(anchor_file + 1, len(files)):
+                candidates = [s for s in files[other] if id(s) not in used and pair_key(s) == pair_key(series)]
+                match = next((s for s in candidates if s.device == series.device), candidates[0] if candidates else None)
+                if match is not None:
+                    used.add(id(match))
+                    members[other] = match
+            pairs.append(Pair(path_name(series), members))
+    counts: dict[str, int] = {}
+    for p in pairs:
+        counts[p.name] = counts.get(p.name, 0) + 1
+    for p in pairs:  # one path on several devices of a file: the devices tell its pairs apart
+        if counts[p.name] > 1:
+            devices = list(dict.fromkeys(m.device for m in p.members if m is not None))
+            p.name += "@" + "→".join(devices)
+    return pairs
+
+
+def placement(series: Series) -> str | None:
+    """Where the series' worker ran and allocated: its binding, or why it had none."""
+    numa = series.numa or {}
+    if numa.get("cpus"):
+        node = f", memory preferred on NUMA node {numa['node']}" if numa.get("node") is not None else ""
+        refused = f" ({numa['reason']})" if numa.get("reason") else ""
+        return f"bound to CPUs {cpu_ranges(numa['cpus'])}{node}{refused}"
+    return numa.get("reason")
+
+
+def framework_version(env: dict[str, Any], name: str) -> str:
+    """A framework's version as the run recorded it, with the CUDA it was built with."""
+    info = (env.get("frameworks") or {}).get(name)
+    if not info:
+        return MISSING
+    text = str(info.get("version") or MISSING)
+    cuda = info.get("cuda") or info.get("cuda_build")
+    if cuda:
+        text += f" (built with CUDA {cuda})"
+    if info.get("python") and info["python"] != env.get("python"):
+        text += f", Python {info['python']}"
+    return text
+
+
+def _joined(values: Sequence[str | None]) -> str:
+    """Distinct values in order, or MISSING when none is recorded."""
+    kept = list(dict.fromkeys(v for v in values if v))
+    return "; ".join(kept) if kept else MISSING
+
+
+def _link(series: Series) -> str | None:
+    summary = (series.link or {}).get("summary") or {}
+    gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
+    return f"Gen{gen[1]} x{width[1]}" if gen and width else None
+
+
+def _timing(config: dict[str, Any]) -> str:
+    timing = config.get("timing") or {}
+    if not timing:
+        return MISSING
+    return (f"{timing.get('warmup_calls', '?')} warm-up calls; {timing.get('min_samples', '?')}–{timing.get('max_samples', '?')}"
+            f" samples in {timing.get('min_time_s', '?')}–{timing.get('max_time_s', '?')} s")  # fmt: skip
+
+
+def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
+    """What a run recorded about itself and about the devices its `series` ran on, as one short text per
+    field: the fields a difference between two runs is looked for in."""
+    env = result.environment
+    gpus = [device_entry(env, d) for d in dict.fromkeys(s.device for s in series) if d.startswith("cuda")]
+    found = {
+        "device": _joined([s.device_name or s.device for s in series]),
+        "driver": _joined([d.get("driver") for d in gpus]),
+        "CUDA (driver)": _joined([d.get("cuda_driver") for d in gpus]),
+        "PCIe link under load": _joined([_link(s) for s in series]),
+        "NUMA binding": _joined([placement(s) for s in series]),
+        "CPU": f"{env.get('cpu') or MISSING}" + (f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""),
+        "process CPUs": cpu_ranges(env["process_cpus"]) if env.get("process_cpus") else MISSING,
+        "OS": env.get("os") or MISSING,
+        "Python": env.get("python") or MISSING,
+    }
+    for name in env.get("frameworks") or {}:
+        found[name] = framework_version(env, name)
+    found["numpy"] = (env.get("versions") or {}).get("numpy") or MISSING
+    settings = env.get("settings")
+    for name in SETTINGS:
+        found[name] = MISSING if settings is None else str(settings.get(name, UNSET))
+    found.update({"host": env.get("host") or MISSING, "xferbench": result.xferbench_version or MISSING,
+                  "clock": _joined([s.clock for s in series]), "sampling": _timing(result.config)})  # fmt: skip
+    return found
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One recorded field whose value is not the same in every file."""
+
+    field: str
+    values: list[str]  # one per file
+
+    def describe(self, index: int) -> str | None:
+        """The value in one file, as a legend or a line names it: GLIBC_TUNABLES=…, an H100, driver 550.1.
+        None where the file does not have the setting (the other file's tag says what it set)."""
+        value = self.values[index]
+        if self.field in SETTINGS:
+            return None if value in (UNSET, MISSING) else f"{self.field}={_cut(value)}"
+        if value == MISSING:
+            return None
+        return _cut(value) if self.field == "device" else f"{self.field} {_cut(value)}"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TAG_WIDTH else text[: TAG_WIDTH - 1] + "…"
+
+
+def differences(files: Sequence[tuple[Result, Sequence[Series]]]) -> list[Difference]:
+    """The fields whose values differ between the files (each with the series compared from it), in a
+    fixed order: device first, then what sets its figures. A field only one file records still counts:
+    the reader must see that it cannot be compared."""
+    recorded = [facts(result, series) for result, series in files]
+    names = list(dict.fromkeys(name for found in recorded for name in found))
+    found = [Difference(name, [r.get(name, MISSING) for r in recorded]) for name in names]
+    # A setting no file has is no difference; a field every file leaves unrecorded is none either.
+    return [d for d in found if len(set(d.values)) > 1]
+
+
+def tags(labels: Sequence[str], found: Sequence[Difference], most: int = 2) -> list[str]:
+    """Each file's label with what sets it apart, for a legend: "B: GLIBC_TUNABLES=…". A file that differs
+    only by lacking what another set keeps its bare label."""
+    named = []
+    for index, label in enumerate(labels):
+        parts = [text for d in found if (text := d.describe(index))][:most]
+        named.append(f"{label}: {'; '.join(parts)}" if parts else label)
+    return named
+
+
+__all__ = ["Difference", "Pair", "differences", "facts", "framework_version", "pair", "pair_key", "path_name",
+           "placement", "tags"]  # fmt: skip
