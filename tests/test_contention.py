@@ -179,5 +179,6 @@ def test_the_report_notes_busy_points_and_uncertain_medians(tmp_path) -> None:
     result.save(tmp_path / "r.json")
     picks, empty = select([tmp_path / "r.json"])
     notes = " ".join(report.render(picks, empty).split("### Notes", 1)[1].split())
-    assert "- **warning** torch/pageable/copy@cpu: the machine was busy: at batch 64 other processes used 0.98 of its 2 CPUs" in notes
+    assert ("- **warning** the machine was busy at 1 of 3 points: torch/pageable/copy@cpu batch 64. Other processes used a"
+            " quarter of the CPUs or more (at worst 0.98 of its 2, at torch/pageable/copy@cpu batch 64)") in notes
     assert "the median is uncertain at batch 128 (±60%, n=10): this path's own time varies" in notes

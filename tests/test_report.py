@@ -90,8 +90,23 @@ def section(text: str, heading: str) -> str:
 
 
 def summary_rows(text: str) -> dict[str, list[str]]:
-    lines = [line for line in section(text, "Summary").splitlines() if line.startswith("|")]
-    return {row[0]: row for row in map(cells, lines[2:])}
+    """The summary's rows by series, with the device column at index 1 (a blank where one device for
+    every series leaves the column out)."""
+    heading = "Summary of each series" if "### Summary of each series" in text else "Summary"
+    lines = [line for line in section(text, heading).splitlines() if line.startswith("|")]
+    one_device = cells(lines[0])[1] != "device"
+    return {row[0]: [row[0], "", *row[1:]] if one_device else row for row in map(cells, lines[2:])}
+
+
+def test_the_device_is_named_once_when_every_series_shares_it(tmp_path) -> None:
+    text = render([gpu_file(tmp_path)])
+    header = cells(next(line for line in section(text, "Summary").splitlines() if line.startswith("|")))
+    assert "device" not in header and "on cuda:0 name:" in text.split("###", 1)[0]
+    other = {"id": "cuda:1", "kind": "cuda", "name": "NVIDIA RTX 4090"}
+    two = write(tmp_path / "two.json", {**GPU_ENV, "devices": [*GPU_ENV["devices"], other]},
+                [curve("torch", "pinned", "cuda:0", {4: 25200.0}), curve("torch", "pinned", "cuda:1", {4: 20000.0})])  # fmt: skip
+    header = cells(next(line for line in section(render([two]), "Summary").splitlines() if line.startswith("|")))
+    assert header[1] == "device"
 
 
 def test_link_ceiling_uses_the_max_pcie_link_and_says_so(tmp_path) -> None:
@@ -276,15 +291,30 @@ def test_real_cpu_result_renders_with_an_unknown_ceiling() -> None:
     assert text.count("<details>") == 3 and "--op copy --op seed" in text
 
 
-def test_two_files_get_one_table_of_mb_s_by_batch_with_ratios_to_the_first(tmp_path) -> None:
+def test_two_files_pair_each_path_with_its_counterpart_and_ratio_to_the_first(tmp_path) -> None:
     faster = curve("torch", "pinned", "cuda:0", {4: 12600.0, 16: 27500.0, 64: 30000.0})
     other = write(tmp_path / "other.json", {**GPU_ENV, "host": "hostC"}, [faster])
     text = render([gpu_file(tmp_path), other], Selection(modes=("pinned",)))
-    assert text.index("### Summary") < text.index("### MB/s by batch size") < text.index("### Environment")
+    assert text.startswith("## xferbench report: hostA vs hostC")
+    assert text.index("### What differs") < text.index("### Each path") < text.index("### MB/s by batch, path by path") \
+        < text.index("### Summary of each series") < text.index("### Environment")  # fmt: skip
+    assert cells(next(line for line in section(text, "What differs").splitlines() if line.startswith("| host"))) == \
+        ["host", "hostA", "hostC"]  # fmt: skip
+    rows = [cells(line) for line in section(text, "MB/s by batch, path by path").splitlines() if line.startswith("|")]
+    assert rows[0] == ["path", "batch", "hostA MB/s", "hostC MB/s", "hostC / hostA", "p", "verdict"]
+    # three identical samples a side: a ratio, but too few samples for a verdict
+    assert [row[1:5] for row in rows[2:]] == [["1", "6,300", "–", "–"], ["4", "25,200", "12,600", "0.50×"],
+                                              ["16", "25,000", "27,500", "1.10×"], ["64", "–", "30,000", "–"]]  # fmt: skip
+    assert rows[2][0] == "`torch/pinned/copy`" and rows[3][0] == "" and rows[3][6] == "inconclusive"
+
+
+def test_files_without_a_common_path_stand_side_by_side(tmp_path) -> None:
+    other = write(tmp_path / "other.json", {**GPU_ENV, "host": "hostC"}, [curve("jax", "device_put", "cuda:0", {4: 9000.0})])
+    text = render([gpu_file(tmp_path), other], Selection(modes=("pinned", "device_put")))
+    assert "### Each path" not in text and text.startswith("## xferbench report\n")
     rows = [cells(line) for line in section(text, "MB/s by batch size").splitlines() if line.startswith("|")]
-    assert rows[0] == ["batch size", "reference: torch/pinned/copy@cuda:0 (hostA)", "torch/pinned/copy@cuda:0 (hostC)"]
-    assert rows[2:] == [["1", "6,300", "–"], ["4", "25,200", "12,600 (0.50×)"], ["16", "25,000", "27,500 (1.10×)"],
-                        ["64", "–", "30,000"]]  # fmt: skip
+    assert rows[0] == ["batch size", "reference: torch/pinned/copy@cuda:0 (hostA)", "jax/device_put/copy@cuda:0 (hostC)"]
+    assert ["4", "25,200", "9,000 (0.36×)"] in rows
 
 
 def test_series_of_one_file_are_compared_and_a_lone_series_is_not(tmp_path) -> None:

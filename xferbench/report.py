@@ -6,17 +6,20 @@ GitHub renders it (GFM tables, collapsible per-batch detail) and it still reads 
 from __future__ import annotations
 
 import html
+import math
 import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, busy_warning, measured_directions, noisy_points, published_note, rate, size, uncertain_note
+from xferbench.display import FAULTY, POOR_FIT, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
-from xferbench.results import Result, Selected, Selection, Series, file_labels, refuse_unless_regular
+from xferbench.compare import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER, Row, compare_point, p_text
+from xferbench.pairs import differences, framework_version, pair, placement
+from xferbench.results import Point, Result, Selected, Selection, Series, file_labels, refuse_unless_regular
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
@@ -32,6 +35,7 @@ from xferbench.telemetry import (
 MISSING = "—"  # the file does not record it
 NA = "n/a"  # it does not apply to this device
 ABSENT = "–"  # the series has no measured point at this batch size
+BLANK = " "  # an empty cell ("" reads as MISSING): a path named once at the head of its rows
 RAW_LABEL = "/".join(RAW_REFERENCE)  # cuda/raw_pinned/copy: the run's own ceiling on each GPU
 
 # The theoretical per-direction PCIe rate of a device NVML described: one table, kept in environment.
@@ -82,19 +86,6 @@ def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dic
             "CPU affinity": affinity if process or ideal else MISSING}  # fmt: skip
 
 
-def _framework(env: dict[str, Any], name: str) -> str:
-    info = (env.get("frameworks") or {}).get(name)
-    if not info:
-        return MISSING
-    text = str(info.get("version") or MISSING)
-    cuda = info.get("cuda") or info.get("cuda_build")
-    if cuda:
-        text += f" (built with CUDA {cuda})"
-    if info.get("python") and info["python"] != env.get("python"):
-        text += f", Python {info['python']}"
-    return text
-
-
 def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str]) -> list[str]:
     """One column per file; the device rows describe the devices its picked series ran on."""
     columns: list[dict[str, str]] = []
@@ -115,7 +106,7 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
                       Python=env.get("python") or MISSING)  # fmt: skip
         for name in env.get("frameworks") or {}:
             frameworks[name] = None
-            column[name] = _framework(env, name)
+            column[name] = framework_version(env, name)
         column["numpy"] = (env.get("versions") or {}).get("numpy") or MISSING
         settings = {k: v for k, v in (env.get("settings") or {}).items() if k in SETTINGS}
         column["settings"] = "; ".join(f"{k}={v}" for k, v in settings.items()) or ("none" if "settings" in env else MISSING)
@@ -153,6 +144,8 @@ def summary_table(
         best_of[p.series.direction] = max(best_of.get(p.series.direction, 0.0), p.series.summary.peak_mbps or 0.0)
     # A raw copy applies only to CUDA series: without one, the column would be all dashes.
     show_raw = any(p.series.device.startswith("cuda") for p in picks)
+    # One device for every series: named in the report's opening line, not on every row.
+    show_device = len({p.series.device_name or p.series.device for p in (*picks, *(e for e, _ in empty))}) > 1
     rows: list[list[str]] = []
     ceilings: dict[str, list[str]] = {}
     raw: dict[str, list[str]] = {}
@@ -179,8 +172,8 @@ def summary_table(
             cliff += f" (worst −{summary.cliff_drop:.0%})" if summary.cliff_drop is not None else ""
         rows.append([
             name + (" **FAILED**" if series.status == "failed" else ""),
-            series.device_name or series.device,
-            f"{rate(peak)} @ {summary.peak_batch_size}",
+            *([series.device_name or series.device] if show_device else []),
+            f"{rate(peak)} @ {summary.peak_batch_size}" + (" (busy)" if summary.busy_only else ""),
             f"{peak / best_of[series.direction]:.2f}×" if peak and best_of[series.direction] else "-",
             str(summary.saturation_batch_size or "-"),
             latency,
@@ -191,10 +184,12 @@ def summary_table(
         ])  # fmt: skip
     for pick, name in empty:
         failed = "**FAILED**" if pick.series.status == "failed" else "**no point measured**"
-        rows.append([f"{name} {failed}", pick.series.device_name or pick.series.device, *["-"] * (8 if show_raw else 7)])
-    header = ["series", "device", "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
+        rows.append([f"{name} {failed}", *([pick.series.device_name or pick.series.device] if show_device else []),
+                     *["-"] * (8 if show_raw else 7)])  # fmt: skip
+    header = ["series", *(["device"] if show_device else []), "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
               "asymptotic MB/s", "% of link (theoretical)", *(["% of raw ceiling"] if show_raw else []), "cliff"]  # fmt: skip
-    return table(header, rows, [False, False, *[True] * (len(header) - 3), False]), ceilings, raw
+    right = [False, *([False] if show_device else []), *[True] * (len(header) - 2 - show_device), False]
+    return table(header, rows, right), ceilings, raw
 
 
 def one_shape(picks: Sequence[Selected]) -> bool:
@@ -219,6 +214,146 @@ def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
         rows.append(row)
     header = ["batch size" if by_batch else "bytes per call", f"reference: {names[0]}", *names[1:]]
     return table(header, rows, [True] * len(header))
+
+
+NOTES_HERE = "<!-- notes -->"  # where render puts the notes among the paired sections: before the long table
+MARKS = {SLOWER: "▼", FASTER: "▲", NO_CHANGE: "=", INCONCLUSIVE: "?"}
+UNTESTED = "untested"  # a side keeps no raw samples (a peer's figures): a ratio, but no test
+
+
+def _tested(name: str, reference: Point, other: Point, threshold: float, alpha: float) -> Row | None:
+    """The same rank test and threshold as compare; None where a side has no raw samples to test."""
+    if not reference.times_s or not other.times_s:
+        return None
+    return compare_point(name, reference, other, threshold, alpha)
+
+
+def _mbps_cell(point: Point | None) -> str:
+    if point is None or not point.mbps:
+        return ABSENT
+    return rate(point.mbps) + (" (busy)" if point.busy else "")
+
+
+def _peak_cell(series: Series | None) -> str:
+    if series is None:
+        return ABSENT
+    summary = series.summary
+    return f"{rate(summary.peak_mbps)} @ {summary.peak_batch_size}" + (" (busy)" if summary.busy_only else "")
+
+
+def _counts(rows: Sequence[Row | None]) -> str:
+    """A path's verdicts over its batches in one phrase: "slower at 8 of 10, no change at 2"."""
+    verdicts = [r.verdict if r else UNTESTED for r in rows]
+    counts = {v: verdicts.count(v) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE, UNTESTED) if v in verdicts}
+    text = ", ".join(f"{v} at {n}" + (f" of {len(rows)}" if i == 0 else "") for i, (v, n) in enumerate(counts.items()))
+    busy = sum(1 for r in rows if r and r.busy)
+    return (text + (f" ({busy} busy)" if busy else "")) or "no batch in common"
+
+
+def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str],
+                    threshold: float = 0.05, alpha: float = 0.01) -> list[str]:  # fmt: skip
+    """The answer to "A vs B": what differs between the files, each path's peak in each file with its
+    ratio and verdicts, the ratio at every batch, and every path's MB/s side by side. Empty when no
+    series has a counterpart in another file (then series stand side by side as in one file)."""
+    per_file = [[p.series for p in picks if p.result is r] for _, r in files]
+    found = pair(per_file)
+    paired = [p for p in found if p.paired]
+    if not paired:
+        return []
+    two = len(files) == 2
+    tests: list[list[dict[int, Row | None]]] = []  # per pair, per file: batch -> the test against the reference
+    for p in paired:
+        reference = next(m for m in p.members if m is not None)
+        ref_points = {q.batch_size: q for q in reference.ok_points()}
+        per_member: list[dict[int, Row | None]] = []
+        for member in p.members:
+            points = {q.batch_size: q for q in member.ok_points()} if member is not None and member is not reference else {}
+            per_member.append({b: _tested(p.name, ref_points[b], q, threshold, alpha) for b, q in points.items() if b in ref_points})
+        tests.append(per_member)
+    lines = ["### What differs", ""]
+    found_differences = differences([(result, series) for (_, result), series in zip(files, per_file)])
+    if found_differences:
+        lines += table(["field", *labels], [[d.field, *d.values] for d in found_differences]) + [""]
+    else:
+        lines += ["No recorded difference: the same device, driver, framework versions, settings, CPU, host, xferbench"
+                  " version and sampling in every file. Whatever moved the figures, the files do not record it.", ""]  # fmt: skip
+    for (_, result), label, series in zip(files, labels, per_file):
+        busy = sum(1 for one in series for q in one.ok_points() if q.busy)
+        if busy:
+            lines += [f"{label} was measured on a busy machine at {busy} of {sum(len(one.ok_points()) for one in series)}"
+                      " points (see the notes): their figures may show the machine, not the change.", ""]  # fmt: skip
+    others = labels[1:] if two else labels
+    header = ["path", *(f"peak {label}" for label in labels)]
+    header += [f"{labels[1]} / {labels[0]} at peak", "verdict by batch"] if two else [f"{label} / first" for label in labels[1:]]
+    rows = []
+    for p, per_member in zip(paired, tests):
+        reference = next(m for m in p.members if m is not None)
+        row = [f"`{p.name}`", *(_peak_cell(m) for m in p.members)]
+        for index, member in enumerate(p.members):
+            if member is None or member is reference:
+                if not two and index > 0:
+                    row.append(ABSENT if member is None else "reference")
+                continue
+            ratio = (member.summary.peak_mbps or 0) / (reference.summary.peak_mbps or 1)
+            verdict = _counts([per_member[index][b] for b in sorted(per_member[index])])
+            row += [f"{ratio:.2f}×", verdict] if two else [f"{ratio:.2f}×: {verdict}"]
+        rows.append(row)
+    lines += [f"### Each path{f', {labels[1]} against {labels[0]}' if two else ', against the first file that has it'}", "",
+              f"Peak MB/s @ batch in each file; the ratio of the peaks; and the rank test at each batch measured in both"
+              f" (as `xferbench compare`: a change counts past {threshold:.0%} when p < {alpha:g}). Peaks leave out"
+              " points measured on a busy machine.", "", *table(header, rows, [False, *[True] * len(labels)]), ""]  # fmt: skip
+    batches = sorted({b for per_member in tests for tested in per_member for b in tested})
+    grid = []
+    for batch in batches:
+        cells = []
+        for per_member in tests:
+            tested = [t[batch] for t in per_member if batch in t]
+            cells.append(" · ".join(_grid_cell(t) for t in tested) or ABSENT)
+        grid.append([str(batch), *cells])
+    lines += ["### Ratio at each batch", "",
+              f"MB/s of {'·'.join(others)} over {labels[0] if two else 'the first file'} at the same batch, with the verdict:"
+              f" {MARKS[SLOWER]} slower, {MARKS[FASTER]} faster, {MARKS[NO_CHANGE]} no change, {MARKS[INCONCLUSIVE]}"
+              f" inconclusive; * a side measured on a busy machine; {ABSENT}: not in both.", "",
+              *table(["batch", *(f"`{p.name}`" for p in paired)], grid, [True] * (len(paired) + 1)), ""]  # fmt: skip
+    block_header = ["path", "batch", *(f"{label} MB/s" for label in labels)]
+    block_header += [f"{labels[1]} / {labels[0]}", "p", "verdict"] if two else [f"{label} / first" for label in labels[1:]]
+    block_rows = []
+    for p, per_member in zip(paired, tests):
+        points = [{q.batch_size: q for q in m.ok_points()} if m is not None else {} for m in p.members]
+        for number, batch in enumerate(sorted({b for found in points for b in found})):
+            row = [f"`{p.name}`" if number == 0 else BLANK, str(batch), *(_mbps_cell(found.get(batch)) for found in points)]
+            tested = [per_member[i].get(batch) for i in range(len(p.members))]
+            if two:
+                t = tested[1]
+                row += [f"{t.ratio:.2f}×" if t and math.isfinite(t.ratio) else _ratio(points, batch),
+                        (p_text(t.p_value) if t.p_value is not None else t.method) if t else ABSENT,
+                        t.verdict if t else (UNTESTED if batch in points[0] and batch in points[1] else ABSENT)]  # fmt: skip
+            else:
+                row += [f"{t.ratio:.2f}× {t.verdict}" if t else ABSENT for t in tested[1:]]
+            block_rows.append(row)
+    lines.append(NOTES_HERE)
+    lines += ["### MB/s by batch, path by path", "",
+              f"Median MB/s in each file; the ratio to {labels[0] if two else 'the first file'}; the rank test's p-value"
+              " and verdict on the raw samples. (busy): measured while other processes used a quarter of the CPUs or"
+              " more.", "", *table(block_header, block_rows, [False, *[True] * (len(block_header) - 1)]), ""]  # fmt: skip
+    alone = [p for p in found if not p.paired]
+    if alone:
+        lines += ["Without a counterpart in another file:",
+                  *(f"- `{m.label()}`: only in {labels[i]}" for p in alone for i, m in enumerate(p.members) if m is not None), ""]
+    return lines
+
+
+def _grid_cell(tested: Row | None) -> str:
+    if tested is None:
+        return UNTESTED
+    ratio = f"{tested.ratio:.2f}×" if math.isfinite(tested.ratio) else "-"
+    return f"{ratio} {MARKS[tested.verdict]}" + ("*" if tested.busy else "")
+
+
+def _ratio(points: list[dict[int, Point]], batch: int) -> str:
+    """A ratio from the medians alone, where no test could be made (no raw samples)."""
+    a, b = points[0].get(batch), points[1].get(batch)
+    return f"{b.mbps / a.mbps:.2f}×" if a and b and a.mbps and b.mbps else ABSENT
 
 
 def at_once_section(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str]) -> list[str]:
@@ -262,7 +397,7 @@ def detail(series: Series, name: str) -> list[str]:
         if p.status != "ok":
             rows.append([str(p.batch_size), f"{p.status}: {p.error or ''}", *[""] * (len(header) - 2)])
             continue
-        row = [str(p.batch_size), f"{p.median_s:.4g}" if p.median_s else "-", rate(p.batches_per_s), rate(p.images_per_s), rate(p.mbps),
+        row = [str(p.batch_size), f"{p.median_s:.4g}" if p.median_s else "-", rate(p.batches_per_s), rate(p.images_per_s), _mbps_cell(p),
                f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}", str(p.n)]  # fmt: skip
         row += [rate((p.direction_mbps or {}).get(way)) for way in ways]
         row += [rate(p.device_mbps)] if device_clock else []
@@ -276,16 +411,6 @@ def detail(series: Series, name: str) -> list[str]:
     facts = [fact for fact in (placement(series), link_under_load(series), verify_cost(series)) if fact]
     return ["<details>", f"<summary>{html.escape(title)}</summary>", "", how, "", *(f"- {fact}" for fact in facts),
             *([""] if facts else []), *table(header, rows, [True] * len(header)), "", "</details>", ""]  # fmt: skip
-
-
-def placement(series: Series) -> str | None:
-    """Where the series' worker ran and allocated: its binding, or why it had none."""
-    numa = series.numa or {}
-    if numa.get("cpus"):
-        node = f", memory preferred on NUMA node {numa['node']}" if numa.get("node") is not None else ""
-        refused = f" ({numa['reason']})" if numa.get("reason") else ""
-        return f"bound to CPUs {cpu_ranges(numa['cpus'])}{node}{refused}"
-    return numa.get("reason")
 
 
 def link_under_load(series: Series) -> str | None:
@@ -327,26 +452,49 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
     """What a reader must know before trusting a number: failures, what a path really computes, noise."""
     notes = [f"- **FAILED** {name}: {p.series.reason or 'see the per-batch detail'}"
              for p, name in zip(picks, names) if p.series.status == "failed"]  # fmt: skip
-    noted: dict[str, list[str]] = {}  # one line per note: many series of a file often share one
+    noted: dict[str, dict[str, None]] = {}  # one line per note: many series of a file often share one
     for pick, name in zip(picks, names):
-        if pick.series.note:
-            noted.setdefault(pick.series.note, []).append(name)
+        if pick.series.note:  # a note says what a path computes: the same in every file, so named once
+            noted.setdefault(pick.series.note, {})[pick.series.label()] = None
     notes += [f"- {', '.join(on)}: {note}" for note, on in noted.items()]
     warned: dict[str, list[str]] = {}  # the link's and the CPUs' warnings: every series on that GPU shares them
     for pick, name in zip(picks, names):
         for warning in link_warnings(pick.series, pick.result.environment):
             warned.setdefault(warning, []).append(name)
     notes += [f"- **warning** {warning} (affects {', '.join(on)})" for warning, on in warned.items()]
+    notes += busy_notes(picks, files, len(files) > 1)
     for pick, name in zip(picks, names):
-        busy = busy_warning(pick.series)
-        if busy:
-            notes.append(f"- **warning** {name}: {busy}")
         noisy = noisy_points(pick.series)
         if noisy:
             notes.append(f"- {name}: {uncertain_note(noisy)}")
     unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}
     notes += [f"- {path}: the sweep {unfinished[r.status]}; curves may be short" for path, r in files if r.status in unfinished]
     return notes + [f"- **{'FAILED' if e.series.status == 'failed' else 'EMPTY'}** {e.why_empty()}" for e in empty]
+
+
+def busy_notes(picks: Sequence[Selected], files: list[tuple[Path, Result]], several: bool) -> list[str]:
+    """One warning per file measured on a busy machine, naming its busy points: a busy machine is the
+    file's story, not each series' (six near-identical warnings would bury every other note)."""
+    notes = []
+    for path, result in files:
+        busy = [(pick.series, [p for p in pick.series.ok_points() if p.busy]) for pick in picks if pick.result is result]
+        busy = [(series, points) for series, points in busy if points]
+        if not busy:
+            continue
+        every = [(series, p) for series, points in busy for p in points]
+        worst_series, worst = max(every, key=lambda found: (found[1].others_cpus or 0) / (found[1].cpus or 1))
+        total = sum(len(pick.series.ok_points()) for pick in picks if pick.result is result)
+        listed = "; ".join(series.label() + (" (every point)" if len(points) == len(series.ok_points())
+                                             else f" batch {', '.join(str(p.batch_size) for p in points)}")
+                           for series, points in busy)  # fmt: skip
+        listed = "every point" if len(every) == total else listed
+        where = f"{path} was" if several else "the machine was"
+        notes.append(f"- **warning** {where} busy at {len(every)} of {total} points: {listed}. Other processes used a"
+                     f" quarter of the CPUs or more (at worst {worst.others_cpus:.2f} of its {worst.cpus or '?'}, at"
+                     f" {worst_series.label()} batch {worst.batch_size}); a busy machine moves figures either way, by up to several times. Those"
+                     " points are marked (busy), left out of peak, saturation, cliff and fit unless every point of a"
+                     " series was busy; measure again on a quiet machine.")  # fmt: skip
+    return notes
 
 
 def command_args(argv: Sequence[str]) -> list[str]:
@@ -391,15 +539,24 @@ def render(
             }.get(frozenset(kinds), "Transfer throughput")  # fmt: skip
     both = (" For a bidir series (a batch each way per call) MB/s is both directions together; its per-batch"
             " detail gives each direction's own MB/s." if any(p.series.direction == BIDIR for p in picks) else "")  # fmt: skip
-    lines = [f"## {title or 'xferbench report'}", "",
-             f"{what}: {len(picks)} series from {len(files)} result file(s)."
+    paired = paired_sections(picks, files, labels) if several else []
+    heading = title or ("xferbench report: " + " vs ".join(labels) if paired else "xferbench report")
+    devices = list(dict.fromkeys(p.series.device_name or p.series.device for p in picks))
+    on = f" on {devices[0]}" if len(devices) == 1 else ""
+    from_files = ": " + ", ".join(f"{label} (`{path}`)" for (path, _), label in zip(files, labels)) if paired else ""
+    lines = [f"## {heading}", "",
+             f"{what}{on}: {len(picks)} series from {len(files)} result file(s){from_files}."
              f" MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.{both}", ""]  # fmt: skip
     if plot is not None:
         lines += [_plot_link(plot, out), ""]
+    notes = _notes(picks, names, files, empty)
+    if paired:  # the answer first: what differs and each path paired, then the notes that qualify it
+        at = paired.index(NOTES_HERE)
+        lines += paired[:at] + (["### Notes", "", *notes, ""] if notes else []) + paired[at + 1 :]
     empty_names = [(e, e.series.label() + (f" ({label_of[id(e.result)]})" if several and id(e.result) in label_of else ""))
                    for e in empty]  # fmt: skip
     summary, ceilings, raw = summary_table(picks, names, where, empty_names)
-    lines += ["### Summary", "", *summary, "",
+    lines += ["### Summary" + (" of each series" if paired else ""), "", *summary, "",
               f"Peak and saturation (the smallest batch reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
               " latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.", "",
               "Link ceilings (per direction):",
@@ -411,26 +568,28 @@ def render(
     if published:
         lines += ["Published figures for the same GPU model (healthy host↔device copies others measured; xferbench's"
                   " docs/published-figures.md gives each with its source and date):", *published, ""]  # fmt: skip
-    if len(picks) > 1 and one_shape(picks):
+    if len(picks) > 1 and one_shape(picks) and not paired:
         lines += ["### MB/s by batch size", "",
                   "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"
                   f" the reference, at the same batch; {ABSENT}: not measured at that batch.", "",
                   *comparison_table(picks, names), ""]  # fmt: skip
-    elif len(picks) > 1:  # items of several shapes: a batch of one is no batch of another
+    elif len(picks) > 1 and not paired:  # items of several shapes: a batch of one is no batch of another
         lines += ["### MB/s by bytes per call", "",
                   "Median MB/s at each size, series side by side (their items differ in shape, so sizes, not batches,"
                   f" line up); (×): the ratio to the first series, the reference, at the same size; {ABSENT}: not"
                   " measured at that size.", "", *comparison_table(picks, names), ""]  # fmt: skip
     lines += at_once_section(picks, files, labels)
-    notes = _notes(picks, names, files, empty)
-    if notes:
+    if notes and not paired:
         lines += ["### Notes", "", *notes, ""]
     skipped = [f"- {s.label()}" + (f" ({label_of[id(r)]})" if several else "") + f": {s.reason or 'no reason recorded'}"
                for _, r in files for s in r.series
                if s.status == "skipped" and (selection is None or selection.matches(s))]  # fmt: skip
     if skipped:
         lines += ["### Not measured", "", *skipped, ""]
-    lines += ["### Environment", "", *environment_table(picks, files, labels), "", "### Reproduce", ""]
+    environment = environment_table(picks, files, labels)
+    if paired:  # the differences are above; the whole table would push everything else down
+        environment = ["<details>", "<summary>Every recorded field of each file</summary>", "", *environment, "", "</details>"]
+    lines += ["### Environment", "", *environment, "", "### Reproduce", ""]
     for (path, result), label in zip(files, labels):
         argv = result.config.get("argv") or []
         peer = result.environment.get("peer") or {}
