@@ -301,7 +301,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     lines += [f"### Each path{f', {labels[1]} against {labels[0]}' if two else ', against the first file that has it'}", "",
               f"Peak MB/s @ batch in each file; the ratio of the peaks; and the rank test at each batch measured in both"
               f" (as `xferbench compare`: a change counts past {threshold:.0%} when p < {alpha:g}). Peaks leave out"
-              " points measured on a busy machine.", "", *table(header, rows, [False, *[True] * len(labels)]), ""]  # fmt: skip
+              " points measured on a busy machine.", "", *table(header, rows, [False, *[True] * (len(labels) + 1)]), ""]  # fmt: skip
     batches = sorted({b for per_member in tests for tested in per_member for b in tested})
     grid = []
     for batch in batches:
