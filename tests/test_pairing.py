@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 from xferbench import compare as comparing
 from xferbench import report
 from xferbench.cli import app
-from xferbench.display import summary_line
+from rich.console import Console
+
+from xferbench.display import series_table, summary_line
 from xferbench.pairs import differences, pair, tags
 from xferbench.results import Point, Result, Series, load, select
 from xferbench.spec import HOST_TO_HOST, SeriesKey
@@ -209,6 +211,11 @@ def test_a_busy_point_never_sets_the_peak_the_cliff_or_the_saturation_unnamed() 
     assert "every point measured on a busy machine (batch 16, 32)" in summary_line(every.summary)
     clean = curve("torch", "pageable", {8: 70000.0, 16: 64509.0, 32: 59.0, 64: 60000.0})
     assert clean.summary.cliff_batch_size == 32 and not clean.summary.busy_batch_sizes  # the same fall, measured quietly, is a cliff
+    # the terminal's table marks the busy point and its caption says what the mark means
+    console = Console(width=200, record=True)
+    console.print(series_table(cliff, None, console))
+    printed = " ".join(console.export_text().split())
+    assert "58.8*" in printed and printed.count("*") == 2 and "*: measured on a busy machine" in printed
 
 
 def test_a_file_is_read_with_its_summary_recomputed_from_its_points(tmp_path) -> None:

@@ -73,6 +73,8 @@ def series_table(series: Series, result: Result | None = None, console: Console 
     caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceiling_parts(series, result)])
     if streamed:
         caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
+    if any(p.busy for p in series.ok_points()):
+        caption += " · *: measured on a busy machine"
     ways = measured_directions(series)
     if series.direction == BIDIR:
         caption += (" · bidir: MB/s is both directions together (a batch each way per call);"
@@ -97,7 +99,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             "batch time": seconds(p.median_s),
             "batches/s": rate(p.batches_per_s),
             "images/s": rate(p.images_per_s),
-            "MB/s": f"[bold]{rate(p.mbps)}[/]",
+            "MB/s": f"[bold]{rate(p.mbps)}[/]" + ("[yellow]*[/]" if p.status == "ok" and p.busy else ""),
             "p10–p90": f"{rate(p.mbps_p10)}–{rate(p.mbps_p90)}",
             "n": str(p.n),
             "copies": str(p.copies or "-"),
