@@ -251,3 +251,16 @@ def test_one_file_keeps_series_side_by_side(tmp_path) -> None:
     picks, empty = select([sweep_file(tmp_path / "a.json", {})])
     text = report.render(picks, empty)
     assert "### What differs" not in text and "### MB/s by batch size" in text and text.startswith("## xferbench report\n")
+
+
+def test_the_committed_example_is_what_report_makes_of_its_files(monkeypatch) -> None:
+    """docs/example-report.md, linked from the README, must not drift from the code that makes it
+    (scripts/gallery.sh redraws it)."""
+    repo = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(repo)
+    committed = (repo / "docs" / "example-report.md").read_text()
+    picks, empty = select([Path("results/sim/gpu-a-25gbps.json"), Path("results/sim/gpu-b-12gbps.json")])
+    title = committed.splitlines()[0].removeprefix("## ")
+    made = report.render(picks, empty, plot=Path("docs/example-report.png"), out=Path("docs/example-report.md"), title=title)
+    assert made == committed
+    assert title.startswith("Simulated example (no data moves)") and "slower at 10 of 10" in made

@@ -1,6 +1,7 @@
 """`xferbench plot`: the figure's content, its files, and bad input."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -235,6 +236,74 @@ def test_a_cliff_is_marked_at_its_batch_with_its_fall(tmp_path) -> None:
 def test_two_cliffs_with_one_text_are_both_noted(tmp_path) -> None:
     again = tmp_path / "again.json"
     again.write_bytes(CPU_FILE.read_bytes())
-    notes = cliff_notes(figure(select([CPU_FILE, again])[0]))
-    assert [(text, x) for text, (x, _), _ in notes] == [("cliff: −30% at batch 64 (worst −72%)", 64)] * 2
-    assert notes[0][2] != notes[1][2]  # told apart by colour
+    fig = figure(select([CPU_FILE, again])[0])
+    triangles = [line for line in fig.axes[0].get_lines() if line.get_label() == "_cliff"]
+    assert [line.get_xdata()[0] for line in triangles] == [64, 64]
+    # one path in two files: one colour, told apart by line style, each fall in its own legend entry
+    entries = [h for h in fig.legends[0].legend_handles if "▼ cliff" in h.get_label()]
+    assert [h.get_label().split(" · ▼ ")[1] for h in entries] == ["cliff: −30% at batch 64 (worst −72%)"] * 2
+    assert entries[0].get_color() == entries[1].get_color() and entries[0].get_linestyle() != entries[1].get_linestyle()
+
+
+def legend_texts(fig) -> list[str]:
+    return [text.get_text() for text in fig.legends[0].get_texts()]
+
+
+def test_two_files_colour_each_path_and_style_each_file_named_by_what_differs(tmp_path) -> None:
+    from test_pairing import TUNABLES, sweep_file
+
+    a = sweep_file(tmp_path / "before.json", {}, seed=1)
+    b = sweep_file(tmp_path / "tunables.json", {"GLIBC_TUNABLES": TUNABLES}, tf_speedup=2.0, seed=2)
+    picks, _ = select([a, b], Selection(frameworks=("torch", "tf"), modes=("pageable", "eager")))
+    fig = figure(picks)
+    curves = {line.get_label(): line for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")}
+    eager_a, eager_b = curves["tf/eager/copy @ AMD EPYC · host-to-host (before)"], curves["tf/eager/copy @ AMD EPYC · host-to-host (tunables)"]
+    torch_a, torch_b = curves["torch/pageable/copy @ AMD EPYC · host-to-host (before)"], curves["torch/pageable/copy @ AMD EPYC · host-to-host (tunables)"]
+    assert eager_a.get_color() == eager_b.get_color() != torch_a.get_color() == torch_b.get_color()  # a colour per path
+    assert eager_a.get_linestyle() == torch_a.get_linestyle() != eager_b.get_linestyle() == torch_b.get_linestyle()  # a style per file
+    texts = legend_texts(fig)
+    assert texts[:4] == ["torch/pageable/copy · host-to-host", "tf/eager/copy · host-to-host", "before",
+                         "tunables: GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.ma…"]  # fmt: skip
+    handles = fig.legends[0].legend_handles
+    assert handles[3].get_linestyle() == eager_b.get_linestyle() and handles[1].get_color() == eager_a.get_color()
+
+
+def test_a_busy_point_is_drawn_hollow_with_a_key(tmp_path) -> None:
+    from test_pairing import sweep_file
+
+    busy = sweep_file(tmp_path / "busy.json", {}, busy=(8, 64))
+    fig = figure(select([busy], Selection(frameworks=("torch",)))[0])
+    (hollow,) = [line for line in fig.axes[0].get_lines() if line.get_label() == "_busy"]
+    assert list(hollow.get_xdata()) == [8, 64] and hollow.get_markerfacecolor() in ("white", (1.0, 1.0, 1.0, 1.0))
+    assert any("measured on a busy machine" in text for text in legend_texts(fig))
+    quiet = figure(select([sweep_file(tmp_path / "quiet.json", {})], Selection(frameworks=("torch",)))[0])
+    assert not [line for line in quiet.axes[0].get_lines() if line.get_label() == "_busy"]
+    assert not any("busy" in text for text in legend_texts(quiet))
+
+
+def test_past_six_series_each_framework_gets_a_panel_on_shared_axes(tmp_path) -> None:
+    from test_pairing import sweep_file
+
+    picks, _ = select([sweep_file(tmp_path / "a.json", {}, seed=1), sweep_file(tmp_path / "b.json", {}, seed=2)])
+    assert len(picks) == 12
+    fig = figure(picks)
+    panels = [axes for axes in fig.axes if axes.get_visible()]
+    assert [axes.get_title() for axes in panels] == ["torch", "tf", "jax", "host"]
+    assert len(panels[1].get_lines()) >= 6 and all(axes.get_xscale() == "log" for axes in panels)  # tf: 3 paths × 2 files
+    shared = panels[0].get_shared_y_axes()
+    assert all(shared.joined(panels[0], other) for other in panels[1:])
+    assert len(legend_texts(fig)) == 6 + 2  # six paths, two files: not twelve series
+    few = figure(picks[:6])
+    assert len(few.axes) == 2 and few.axes[1].get_xscale() == "log" and few.axes[1].get_yscale() == "log"
+
+
+def test_tick_labels_keep_batch_171_and_never_crowd() -> None:
+    from xferbench.plot import tick_labels
+
+    sweep = [1, 2, 4, 8, 16, 32, 64, 128, 171, 256, 512]
+    assert "171" in tick_labels(sweep) and "128" in tick_labels(sweep) and "256" in tick_labels(sweep)
+    dense = [1, 2, 4, 8, 16, 32, 64, 128, 160, 170, 171, 172, 192, 256, 512]
+    labels = tick_labels(dense, first=[171])
+    assert labels[dense.index(171)] == "171" and labels[dense.index(170)] == labels[dense.index(172)] == ""
+    shown = [t for t, label in zip(dense, labels) if label]
+    assert all(math.log2(b / a) >= 0.4 for a, b in zip(shown, shown[1:]))

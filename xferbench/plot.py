@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from xferbench.display import POOR_FIT
 from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
+from xferbench.pairs import differences, path_name, tags
 from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.results import DEFAULT_FOLDER, Point, Selected, Series, file_labels, refuse_unless_regular
 from xferbench.stats import CLIFF_FRACTION
 
 FORMATS = (".png", ".svg", ".pdf")
 LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = (".", "x", "+", "1")  # a file's points, where no line joins them (time per call)
 
 
 def series_labels(picks: list[Selected]) -> list[str]:
@@ -92,90 +97,183 @@ def default_path(paths: list[Path]) -> Path:
     return DEFAULT_FOLDER / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', stem)[:120]}.png"
 
 
-def tick_labels(ticks: list[int]) -> list[str]:
-    """A label at every batch size, except where it would overlap the one before (170, 171, 172...)."""
-    labels, last = [], None
-    for tick in ticks:
-        if last is None or math.log2(tick) - math.log2(last) >= 0.6:
-            labels.append(str(tick))
-            last = tick
-        else:
-            labels.append("")
-    return labels
+TICK_GAP = 0.4  # octaves between two labelled batch sizes: at fontsize 8, three digits need about this much
+
+
+def tick_labels(ticks: list[int], first: Sequence[int] = ()) -> list[str]:
+    """A label at every batch size, except where it would overlap one already labelled (170, 171, 172...).
+    Labelled first: the batches in `first` (where a cliff is marked), then those that are no power of
+    two (a user chose them: 171 is the first batch past glibc's 32 MiB threshold), then the rest."""
+    def rank(tick: int) -> int:
+        return 0 if tick in first else 1 if tick & (tick - 1) else 2
+
+    labelled: list[int] = []
+    for tick in sorted(ticks, key=lambda t: (rank(t), t)):
+        if all(abs(math.log2(tick) - math.log2(other)) >= TICK_GAP for other in labelled):
+            labelled.append(tick)
+    return [str(tick) if tick in labelled else "" for tick in ticks]
+
+
+SMALL_MULTIPLES = 6  # past this many series, one MB/s panel per framework: a dozen curves on one axis are spaghetti
+BUSY_KEY = "○ measured on a busy machine (left out of peak, saturation and cliff)"
+
+
+def _styles(picks: list[Selected]) -> tuple[list[str], list[str], list[str]]:
+    """Each series' colour, line style and marker. From several files: a colour per path (the same
+    path in every file), and a line style and marker per file. From one: a colour per series, and
+    past the ten colours of the cycle another line style."""
+    cycle = [f"C{i}" for i in range(10)]
+    files = list(dict.fromkeys(id(p.result) for p in picks))
+    if len(files) == 1:
+        return ([cycle[i % 10] for i in range(len(picks))], [LINE_STYLES[i // 10 % len(LINE_STYLES)] for i in range(len(picks))],
+                [MARKERS[0]] * len(picks))  # fmt: skip
+    paths = list(dict.fromkeys(path_name(p.series) for p in picks))
+    colours = [cycle[paths.index(path_name(p.series)) % 10] for p in picks]
+    index = [files.index(id(p.result)) for p in picks]
+    return colours, [LINE_STYLES[i % len(LINE_STYLES)] for i in index], [MARKERS[i % len(MARKERS)] for i in index]
+
+
+def _file_keys(picks: list[Selected]) -> list[Line2D]:
+    """Legend entries for several files: one per path in its colour, one per file in its line style,
+    named by what sets the file apart (differences between the files: "b: GLIBC_TUNABLES=…")."""
+    files = list({id(p.result): (p.path, p.result) for p in picks}.values())
+    series = [[p.series for p in picks if p.result is result] for _, result in files]
+    named = tags(file_labels(files), differences([(result, mine) for (_, result), mine in zip(files, series)]))
+    colours, _, _ = _styles(picks)
+    keys = {}
+    for pick, colour in zip(picks, colours):
+        path = path_name(pick.series) + (f" · {HOST_TO_HOST}" if pick.series.transfer == HOST_TO_HOST else "")
+        keys.setdefault(path, Line2D([], [], color=colour, label=path))
+    return [*keys.values(), *(Line2D([], [], color="black", linestyle=LINE_STYLES[i % len(LINE_STYLES)],
+                                     marker=MARKERS[i % len(MARKERS)], label=name) for i, name in enumerate(named))]  # fmt: skip
 
 
 def figure(picks: list[Selected], title: str | None = None) -> Figure:
     """Panel 1: MB/s against batch size with the p10-p90 band, saturation and cliff markers and link ceiling.
     Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit.
-    Without a title, the figure is titled by its transfer and devices (default_title)."""
+    Past SMALL_MULTIPLES series, panel 1 becomes one panel per framework on shared axes, and panel 2 goes.
+    From several files the legend keys each path by colour and each file by line style and what sets it apart.
+    A point measured on a busy machine is drawn hollow. Without a title, the figure is titled by its transfer
+    and devices (default_title)."""
     labels = series_labels(picks)
+    colours, styles, markers = _styles(picks)
+    files = list({id(p.result): (p.path, p.result) for p in picks}.values())
+    file_of = {id(result): label for (_, result), label in zip(files, file_labels(files))}
+    several = len(files) > 1
+    frameworks = list(dict.fromkeys(p.series.framework for p in picks))
+    multiples = len(picks) > SMALL_MULTIPLES
     fig = Figure(figsize=(13, 5.6 + 0.25 * ((len(picks) + len({p.series.device for p in picks})) // 3)), layout="constrained")
-    rate_axes, time_axes = fig.subplots(1, 2)
+    if multiples:
+        columns = min(3, len(frameworks))
+        rows = math.ceil(len(frameworks) / columns)
+        fig.set_size_inches(13, 1.5 + 3.6 * rows + 0.25 * (len(picks) // 3))
+        grid = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
+        panels = {name: axes for name, axes in zip(frameworks, grid.flat)}
+        for axes in list(grid.flat)[len(frameworks):]:
+            axes.set_visible(False)
+        time_axes = None
+    else:
+        rate_axes, time_axes = fig.subplots(1, 2)
+        panels = {name: rate_axes for name in frameworks}
     batches: set[int] = set()
     ceilings: dict[str, float] = {}
-    cliffs = 0  # series marked with a cliff
-    for number, (pick, label) in enumerate(zip(picks, labels)):
+    cliffs: list[Line2D] = []  # a triangle per series with a cliff, its fall in the label
+    busy_seen = False
+    for pick, label, colour, style, marker in zip(picks, labels, colours, styles, markers):
         series = pick.series
+        axes = panels[series.framework]
         points = series.ok_points()
         x = [p.batch_size for p in points]
         batches.update(x)
-        # Past the ten colours of the cycle, a colour comes back: the line style tells those apart.
-        style = LINE_STYLES[number // 10 % len(LINE_STYLES)]
         cliff = cliff_note(series)
         if cliff is not None:  # said in the series' own legend entry: a key of its own would need matching by colour
             label = f"{label} · ▼ {cliff[1]}"
-        (line,) = rate_axes.plot(x, [p.mbps for p in points], marker=".", linestyle=style, label=label)
-        color = line.get_color()
+        axes.plot(x, [p.mbps for p in points], marker=marker, linestyle=style, color=colour, label=label)
+        busy = [p for p in points if p.busy]
+        if busy:  # hollow: the point's figure may show the machine, not the path
+            busy_seen = True
+            axes.plot([p.batch_size for p in busy], [p.mbps for p in busy], marker="o", markersize=7, markerfacecolor="white",
+                      color=colour, linestyle="none", label="_busy")  # fmt: skip
         spread = [p for p in points if p.mbps_p10 is not None and p.mbps_p90 is not None]  # a peer's figure has none
         if spread:
-            rate_axes.fill_between([p.batch_size for p in spread], [p.mbps_p10 for p in spread], [p.mbps_p90 for p in spread],
-                                   color=color, alpha=0.15)  # fmt: skip
+            axes.fill_between([p.batch_size for p in spread], [p.mbps_p10 for p in spread], [p.mbps_p90 for p in spread],
+                              color=colour, alpha=0.15)  # fmt: skip
         saturation = series.summary.saturation_batch_size
         at = next((p for p in points if p.batch_size == saturation), None)
         if at is not None:
-            rate_axes.plot([at.batch_size], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
-                           color=color, linestyle="none")  # fmt: skip
+            axes.plot([at.batch_size], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
+                      color=colour, linestyle="none")  # fmt: skip
         if cliff is not None:
-            rate_axes.plot([cliff[0].batch_size], [cliff[0].mbps], marker="v", markersize=9, color=color,
-                           linestyle="none", label="_cliff")  # fmt: skip
-            cliffs += 1
-        time_axes.plot([p.bytes for p in points], [p.median_s for p in points], marker=".", linestyle="none",
-                       color=color, label=label)  # fmt: skip
+            axes.plot([cliff[0].batch_size], [cliff[0].mbps], marker="v", markersize=9, color=colour,
+                      linestyle="none", label="_cliff")  # fmt: skip
+            where = f"{path_name(series)} ({file_of[id(pick.result)]})"  # the legend keys paths and files: no device here
+            cliffs.append(Line2D([], [], marker="v", color=colour, linestyle=style, label=f"{where} · ▼ {cliff[1]}"))
         summary = series.summary
-        if summary.latency_s is not None and summary.bandwidth_mbps:
-            sizes = sorted(p.bytes for p in points)
-            model = [summary.latency_s + b / (summary.bandwidth_mbps * 1e6) for b in sizes]
-            poor = (summary.fit_rel_rms or 0) > POOR_FIT  # the model does not describe this curve: say so
-            time_axes.plot(sizes, model, color=color, linestyle=":" if poor else "--", linewidth=1,
-                           label="_poor fit" if poor else "_fit")  # fmt: skip
+        if time_axes is not None:
+            time_axes.plot([p.bytes for p in points], [p.median_s for p in points], marker=marker, linestyle="none",
+                           color=colour, label=label)  # fmt: skip
+            if summary.latency_s is not None and summary.bandwidth_mbps:
+                sizes = sorted(p.bytes for p in points)
+                model = [summary.latency_s + b / (summary.bandwidth_mbps * 1e6) for b in sizes]
+                poor = (summary.fit_rel_rms or 0) > POOR_FIT  # the model does not describe this curve: say so
+                time_axes.plot(sizes, model, color=colour, linestyle=":" if poor else "--", linewidth=1,
+                               label="_poor fit" if poor else "_fit")  # fmt: skip
         ceiling = pcie_ceiling(device_entry(pick.result.environment, series.device), series.link)
         if ceiling:
             ceilings[ceiling[1]] = ceiling[0] * 1e3  # GB/s -> MB/s
-    for text, mbps in ceilings.items():
-        rate_axes.axhline(mbps, color="grey", linestyle="--", linewidth=1, label=text)
-    rate_axes.set_xscale("log", base=2)
     ticks = sorted(batches)
-    rate_axes.set_xticks(ticks, tick_labels(ticks))
-    rate_axes.minorticks_off()
-    rate_axes.set_xlabel("batch size (images)")
-    rate_axes.set_ylabel("MB/s (10^6 B of uint8 input per second, median)")
-    rate_axes.set_ylim(bottom=0)
+    cliff_batches = [p.series.summary.cliff_batch_size for p in picks if p.series.summary.cliff_batch_size]
     marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
-    rate_axes.set_title(f"throughput: band p10–p90, ring at saturation (95% of peak){marked}", fontsize=9)
-    rate_axes.grid(True, alpha=0.3)
-    handles, names = rate_axes.get_legend_handles_labels()
+    hollow = ", hollow: busy machine" if busy_seen else ""
+    what = f"throughput: band p10–p90, ring at saturation (95% of peak){marked}{hollow}"
+    for number, (name, axes) in enumerate(dict.fromkeys(panels.items())):
+        for text, mbps in ceilings.items():
+            axes.axhline(mbps, color="grey", linestyle="--", linewidth=1, label=text)
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(ticks, tick_labels(ticks, cliff_batches), fontsize=8)
+        axes.tick_params(axis="x", labelbottom=True)  # shared axes hide inner labels: a panel above an empty slot keeps its own
+        axes.minorticks_off()
+        axes.set_xlabel("batch size (images)")
+        if not multiples or number % 3 == 0:  # shared y: said once per row
+            axes.set_ylabel("MB/s (10^6 B of uint8 input per second, median)")
+        axes.set_ylim(bottom=0)
+        axes.set_title(name if multiples else what, fontsize=9)
+        axes.grid(True, alpha=0.3)
+    first = next(iter(panels.values()))
+    handles, names = first.get_legend_handles_labels()
+    if several or multiples:  # one entry per series would repeat each path once per file: key paths and files instead
+        keys = _file_keys(picks) if several else [h for h, n in zip(*_series_handles(panels))
+                                                  if not n.startswith("_") and n not in ceilings]  # fmt: skip
+        handles = [*keys, *(cliffs if several else []),
+                   *(h for h, n in zip(handles, names) if n in ceilings)]  # fmt: skip
+        names = [h.get_label() for h in handles]
+    if busy_seen:
+        handles.append(Line2D([], [], marker="o", markerfacecolor="white", color="grey", linestyle="none", label=BUSY_KEY))
+        names.append(BUSY_KEY)
     # As many columns as the longest entry leaves room for: a legend wider than the figure is cut at both edges.
     columns = max(1, min(3, 240 // (max(len(name) for name in names) + 8))) if names else 1
     fig.legend(handles, names, loc="outside lower center", ncols=columns, fontsize=8)
-    time_axes.set_xscale("log")
-    time_axes.set_yscale("log")
-    time_axes.set_xlabel("bytes per call")
-    time_axes.set_ylabel("median time per call (s)")
-    time_axes.set_title(f"time per call; dashed: fitted latency + bytes / bandwidth (dotted: poor fit, rms > {POOR_FIT:.0%})",
-                        fontsize=9)  # fmt: skip
-    time_axes.grid(True, which="both", alpha=0.3)
-    fig.suptitle(title or default_title(picks))
+    if time_axes is not None:
+        time_axes.set_xscale("log")
+        time_axes.set_yscale("log")
+        time_axes.set_xlabel("bytes per call")
+        time_axes.set_ylabel("median time per call (s)")
+        time_axes.set_title(f"time per call; dashed: fitted latency + bytes / bandwidth (dotted: poor fit, rms > {POOR_FIT:.0%})",
+                            fontsize=9)  # fmt: skip
+        time_axes.grid(True, which="both", alpha=0.3)
+    fig.suptitle((title or default_title(picks)) + (f"\n{what}, a panel per framework" if multiples else ""))
     return fig
+
+
+def _series_handles(panels: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    """Every panel's legend entries, in panel order: the series of one file split across frameworks."""
+    handles: list[Any] = []
+    names: list[str] = []
+    for axes in dict.fromkeys(panels.values()):
+        found, labels = axes.get_legend_handles_labels()
+        handles += found
+        names += labels
+    return handles, names
 
 
 def save(fig: Figure, path: Path, option: str = "--out") -> Path:
