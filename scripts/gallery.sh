@@ -12,3 +12,7 @@ xferbench plot results/cpu-amd-epyc-2core/torch-host-copy-seed.json \
   --title "PyTorch and host copies on a 2-core AMD EPYC (CPU, host-to-host)" -o plots/cpu-torch-host.png
 xferbench plot results/sim/link-10us-25gbps.json results/sim/link-10us-20gbps.json \
   --title "Simulated links: 10 µs latency, 25 vs 20 GB/s" -o plots/sim-links.png
+# The example the README links: two simulated GPUs behind different links, compared as a bug report would.
+xferbench report results/sim/gpu-a-25gbps.json results/sim/gpu-b-12gbps.json \
+  --title "Simulated example (no data moves): GPU A behind a 25 GB/s link vs GPU B behind 12 GB/s" \
+  --plot docs/example-report.png -o docs/example-report.md
