@@ -264,3 +264,17 @@ def test_the_committed_example_is_what_report_makes_of_its_files(monkeypatch) ->
     made = report.render(picks, empty, plot=Path("docs/example-report.png"), out=Path("docs/example-report.md"), title=title)
     assert made == committed
     assert title.startswith("Simulated example (no data moves)") and "slower at 10 of 10" in made
+
+
+def test_an_uncertain_median_that_sets_a_figure_is_named_beside_it() -> None:
+    from xferbench.display import noisy_points, uncertain_note
+
+    series = curve("torch", "pageable", {8: 20000.0, 16: 30000.0, 32: 25000.0})
+    spec = series.key.at(16)
+    fast = spec.nbytes / 30000e6
+    series.points[1] = Point.measured(spec, Samples([fast] * 10 + [fast * 1.4] * 9), warmup_calls=1)  # calls split two ways
+    series.refresh_summary()
+    noisy = noisy_points(series)
+    assert [p.batch_size for p in noisy] == [16] and series.summary.peak_batch_size == 16
+    assert uncertain_note(noisy, series.summary).endswith("; the peak and the saturation batch rest on batch 16")
+    assert "rests on" not in uncertain_note(noisy)

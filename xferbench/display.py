@@ -228,11 +228,22 @@ def noisy_points(series: Series) -> list[Point]:
     return [p for p in series.ok_points() if not is_busy(p) and (median_uncertainty(p.times_s) or 0) > UNCERTAIN]
 
 
-def uncertain_note(noisy: list[Point]) -> str:
-    """A finding about the path, not a fault of the machine: said as a note, not a warning."""
+def uncertain_note(noisy: list[Point], summary: Summary | None = None) -> str:
+    """A finding about the path, not a fault of the machine: said as a note, not a warning. Where such a
+    point sets one of the curve's figures (`summary`), the note says so: no headline rests on it unsaid."""
     listed = ", ".join(f"{p.batch_size} (±{median_uncertainty(p.times_s):.0%}, n={p.n})" for p in noisy)
-    return (f"the median is uncertain at batch {listed}: this path's own time varies there, e.g. calls"
+    note = (f"the median is uncertain at batch {listed}: this path's own time varies there, e.g. calls"
             " split between two speeds (see p10–p90; every sample is in the file)")
+    if summary is not None:
+        sets = {"peak": summary.peak_batch_size, "saturation batch": summary.saturation_batch_size,
+                "cliff": summary.cliff_batch_size}  # fmt: skip
+        on: dict[int, list[str]] = {}
+        for figure, batch in sets.items():
+            if batch in {p.batch_size for p in noisy}:
+                on.setdefault(batch, []).append(f"the {figure}")
+        rests = [f"{' and '.join(figures)} {'rest' if len(figures) > 1 else 'rests'} on batch {batch}" for batch, figures in on.items()]
+        note += f"; {'; '.join(rests)}" if rests else ""
+    return note
 
 
 def is_busy(point: Point) -> bool:
@@ -274,7 +285,7 @@ def print_series(console: Console, series: Series, result: Result | None = None)
         console.print(f"[bold yellow]warning: {series.label()}: {escape(busy)}[/]")
     noisy = noisy_points(series)
     if noisy:
-        console.print(f"note: {series.label()}: {escape(uncertain_note(noisy))}")
+        console.print(f"note: {series.label()}: {escape(uncertain_note(noisy, series.summary))}")
     published = published_note(series)
     if published:
         console.print(f"published: {escape(published)}", highlight=False)

@@ -466,7 +466,7 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
     for pick, name in zip(picks, names):
         noisy = noisy_points(pick.series)
         if noisy:
-            notes.append(f"- {name}: {uncertain_note(noisy)}")
+            notes.append(f"- {name}: {uncertain_note(noisy, pick.series.summary)}")
     unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}
     notes += [f"- {path}: the sweep {unfinished[r.status]}; curves may be short" for path, r in files if r.status in unfinished]
     return notes + [f"- **{'FAILED' if e.series.status == 'failed' else 'EMPTY'}** {e.why_empty()}" for e in empty]
