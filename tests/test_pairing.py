@@ -278,3 +278,27 @@ def test_an_uncertain_median_that_sets_a_figure_is_named_beside_it() -> None:
     assert [p.batch_size for p in noisy] == [16] and series.summary.peak_batch_size == 16
     assert uncertain_note(noisy, series.summary).endswith("; the peak and the saturation batch rest on batch 16")
     assert "rests on" not in uncertain_note(noisy)
+
+
+def test_a_path_that_failed_in_one_file_is_listed_as_lost_not_as_missing(tmp_path) -> None:
+    a = sweep_file(tmp_path / "a.json", {}, seed=1)
+    b = sweep_file(tmp_path / "b.json", {}, seed=2)
+    data = json.loads(b.read_text())
+    data["series"][1].update(status="failed", reason="the worker died", points=[])  # tf/eager measured nothing in b
+    b.write_text(json.dumps(data))
+    picks, empty = select([a, b])
+    text = report.render(picks, empty)
+    assert "- `tf/eager/copy@cpu`: only in a (it measured nothing in b: see the notes)" in text
+    assert "- **FAILED** " + str(b) + ": tf/eager/copy@cpu FAILED (the worker died)" in text
+
+
+def test_three_files_ratio_each_to_the_first(tmp_path) -> None:
+    files = [sweep_file(tmp_path / f"{name}.json", {}, tf_speedup=speedup, seed=seed)
+             for name, speedup, seed in (("a", 1.0, 1), ("b", 2.0, 2), ("c", 0.5, 3))]  # fmt: skip
+    picks, empty = select(files)
+    text = report.render(picks, empty)
+    assert "MB/s of b · c over the first file that has the path" in " ".join(text.split())
+    eager = {row[0]: row for row in table_after(text, "Each path, against the first file that has it")}["`tf/eager/copy`"]
+    assert eager[4:] == ["2.00×: faster at 2 of 10, no change at 8", "0.98×: slower at 2 of 10, no change at 8"]  # c peaks at 128, below the fall
+    grid = {row[0]: row[1:] for row in table_after(text, "Ratio at each batch")}
+    assert grid["512"][1] == "2.00× ▲ · 0.50× ▼"

@@ -18,7 +18,7 @@ from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceili
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
 from xferbench.compare import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER, Row, compare_point, p_text
-from xferbench.pairs import differences, framework_version, pair, placement
+from xferbench.pairs import differences, framework_version, pair, pair_key, placement
 from xferbench.results import Point, Result, Selected, Selection, Series, file_labels, refuse_unless_regular
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
@@ -251,7 +251,7 @@ def _counts(rows: Sequence[Row | None]) -> str:
 
 
 def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str],
-                    threshold: float = 0.05, alpha: float = 0.01) -> list[str]:  # fmt: skip
+                    empty: Sequence[Selected] = (), threshold: float = 0.05, alpha: float = 0.01) -> list[str]:  # fmt: skip
     """The answer to "A vs B": what differs between the files, each path's peak in each file with its
     ratio and verdicts, the ratio at every batch, and every path's MB/s side by side. Empty when no
     series has a counterpart in another file (then series stand side by side as in one file)."""
@@ -282,7 +282,6 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
         if busy:
             lines += [f"{label} was measured on a busy machine at {busy} of {sum(len(one.ok_points()) for one in series)}"
                       " points (see the notes): their figures may show the machine, not the change.", ""]  # fmt: skip
-    others = labels[1:] if two else labels
     header = ["path", *(f"peak {label}" for label in labels)]
     header += [f"{labels[1]} / {labels[0]} at peak", "verdict by batch"] if two else [f"{label} / first" for label in labels[1:]]
     rows = []
@@ -301,7 +300,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     lines += [f"### Each path{f', {labels[1]} against {labels[0]}' if two else ', against the first file that has it'}", "",
               f"Peak MB/s @ batch in each file; the ratio of the peaks; and the rank test at each batch measured in both"
               f" (as `xferbench compare`: a change counts past {threshold:.0%} when p < {alpha:g}). Peaks leave out"
-              " points measured on a busy machine.", "", *table(header, rows, [False, *[True] * (len(labels) + 1)]), ""]  # fmt: skip
+              " points measured on a busy machine.", "", *table(header, rows, [False, *[True] * (len(header) - 2), not two]), ""]  # fmt: skip
     batches = sorted({b for per_member in tests for tested in per_member for b in tested})
     grid = []
     for batch in batches:
@@ -311,7 +310,8 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             cells.append(" · ".join(_grid_cell(t) for t in tested) or ABSENT)
         grid.append([str(batch), *cells])
     lines += ["### Ratio at each batch", "",
-              f"MB/s of {'·'.join(others)} over {labels[0] if two else 'the first file'} at the same batch, with the verdict:"
+              f"MB/s of {' · '.join(labels[1:])} over {labels[0] if two else 'the first file that has the path'} at the same"
+              " batch, with the verdict:"
               f" {MARKS[SLOWER]} slower, {MARKS[FASTER]} faster, {MARKS[NO_CHANGE]} no change, {MARKS[INCONCLUSIVE]}"
               f" inconclusive; * a side measured on a busy machine; {ABSENT}: not in both.", "",
               *table(["batch", *(f"`{p.name}`" for p in paired)], grid, [True] * (len(paired) + 1)), ""]  # fmt: skip
@@ -337,9 +337,16 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
               " and verdict on the raw samples. (busy): measured while other processes used a quarter of the CPUs or"
               " more.", "", *table(block_header, block_rows, [False, *[True] * (len(block_header) - 1)]), ""]  # fmt: skip
     alone = [p for p in found if not p.paired]
+    label_of = {id(result): label for (_, result), label in zip(files, labels)}
+
+    def lost(series: Series) -> str:
+        """Where the counterpart ran but measured nothing: a failure, not a gap."""
+        failed = [label_of[id(e.result)] for e in empty if id(e.result) in label_of and pair_key(e.series) == pair_key(series)]
+        return f" (it measured nothing in {', '.join(failed)}: see the notes)" if failed else ""
+
     if alone:
         lines += ["Without a counterpart in another file:",
-                  *(f"- `{m.label()}`: only in {labels[i]}" for p in alone for i, m in enumerate(p.members) if m is not None), ""]
+                  *(f"- `{m.label()}`: only in {labels[i]}{lost(m)}" for p in alone for i, m in enumerate(p.members) if m is not None), ""]
     return lines
 
 
@@ -539,7 +546,7 @@ def render(
             }.get(frozenset(kinds), "Transfer throughput")  # fmt: skip
     both = (" For a bidir series (a batch each way per call) MB/s is both directions together; its per-batch"
             " detail gives each direction's own MB/s." if any(p.series.direction == BIDIR for p in picks) else "")  # fmt: skip
-    paired = paired_sections(picks, files, labels) if several else []
+    paired = paired_sections(picks, files, labels, empty) if several else []
     heading = title or ("xferbench report: " + " vs ".join(labels) if paired else "xferbench report")
     devices = list(dict.fromkeys(p.series.device_name or p.series.device for p in picks))
     on = f" on {devices[0]}" if len(devices) == 1 else ""
