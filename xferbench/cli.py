@@ -456,6 +456,7 @@ def plot(
         picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing, direction))
         for left_out in empty:
             err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
+        warn_damaged(picks)
         path = plotting.save(plotting.figure(picks, title), path)
     except XferbenchError as error:
         raise fail(str(error)) from None
@@ -504,6 +505,19 @@ def report(
         raise fail(str(error)) from None
     for left_out in empty:
         err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
+    warn_damaged(picks)
+
+
+def warn_damaged(picks: Sequence[Any]) -> None:
+    """Name the points a reader left out because the file's samples were damaged."""
+    from xferbench.results import damaged_points
+
+    for path, result in {id(p.result): (p.path, p.result) for p in picks}.values():
+        damaged = damaged_points(result)
+        if damaged:
+            listed = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+            err.print(f"[yellow]warning:[/] {escape(str(path))}: left out {len(damaged)} damaged point(s): {escape(listed)}",
+                      highlight=False)  # fmt: skip
 
 
 def refuse_overwriting_input(path: Path, files: list[Path], option: str) -> None:

@@ -30,7 +30,7 @@ from rich.text import Text
 from xferbench.display import rate
 from xferbench.errors import XferbenchError
 from xferbench.pairs import Difference, differences, pair, path_name
-from xferbench.results import Point, Result, Series, load
+from xferbench.results import Point, Result, Series, damaged_points, load
 from xferbench.spec import SeriesKey
 from xferbench.stats import point_stats
 
@@ -126,6 +126,7 @@ class Comparison:
     failed: list[Failure] = field(default_factory=list)
     busy: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # compared points measured on a busy machine
     differences: list[Difference] = field(default_factory=list)  # recorded fields whose values differ between the files
+    damaged: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # points left out: damaged in the file
 
     @property
     def slower(self) -> list[Row]:
@@ -196,6 +197,7 @@ def compare(
     lost = [s for k, s in _by_key(new).items() if s.status == "failed" and k not in new_series]
     comparison = Comparison(threshold, alpha, differences=differences(
         [(base, list(base_series.values())), (new, [*new_series.values(), *lost])]))  # fmt: skip
+    comparison.damaged = {"base": damaged_points(base), "new": damaged_points(new)}
     for found in pair([list(base_series.values()), [*new_series.values(), *lost]]):
         series, other = found.members
         if series is None:
@@ -269,6 +271,10 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
     for item in comparison.unmatched:
         where = item.series if item.batch_size is None else f"{item.series} batch {item.batch_size}"
         lines.append(Text(f"only in {paths[item.only_in]}: {where}", style="yellow"))
+    for side, points in comparison.damaged.items():
+        if points:
+            listed = "; ".join(points[:3]) + (f"; and {len(points) - 3} more" if len(points) > 3 else "")
+            lines.append(Text(f"left out, damaged in {paths[side]}: {listed}", style="bold yellow"))
     if any(r.method == TOO_FEW for r in comparison.rows):
         lines.append(Text(f"inconclusive where a side has fewer than {MIN_SAMPLES} samples: sweep with --min-samples {MIN_RANK_SAMPLES} or more", style="yellow"))
     for side, points in comparison.busy.items():
@@ -326,6 +332,7 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
                   "significant": r.significant, "verdict": r.verdict, "busy": list(r.busy)} for r in comparison.rows],
         "failed": [dataclasses.asdict(f) for f in comparison.failed],
         "unmatched": [dataclasses.asdict(u) for u in comparison.unmatched],
+        "damaged": comparison.damaged,
         "caveat": CAVEAT,
     }  # fmt: skip
 

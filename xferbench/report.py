@@ -19,7 +19,7 @@ from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
 from xferbench.compare import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER, Row, compare_point, p_text
 from xferbench.pairs import differences, framework_version, pair, pair_key, placement
-from xferbench.results import Point, Result, Selected, Selection, Series, file_labels, refuse_unless_regular
+from xferbench.results import Point, Result, Selected, Selection, Series, damaged_points, file_labels, refuse_unless_regular
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
@@ -474,6 +474,11 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
         noisy = noisy_points(pick.series)
         if noisy:
             notes.append(f"- {name}: {uncertain_note(noisy, pick.series.summary)}")
+    for path, result in files:  # named and left out of every figure and verdict above
+        damaged = damaged_points(result)
+        if damaged:
+            notes.append(f"- **damaged** {path}: {len(damaged)} point(s) left out, their samples cannot be what a run"
+                         f" wrote: {'; '.join(damaged[:5])}{'; …' if len(damaged) > 5 else ''}")  # fmt: skip
     unfinished = {"running": "did not finish (it died, or is still running)", "interrupted": "was interrupted"}
     notes += [f"- {path}: the sweep {unfinished[r.status]}; curves may be short" for path, r in files if r.status in unfinished]
     return notes + [f"- **{'FAILED' if e.series.status == 'failed' else 'EMPTY'}** {e.why_empty()}" for e in empty]

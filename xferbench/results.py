@@ -11,6 +11,7 @@ import json
 import math
 import os
 import stat
+import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -410,9 +411,52 @@ def load(path: str | os.PathLike[str]) -> Result:
     if problem:
         raise XferbenchError(f"{path}: malformed xferbench result: {problem}")
     try:
-        return Result.from_dict(data)
+        result = Result.from_dict(data)
     except (TypeError, ValueError, AttributeError) as error:
         raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
+    measured = [p for s in result.series for p in s.points if p.status == "ok"]
+    for series in result.series:  # a damaged point is left out of every figure and verdict, and named
+        for point in series.points:
+            why = _damage(point) if point.status == "ok" else None
+            if why:
+                point.status, point.error = DAMAGED, f"damaged in the file: {why}"
+        if any(p.status == DAMAGED for p in series.points):
+            series.refresh_summary()
+    if measured and all(p.status == DAMAGED for p in measured):
+        raise XferbenchError(f"{path}: every measured point is damaged ({measured[0].error}); nothing in it can be"
+                             " used: measure again")  # fmt: skip
+    return result
+
+
+DAMAGED = "damaged"  # a point's status set when a file is read: its samples cannot be what a run wrote
+
+
+def _damage(point: Point) -> str | None:
+    """Why a point's recorded samples cannot be trusted, or None. A sweep writes finite, positive
+    times whose count and median match the point's own figures; anything else was damaged after."""
+    if point.batch_size <= 0 or point.bytes <= 0:
+        return f"batch {point.batch_size} of {point.bytes} bytes"
+    for name in ("times_s", "device_times_s"):
+        values = getattr(point, name)
+        if any(not math.isfinite(v) or v <= 0 for v in values):
+            return f"a time in '{name}' is not a positive number"
+    if point.times_s:
+        if point.n != len(point.times_s):
+            return f"n is {point.n} but it holds {len(point.times_s)} times"
+        median = statistics.median(point.times_s)
+        if point.median_s is None or not math.isclose(median, point.median_s, rel_tol=1e-6):
+            return f"its median time is recorded as {point.median_s} but its samples give {median:.6g}"
+    elif point.median_s is None or not math.isfinite(point.median_s) or point.median_s <= 0:
+        return "no samples and no positive median time"  # a peer's figure keeps no samples, but a median
+    if point.mbps is None or not math.isclose(point.mbps, point.bytes / point.median_s / 1e6, rel_tol=1e-6):
+        return f"its MB/s is recorded as {point.mbps} but its bytes and median give {point.bytes / point.median_s / 1e6:.6g}"
+    return None
+
+
+def damaged_points(result: Result) -> list[str]:
+    """Each damaged point of a loaded file as "series batch N (why)": what readers name and leave out."""
+    return [f"{s.label()} batch {p.batch_size} ({p.error.removeprefix('damaged in the file: ') if p.error else 'damaged'})"
+            for s in result.series for p in s.points if p.status == DAMAGED]  # fmt: skip
 
 
 def _malformed(data: dict[str, Any]) -> str | None:
@@ -521,5 +565,5 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
     return picked, empty
 
 
-__all__ = ["DEFAULT_FOLDER", "SCHEMA", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
+__all__ = ["DAMAGED", "DEFAULT_FOLDER", "SCHEMA", "damaged_points", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
            "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "safe_name", "select"]

@@ -1,0 +1,84 @@
+"""Readers trust nothing they read: a damaged point is named and left out of every figure and verdict,
+and a file with nothing usable is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from test_pairing import sweep_file
+from xferbench import report
+from xferbench.cli import app
+from xferbench.compare import compare_files
+from xferbench.errors import XferbenchError
+from xferbench.results import DAMAGED, load, select
+
+
+def damage(path: Path, how: str, series: int | None = None, batches: tuple[int, ...] | None = None) -> Path:
+    """Rewrite points of a real-shaped file as a torn copy, a bad editor or a bug would leave them."""
+    data = json.loads(path.read_text())
+    for number, found in enumerate(data["series"]):
+        if series is not None and number != series:
+            continue
+        for point in found["points"]:
+            if batches is not None and point["batch_size"] not in batches:
+                continue
+            if how == "nan":
+                point["times_s"] = [float("nan")] * len(point["times_s"])
+            elif how == "negative":
+                point["times_s"] = [-t for t in point["times_s"]]
+            elif how == "one negative":  # the median is unchanged: only the sign tells
+                lowest = min(range(len(point["times_s"])), key=lambda i: point["times_s"][i])
+                point["times_s"][lowest] *= -1
+            elif how == "count":  # every time intact, the count not theirs
+                point["n"] += 5
+            elif how == "median":
+                point["times_s"] = [t * 2 for t in point["times_s"]]
+    path.write_text(json.dumps(data))  # json writes NaN as NaN, which json.loads reads back
+    return path
+
+
+@pytest.mark.parametrize("how", ["nan", "negative", "one negative", "count", "median"])
+def test_a_damaged_point_is_named_and_left_out_of_every_figure(tmp_path, how) -> None:
+    path = damage(sweep_file(tmp_path / "r.json", {}), how, series=0, batches=(512,))
+    result = load(path)
+    torch = result.series[0]
+    (bad,) = [p for p in torch.points if p.status == DAMAGED]
+    assert bad.batch_size == 512 and bad.error.startswith("damaged in the file: ")
+    assert 512 not in [p.batch_size for p in torch.ok_points()] and torch.summary.peak_batch_size != 512
+    picks, empty = select([path])
+    text = report.render(picks, empty)
+    assert f"- **damaged** {path}: 1 point(s) left out" in text and "torch/pageable/copy@cpu batch 512" in text
+
+
+def test_compare_leaves_damaged_points_out_and_names_them(tmp_path) -> None:
+    base = sweep_file(tmp_path / "base.json", {}, seed=1)
+    new = damage(sweep_file(tmp_path / "new.json", {}, seed=2), "negative", series=1, batches=(256, 512))
+    comparison = compare_files(base, new)
+    assert not any(r.series == "tf/eager/copy@cpu" and r.batch_size in (256, 512) for r in comparison.rows)
+    assert [d.split(" (")[0] for d in comparison.damaged["new"]] == ["tf/eager/copy@cpu batch 256", "tf/eager/copy@cpu batch 512"]
+    result = CliRunner().invoke(app, ["compare", str(base), str(new), "--json"])
+    assert json.loads(result.stdout)["damaged"]["new"] == comparison.damaged["new"]
+    table = CliRunner().invoke(app, ["compare", str(base), str(new)], env={"COLUMNS": "200"})
+    assert f"left out, damaged in {new}: tf/eager/copy@cpu batch 256" in table.stdout
+
+
+@pytest.mark.parametrize("how", ["nan", "negative"])
+def test_a_file_with_nothing_usable_is_refused_never_turned_into_a_verdict(tmp_path, how) -> None:
+    base = sweep_file(tmp_path / "base.json", {}, seed=1)
+    damaged = damage(sweep_file(tmp_path / "damaged.json", {}, seed=2), how)
+    with pytest.raises(XferbenchError, match="every measured point is damaged"):
+        load(damaged)
+    for command in (["compare", str(base), str(damaged)], ["report", str(damaged)], ["plot", str(damaged), "-o", str(tmp_path / "p.png")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2 and "every measured point is damaged" in result.stderr
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_plot_warns_of_the_points_it_left_out(tmp_path) -> None:
+    path = damage(sweep_file(tmp_path / "r.json", {}), "nan", series=2, batches=(1,))
+    result = CliRunner().invoke(app, ["plot", str(path), "-o", str(tmp_path / "p.png")])
+    assert result.exit_code == 0 and "left out 1 damaged point(s): tf/function/copy@cpu batch 1" in " ".join(result.stderr.split())
