@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from rich.markup import escape
 from xferbench import concurrency, display
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, Selection, Series, check_writable, csv_path, host_name, output_path, safe_name, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, SaveFailed, Selection, Series, check_writable, csv_path, host_name, output_path, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
@@ -335,6 +336,21 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
 
 
+def keep_unsaved(output: OutputFile, result: Result) -> str:
+    """After a failed save: the whole result under a fresh name if anywhere takes it, else the points the
+    file lacks printed on stderr. Says which, in a sentence for the error line."""
+    result.status = "interrupted"
+    measured = sum(p.status == "ok" for s in result.series for p in s.points)
+    unsaved = measured - output.saved_points
+    rescued = output.rescue(result)
+    if rescued is not None:
+        return f"All {measured} measured point(s), {unsaved} of them not in that file, are in {rescued}"
+    ok = [(s, p) for s in result.series for p in s.points if p.status == "ok"]
+    for series, point in ok[output.saved_points :] if unsaved > 0 else []:
+        err.print(f"unsaved: {display.point_line(series, point)}", highlight=False, markup=False)
+    return f"No file could take the {unsaved} point(s) measured since: they are printed above (their medians; the samples are lost)"
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
@@ -346,8 +362,23 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables
     from xferbench import environment
 
     result = new_result(plan, environment.capture(plan.environments()), sys.argv)
-    save = output.save
-    save(result)  # claims the file (a name of its own if numbered), holding a loadable result from the start
+    failed: list[SaveFailed] = []
+
+    def save(result: Result) -> None:
+        """The output's save; after a failure, a worker thread's save is a no-op and the main thread's raises
+        it again, so a concurrent run stops at its next point without a traceback from any thread."""
+        if failed and threading.current_thread() is not threading.main_thread():
+            return
+        if failed:
+            raise failed[0]
+        try:
+            output.save(result)
+        except SaveFailed as error:
+            failed.append(error)
+            if threading.current_thread() is threading.main_thread():
+                raise
+
+    output.save(result)  # claims the file (a name of its own if numbered), holding a loadable result from the start
     total = len(plan.runnable) * len(plan.config.batch_sizes)
     target = plan.target
     names = {d["id"]: d["name"] for d in result.environment["devices"]}
@@ -387,6 +418,8 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables
         else:
             run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False),
                      link_interval_s=link_interval_s)  # fmt: skip
+    except SaveFailed as error:
+        raise fail(f"{error}. {keep_unsaved(output, result)}", 1) from None
     except KeyboardInterrupt as stop:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (the caller restores it)

@@ -330,6 +330,10 @@ def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: b
     return path
 
 
+class SaveFailed(XferbenchError):
+    """A result could not be written for an OS reason; the message says what the file still holds."""
+
+
 class OutputFile:
     """A result file this run owns: claimed by creating it exclusively at the first save, so two runs
     never share one, and it holds a loadable result from the moment it exists.
@@ -341,6 +345,7 @@ class OutputFile:
     def __init__(self, path: Path, csv: bool = False, overwrite: bool = False, numbered: bool = False) -> None:
         self.path, self.csv, self.overwrite, self.numbered = check_writable(path, csv, overwrite, numbered), csv, overwrite, numbered
         self.written: FileIdentity | None = None  # the file this run wrote last
+        self.saved_points = 0  # measured points in the last complete save
         self.moved_from: Path | None = None  # where the run wrote before something else took that file
 
     def _claim(self, text: str, numbered: bool) -> None:
@@ -358,12 +363,45 @@ class OutputFile:
                     raise XferbenchError(f"{path} was just created by another run; choose another --out") from None
                 number += 1
                 path = path.with_name(f"{stem}-{number}{path.suffix}")
-            except OSError as error:
-                raise XferbenchError(f"cannot write results to {path}: {error.strerror or error}; choose another --out") from None
         with os.fdopen(handle, "w") as file:
             self.path, self.written = path, _write_durably(file, text)
 
     def save(self, result: Result) -> None:
+        """Write the result; any OS failure (no space, file too large, quota, I/O error) becomes one
+        SaveFailed that says what the file on disk still holds."""
+        try:
+            self._save(result)
+        except OSError as error:
+            for temp in self.path.parent.glob(f".{self.path.name}.{os.getpid()}.tmp"):  # a torn temp file is no save
+                temp.unlink(missing_ok=True)
+            held = (f"it holds the last complete save ({self.saved_points} measured point(s))" if self.written is not None
+                    else "nothing was written; choose another --out")  # fmt: skip
+            raise SaveFailed(f"cannot save to {self.path}: {error.strerror or error}; {held}") from None
+        self.saved_points = sum(p.status == "ok" for s in result.series for p in s.points)
+
+    def rescue(self, result: Result) -> Path | None:
+        """Write the whole result under a fresh name beside the file, else in the temp folder: where the
+        points a failed save would have lost are kept. None when nowhere takes it."""
+        text = result.to_json()
+        for folder in (self.path.parent, Path(tempfile.gettempdir())):
+            for number in range(1, 100):
+                path = folder / f"{self.path.stem}-unsaved-{number}{self.path.suffix}"
+                try:
+                    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    continue
+                except OSError:
+                    break
+                try:
+                    with os.fdopen(handle, "w") as file:
+                        _write_durably(file, text)
+                    return path
+                except OSError:
+                    path.unlink(missing_ok=True)
+                    break
+        return None
+
+    def _save(self, result: Result) -> None:
         text = result.to_json()
         if self.written is None:
             if self.overwrite and not self.numbered and self.path.exists():
@@ -565,5 +603,5 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
     return picked, empty
 
 
-__all__ = ["DAMAGED", "DEFAULT_FOLDER", "SCHEMA", "damaged_points", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
+__all__ = ["DAMAGED", "DEFAULT_FOLDER", "SCHEMA", "SaveFailed", "damaged_points", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
            "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "safe_name", "select"]

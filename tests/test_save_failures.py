@@ -1,0 +1,82 @@
+"""A save that fails mid-sweep for an OS reason: one line, a valid file, and no point measured lost."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from xferbench import cli, results
+from xferbench.cli import app
+from xferbench.results import load
+
+REPO = Path(__file__).resolve().parent.parent
+SWEEP = ["sweep", "-f", "sim", "--batch-sizes", "1,2,4,8,16,32,64,128", "--max-samples", "50"]
+
+
+def test_a_file_size_limit_ends_in_one_line_a_valid_file_and_the_rest_printed(tmp_path) -> None:
+    # In the child only, set before xferbench starts: every file it writes stops at 60 kB (EFBIG; Python
+    # ignores SIGXFSZ). Not preexec_fn: forking this multithreaded test process is unsafe.
+    limited = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000));"
+               " sys.argv = ['xferbench', *sys.argv[1:]]; runpy.run_module('xferbench', run_name='__main__')")  # fmt: skip
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-c", limited, *SWEEP, "--max-samples", "1000", "-o", str(out)], capture_output=True,
+                       text=True, cwd=REPO, env={**os.environ, "TMPDIR": str(tmp_path)})  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout, r.stderr
+    (error,) = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith(f"error: cannot save to {out}: File too large; it holds the last complete save (")
+    assert "No file could take the" in error and "they are printed above" in error
+    kept = load(out)  # the last complete save, whole
+    saved = sum(p.status == "ok" for s in kept.series for p in s.points)
+    assert saved >= 1 and f"({saved} measured point(s))" in error
+    unsaved = [line for line in r.stderr.splitlines() if line.startswith("unsaved: sim/link/copy@sim batch ")]
+    assert len(unsaved) >= 1 and f"the {len(unsaved)} point(s) measured since" in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no torn temp or rescue file left behind
+
+
+def test_no_space_keeps_every_point_under_a_fresh_name_beside_the_file(tmp_path, monkeypatch) -> None:
+    out = tmp_path / "r.json"
+    real = results._atomic_write
+
+    def full(path: Path, text: str):  # the disk fills once batch 2 is measured
+        if path == out and '"batch_size": 2,' in text:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, text)
+
+    monkeypatch.setattr(results, "_atomic_write", full)
+    r = CliRunner().invoke(app, [*SWEEP, "-o", str(out)])
+    assert r.exit_code == 1, r.output
+    rescued = tmp_path / "r-unsaved-1.json"
+    assert f"cannot save to {out}: No space left on device; it holds the last complete save (1 measured point(s))" in r.stderr
+    assert f"are in {rescued}" in " ".join(r.stderr.split())
+    whole = load(rescued)
+    assert whole.status == "interrupted" and [p.batch_size for p in whole.series[0].ok_points()] == [1, 2]
+    assert [p.batch_size for p in load(out).series[0].points] == [1]  # the last complete save, as it was
+
+
+def test_a_folder_that_vanishes_for_a_file_sends_the_points_to_the_temp_folder(tmp_path, monkeypatch) -> None:
+    folder = tmp_path / "runs"
+    out = folder / "r.json"
+    spare = tmp_path / "tmp"
+    spare.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spare))
+    line = cli.display.point_line
+
+    def vanish(series, point):  # after the first point: the folder is gone, and a file holds its name
+        if folder.is_dir():
+            shutil.rmtree(folder)
+            folder.write_text("not a folder")
+        return line(series, point)
+
+    monkeypatch.setattr(cli.display, "point_line", vanish)
+    r = CliRunner().invoke(app, [*SWEEP, "-o", str(out)])
+    assert r.exit_code == 1, r.output
+    assert f"cannot save to {out}: Not a directory" in " ".join(r.stderr.split())
+    (rescued,) = spare.glob("r-unsaved-*.json")
+    assert [p.batch_size for p in load(rescued).series[0].ok_points()] == [1, 2]
