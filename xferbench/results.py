@@ -344,12 +344,14 @@ class OutputFile:
 
     def __init__(self, path: Path, csv: bool = False, overwrite: bool = False, numbered: bool = False) -> None:
         self.path, self.csv, self.overwrite, self.numbered = check_writable(path, csv, overwrite, numbered), csv, overwrite, numbered
+        self.asked = self.path  # the name the run was given, before any number
         self.written: FileIdentity | None = None  # the file this run wrote last
         self.saved_points = 0  # measured points in the last complete save
         self.moved_from: Path | None = None  # where the run wrote before something else took that file
 
     def _claim(self, text: str, numbered: bool) -> None:
-        path, stem, number = self.path, self.path.stem, 1
+        # Numbered from the name asked for: a run that moves twice goes to r-3.json, never r-2-2.json.
+        path, stem, number = self.path, self.asked.stem, 1
         try:
             path.parent.mkdir(parents=True, exist_ok=True)  # a folder removed mid-run is made again
         except OSError:
@@ -362,7 +364,7 @@ class OutputFile:
                 if not numbered:
                     raise XferbenchError(f"{path} was just created by another run; choose another --out") from None
                 number += 1
-                path = path.with_name(f"{stem}-{number}{path.suffix}")
+                path = self.asked.with_name(f"{stem}-{number}{self.asked.suffix}")
         with os.fdopen(handle, "w") as file:
             self.path, self.written = path, _write_durably(file, text)
 

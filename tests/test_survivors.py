@@ -1,0 +1,77 @@
+"""Small exact tests, each written for a realistic one-line mistake that the suite once let through."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point, mann_whitney_u
+from xferbench.results import OutputFile, Point, Result, load
+from xferbench.stats import median_uncertainty, point_stats
+
+
+def test_the_median_interval_takes_the_exact_order_statistics() -> None:
+    # n = 100: ranks 50 − 9.8 and 1 + 50 + 9.8, counted from 1, are the 40th and the 61st of 1..100
+    times = [float(t) for t in range(1, 101)]
+    assert median_uncertainty(times) == (61 - 40) / (2 * 50.5)
+    assert median_uncertainty(times[::-1]) == (61 - 40) / (2 * 50.5)  # order in the file does not matter
+    assert median_uncertainty(times[:5]) is None  # below 6 samples the interval is the whole range
+
+
+def point(times: list[float], nbytes: int = 10**6) -> Point:
+    stats = point_stats(times, nbytes, 1)
+    return Point(1, nbytes, times_s=times, n=stats.n, median_s=stats.median_s, mbps=stats.mbps)
+
+
+def test_compare_point_tests_at_one_percent_unless_told() -> None:
+    rng = np.random.default_rng(2)
+    base = list(1.0 + 0.1 * rng.standard_normal(20))
+    new = list(1.07 + 0.1 * rng.standard_normal(20))  # about 10% slower, through wide overlapping spreads
+    p = mann_whitney_u(base, new)
+    assert 0.01 < p < 0.05, p  # significant at 5%, not at 1%
+    assert compare_point("s", point(base), point(new)).verdict == INCONCLUSIVE
+    assert compare_point("s", point(base), point(new), alpha=0.05).verdict == SLOWER
+
+
+def test_numbered_names_count_up_from_the_name_asked_for(tmp_path) -> None:
+    path = tmp_path / "r.json"
+    for name in ("r.json", "r-2.json"):
+        (tmp_path / name).write_text("another run's")
+    numbered = OutputFile(path, numbered=True)
+    numbered.save(Result({}, {}, "1"))
+    assert numbered.path == tmp_path / "r-3.json"
+    mine = OutputFile(tmp_path / "s.json")
+    mine.save(Result({}, {}, "1"))
+    for taken in (tmp_path / "s.json", tmp_path / "s-2.json"):  # another run takes its file, twice
+        taken.unlink(missing_ok=True)
+        taken.write_text("another run's")
+        mine.save(Result({}, {}, "2"))
+    assert mine.path == tmp_path / "s-3.json" and load(mine.path).created == "2"
+
+
+def test_every_save_reaches_the_disk(tmp_path, monkeypatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    output = OutputFile(tmp_path / "r.json")
+    output.save(Result({}, {}, "1"))  # claimed
+    output.save(Result({}, {}, "2"))  # replaced through a temp file
+    assert len(synced) == 2 and load(tmp_path / "r.json").created == "2"
+
+
+def test_a_link_below_its_maximum_in_exactly_half_the_loaded_samples_is_not_most() -> None:
+    from xferbench.results import Series
+    from xferbench.telemetry import ran_below_max
+
+    def series(gens: list[int]) -> Series:
+        found = Series("cuda", "raw_pinned", "copy", "cuda:0", [256, 256, 3])
+        found.link = {"t_s": [0.1 * i for i in range(len(gens))], "gen": gens, "width": [16] * len(gens),
+                      "tx_kbps": [0] * len(gens), "rx_kbps": [20_000_000] * len(gens),  # ~20 GB/s: every sample loaded
+                      "pcie_gen_max": 5, "pcie_width_max": 16}  # fmt: skip
+        return found
+
+    assert ran_below_max(series([5, 5, 4, 4])) is None  # half: a link that woke from idle, not a down-trained one
+    warning = ran_below_max(series([5, 4, 4, 4]))
+    assert warning is not None and "down to Gen4 x16 in 3 of 4 samples" in warning
