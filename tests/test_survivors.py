@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -75,3 +74,47 @@ def test_a_link_below_its_maximum_in_exactly_half_the_loaded_samples_is_not_most
     assert ran_below_max(series([5, 5, 4, 4])) is None  # half: a link that woke from idle, not a down-trained one
     warning = ran_below_max(series([5, 4, 4, 4]))
     assert warning is not None and "down to Gen4 x16 in 3 of 4 samples" in warning
+
+
+def gpu(host: str, mbps: float, link_max: str = "Gen5 x16", name: str = "NVIDIA H100") -> "Row":
+    from xferbench.fleet import Row
+
+    return Row(host, f"{host}.json", "cuda:0", name, link_max, link_max, 1024, mbps, measured="201 MB streamed")
+
+
+def flagged(rows: list) -> list[str]:
+    return [row.host for row in rows if row.flags]
+
+
+def test_a_straggler_must_be_both_many_deviations_and_a_fair_share_below() -> None:
+    from xferbench.fleet import stragglers
+
+    tight = [gpu(f"n{i}", 55_000 + i) for i in range(8)] + [gpu("slow", 54_000)]  # far in MADs, 2% in share
+    stragglers(tight)
+    assert flagged(tight) == []
+    spread = [gpu(f"n{i}", v) for i, v in enumerate((40_000, 46_000, 52_000, 58_000, 64_000))] + [gpu("low", 44_000)]
+    stragglers(spread)  # 20% below the median, within its wide spread: not a straggler either
+    assert flagged(spread) == []
+    clear = [gpu(f"n{i}", 55_000 + 100 * i) for i in range(5)] + [gpu("slow", 14_200)]
+    stragglers(clear)
+    assert flagged(clear) == ["slow"]
+
+
+def test_a_group_of_exactly_min_group_is_judged_and_one_fewer_is_not() -> None:
+    from xferbench.fleet import MIN_GROUP, stragglers
+
+    rows = [gpu(f"n{i}", 55_000) for i in range(MIN_GROUP - 1)] + [gpu("slow", 14_200)]
+    found = stragglers(rows)
+    assert len(rows) == MIN_GROUP and flagged(rows) == ["slow"] and found[("NVIDIA H100", "Gen5 x16", "201 MB streamed")][2] == 3
+    fewer = [gpu("n0", 55_000), gpu("slow", 14_200)]
+    stragglers(fewer, min_group=3)
+    assert flagged(fewer) == []
+
+
+def test_gen4_and_gen5_hosts_of_one_model_are_judged_apart() -> None:
+    from xferbench.fleet import stragglers
+
+    rows = [gpu(f"g5-{i}", 55_000) for i in range(4)] + [gpu(f"g4-{i}", 26_000, link_max="Gen4 x16") for i in range(3)]
+    found = stragglers(rows)
+    assert flagged(rows) == []  # a Gen4 host at half a Gen5 host's ceiling is healthy
+    assert found[("NVIDIA H100", "Gen4 x16", "201 MB streamed")] == (26_000, 0, 3)
