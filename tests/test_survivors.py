@@ -118,3 +118,18 @@ def test_gen4_and_gen5_hosts_of_one_model_are_judged_apart() -> None:
     found = stragglers(rows)
     assert flagged(rows) == []  # a Gen4 host at half a Gen5 host's ceiling is healthy
     assert found[("NVIDIA H100", "Gen4 x16", "201 MB streamed")] == (26_000, 0, 3)
+
+
+def test_the_runs_reaped_children_are_its_own_cpu_time() -> None:
+    """A compiler a framework runs and waits for is the run's own work, not another process's."""
+    import subprocess
+    import sys
+
+    from xferbench.contention import _process_ticks
+
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    before = _process_ticks(os.getpid())
+    burn = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.3: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True)  # reaped: its time moves to this process's cutime
+    gained = (_process_ticks(os.getpid()) - before) / ticks_per_s
+    assert gained >= 0.25, gained  # CPU time, however busy the machine: the child burns 0.3 s of its own
