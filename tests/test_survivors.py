@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from xferbench.fleet import Row
 from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point, mann_whitney_u
 from xferbench.results import OutputFile, Point, Result, load
 from xferbench.stats import median_uncertainty, point_stats
@@ -76,13 +77,11 @@ def test_a_link_below_its_maximum_in_exactly_half_the_loaded_samples_is_not_most
     assert warning is not None and "down to Gen4 x16 in 3 of 4 samples" in warning
 
 
-def gpu(host: str, mbps: float, link_max: str = "Gen5 x16", name: str = "NVIDIA H100") -> "Row":
-    from xferbench.fleet import Row
-
+def gpu(host: str, mbps: float, link_max: str = "Gen5 x16", name: str = "NVIDIA H100") -> Row:
     return Row(host, f"{host}.json", "cuda:0", name, link_max, link_max, 1024, mbps, measured="201 MB streamed")
 
 
-def flagged(rows: list) -> list[str]:
+def flagged(rows: list[Row]) -> list[str]:
     return [row.host for row in rows if row.flags]
 
 
