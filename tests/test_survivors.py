@@ -132,3 +132,33 @@ def test_the_runs_reaped_children_are_its_own_cpu_time() -> None:
     subprocess.run([sys.executable, "-c", burn], check=True)  # reaped: its time moves to this process's cutime
     gained = (_process_ticks(os.getpid()) - before) / ticks_per_s
     assert gained >= 0.25, gained  # CPU time, however busy the machine: the child burns 0.3 s of its own
+
+
+def test_page_faults_per_call_count_each_streamed_copy_as_a_call(monkeypatch) -> None:
+    """A streamed sample times many copies: its faults are per copy, or a streamed path reads up to 512× high."""
+    from conftest import FAST
+    from xferbench import measure
+    from xferbench.backends import SimBackend
+    from xferbench.spec import PER_CALL, STREAMED, SeriesKey
+
+    faults = [0]
+    monkeypatch.setattr(measure, "minor_faults", lambda: faults[0])
+    real_streamed, real_sample = measure.sample_streamed, measure.sample
+
+    def streamed(run, copies, timing, clock):  # type: ignore[no-untyped-def]
+        samples = real_streamed(run, copies, timing, clock)
+        faults[0] += 7 * copies * len(samples.times_s)  # 7 fresh pages a copy
+        return samples
+
+    def per_call(transfer, timing, clock):  # type: ignore[no-untyped-def]
+        samples = real_sample(transfer, timing, clock)
+        faults[0] += 7 * len(samples.times_s)
+        return samples
+
+    monkeypatch.setattr(measure, "sample_streamed", streamed)
+    monkeypatch.setattr(measure, "sample", per_call)
+    link = {"latency_us": 10.0, "bandwidth_gbps": 12.0, "jitter": 0.0, "seed": 0}
+    for method in (PER_CALL, STREAMED):
+        point = measure.measure_point(SimBackend(), SeriesKey("sim", "link", "copy", "sim", (64, 64, 3), method=method).at(4), link, FAST)
+        assert point.status == "ok" and point.page_faults_per_call == 7, (method, point.copies)
+        assert (point.copies or 1) > 1 or method == PER_CALL
