@@ -162,3 +162,27 @@ def test_page_faults_per_call_count_each_streamed_copy_as_a_call(monkeypatch) ->
         point = measure.measure_point(SimBackend(), SeriesKey("sim", "link", "copy", "sim", (64, 64, 3), method=method).at(4), link, FAST)
         assert point.status == "ok" and point.page_faults_per_call == 7, (method, point.copies)
         assert (point.copies or 1) > 1 or method == PER_CALL
+
+
+def test_a_torch_d2h_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> None:
+    """Verification writes fresh bytes to the device first: a path that hands back its warm-up copy cannot pass."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from conftest import FAST
+    from xferbench.backends.pytorch import TorchBack, TorchBackend
+    from xferbench.measure import measure_point
+    from xferbench.spec import D2H, SeriesKey
+
+    real = TorchBack._down
+
+    def stale(self):  # type: ignore[no-untyped-def]
+        if not hasattr(self, "first"):
+            self.first = real(self)
+        return self.first
+
+    key = SeriesKey("torch", "pageable", "copy", "cpu", (64, 64, 3), direction=D2H)
+    assert measure_point(TorchBackend(), key.at(4), {}, FAST).status == "ok"
+    monkeypatch.setattr(TorchBack, "_down", stale)
+    failed = measure_point(TorchBackend(), key.at(4), {}, FAST)
+    assert failed.status == "error" and "verification failed" in failed.error.lower(), failed.error
