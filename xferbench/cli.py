@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import math
@@ -530,7 +531,7 @@ def report(
             plotting.save(plotting.figure(picks, title), plot_path, "--plot")
         text = reporting.render(picks, empty, plot=plot_path, out=out_path, selection=chosen, title=title)
         if out_path is None:
-            typer.echo(text, nl=False)
+            sys.stdout.write(text)  # not click's echo: it writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins
         else:
             reporting.save(text, out_path)
             err.print(f"wrote {out_path}", highlight=False)
@@ -795,7 +796,35 @@ def paths(show_all: SHOW_ALL = False) -> None:
         out.print(f"[dim]{len(rows) - len(shown)} paths on devices this machine lacks ({', '.join(hidden)}) are not shown; --all lists them[/]", highlight=False)
 
 
+# What a stream that cannot encode the output's symbols prints instead (a C locale, a Windows code page):
+# rich already draws its tables in ASCII there; these are the symbols in xferbench's own text.
+ASCII = {"µ": "u", "–": "-", "—": "-", "−": "-", "≥": ">=", "≤": "<=", "·": "-", "×": "x", "▼": "v", "▲": "^", "…": "...",
+         "±": "+/-", "→": "->", "←": "<-", "○": "o", "≈": "~", "↔": "<->", "‘": "'", "’": "'", "“": '"', "”": '"'}  # fmt: skip
+
+
+def _ascii(error: UnicodeError) -> tuple[str, int]:
+    """codecs error handler: each unencodable character as its ASCII stand-in, else '?'."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(ASCII.get(c, "?") for c in error.object[error.start : error.end]), error.end
+
+
+codecs.register_error("xferbench-ascii", _ascii)
+
+
+def plain_streams() -> None:
+    """Let stdout and stderr print on any terminal: where their encoding lacks the output's symbols, each
+    is written as ASCII (_ascii) rather than crash mid-run with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "".join(ASCII).encode(stream.encoding or "ascii")
+        except (UnicodeEncodeError, LookupError):
+            with contextlib.suppress(AttributeError, ValueError):  # not a TextIOWrapper (a test's capture): leave it
+                stream.reconfigure(errors="xferbench-ascii")  # type: ignore[union-attr]
+
+
 def main() -> None:
+    plain_streams()
     app()
 
 
