@@ -112,7 +112,7 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["-f", "host", "--op", "seed"], "the seed op is not defined for host"),
         (["--device", "tpu"], "unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N or mps"),
         (["-f", "torch", "--device", "cuda:7"], "device 'cuda:7' is not present; devices present: cpu"),
-        (["-f", "host", "--batch-sizes", "1,100000000"], "GB of host memory but"),
+        (["-f", "host", "--batch-sizes", "1,1000000"], "GB of host memory but"),
         (["-f", "sim", "--sim-bandwidth-gbps", "0"], "--sim-bandwidth-gbps > 0"),
         (["-f", "sim", "--min-samples", "0"], "must be at least 1"),
         (["-f", "host", "--min-time", "nan"], "must be finite seconds"),

@@ -43,7 +43,7 @@ def test_two_devices_behind_a_shared_host_side_get_half_each_and_the_sum_is_righ
 def test_concurrent_with_one_device_says_there_is_nothing_to_run_concurrently() -> None:
     with pytest.raises(XferbenchError, match="--concurrent: each path here runs on one device only \\(sim\\), so there is nothing"):
         make_plan(SweepConfig(frameworks=("sim",), concurrent=True))
-    with pytest.raises(XferbenchError, match="--sim-devices must be at least 1"):
+    with pytest.raises(XferbenchError, match="--sim-devices 0: give 1 to 64"):
         make_plan(SweepConfig(frameworks=("sim",), sim=SimLink(devices=0)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -90,6 +91,12 @@ class Plan:
         return list({id(s.backend): s.backend for s in self.series}.values())
 
 
+MAX_BATCH = 1 << 20  # items in one batch: a million 1-byte items, or more than any batch of images
+MAX_BATCH_SIZES = 64  # sizes in one sweep: each is a point of every series
+MAX_DIMENSIONS = 8  # of one item
+MAX_ITEM_BYTES = 1 << 32  # 4 GiB per item: larger than any image; the host-memory check sizes the batch
+
+
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
     """'1,2,4' -> (1, 2, 4): positive integers, duplicates merged, sorted."""
     parts = [p.strip() for p in text.split(",")]
@@ -99,7 +106,11 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
     for part in parts:
         if not re.fullmatch(r"\+?\d+", part) or int(part) <= 0:
             raise XferbenchError(f"--batch-sizes: {part!r} is not a positive integer")
+        if int(part) > MAX_BATCH:
+            raise XferbenchError(f"--batch-sizes: {part} is more than {MAX_BATCH:,} items in one batch; give a smaller batch")
         sizes.add(int(part))
+    if len(sizes) > MAX_BATCH_SIZES:
+        raise XferbenchError(f"--batch-sizes: {len(sizes)} sizes; give at most {MAX_BATCH_SIZES} (each is a point of every series)")
     return tuple(sorted(sizes))
 
 
@@ -108,6 +119,9 @@ def parse_shape(text: str) -> tuple[int, ...]:
     parts = text.lower().split("x")
     if not all(re.fullmatch(r"\d+", p.strip()) and int(p) > 0 for p in parts):
         raise XferbenchError(f"--shape {text!r}: give positive integers joined by 'x', e.g. 256x256x3")
+    if len(parts) > MAX_DIMENSIONS or math.prod(int(p) for p in parts) > MAX_ITEM_BYTES:
+        raise XferbenchError(f"--shape {text!r}: give at most {MAX_DIMENSIONS} dimensions and at most {MAX_ITEM_BYTES:,} bytes"
+                             " per item (the batch multiplies it)")  # fmt: skip
     return tuple(int(p) for p in parts)
 
 

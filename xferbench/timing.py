@@ -37,6 +37,10 @@ STREAM_WARM_COPIES = 2  # queued before the start event in every streamed run, s
 MEDIAN_TARGET = 0.05
 
 
+MAX_SAMPLES = 10_000_000  # samples or warm-up calls per point: ten million 1 µs calls take ten seconds
+MAX_POINT_S = 3600.0  # seconds of warm-up or sampling per point
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     warmup_calls: int = 5
@@ -59,6 +63,11 @@ class TimingConfig:
             raise XferbenchError("--warmup-time, --min-time, --max-time and --settle-time must be finite seconds, --max-time > 0")
         if self.min_time_s > self.max_time_s:
             raise XferbenchError("--min-time must not exceed --max-time")
+        # Upper bounds far past any real need, so a typo (an extra zero or two) cannot start a run of days.
+        if max(self.warmup_calls, self.min_samples, self.max_samples) > MAX_SAMPLES:
+            raise XferbenchError(f"--warmup-calls, --min-samples and --max-samples take at most {MAX_SAMPLES:,} (per point)")
+        if max(times) > MAX_POINT_S:
+            raise XferbenchError(f"--warmup-time, --min-time, --max-time and --settle-time take at most {MAX_POINT_S:g} seconds (per point)")
 
 
 @dataclass

@@ -30,6 +30,9 @@ from xferbench.spec import BIDIR, D2H, DIRECTIONS, H2D, SIMULATED, STREAMED, Ser
 from xferbench.timing import STREAM_WARM_COPIES
 
 
+MAX_SIM_DEVICES = 64  # several times the GPUs of any one node: room to test scale, not a run of hours
+
+
 @dataclass(frozen=True)
 class SimLink:
     latency_us: float = 10.0
@@ -48,8 +51,11 @@ class SimLink:
             )
         if self.seed < 0:
             raise XferbenchError("--sim-seed must be a non-negative integer")
-        if self.devices < 1 or not (math.isfinite(self.host_bandwidth_gbps) and self.host_bandwidth_gbps >= 0):
-            raise XferbenchError("--sim-devices must be at least 1 and --sim-host-bandwidth-gbps a finite number >= 0 (0: unlimited)")
+        if not 1 <= self.devices <= MAX_SIM_DEVICES:
+            raise XferbenchError(f"--sim-devices {self.devices}: give 1 to {MAX_SIM_DEVICES}"
+                                 " (each simulated device runs a worker process of its own)")  # fmt: skip
+        if not (math.isfinite(self.host_bandwidth_gbps) and self.host_bandwidth_gbps >= 0):
+            raise XferbenchError("--sim-host-bandwidth-gbps must be a finite number >= 0 (0: unlimited)")
 
     def device_ids(self) -> list[str]:
         return ["sim"] if self.devices == 1 else [f"sim:{i}" for i in range(self.devices)]

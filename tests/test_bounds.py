@@ -1,0 +1,38 @@
+"""Every count and size a user types is bounded before any work starts, in one line that names the limit."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from xferbench.cli import app
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sim-devices", "100000"], "--sim-devices 100000: give 1 to 64"),
+    (["--sim-devices", "65", "--device", "all", "--concurrent"], "--sim-devices 65: give 1 to 64"),
+    (["--batch-sizes", "1,99999999"], "--batch-sizes: 99999999 is more than 1,048,576 items in one batch"),
+    (["--batch-sizes", ",".join(str(b) for b in range(1, 66))], "--batch-sizes: 65 sizes; give at most 64"),
+    (["--max-samples", "999999999"], "--max-samples take at most 10,000,000"),
+    (["--warmup-calls", "20000000", "--max-samples", "20000000"], "take at most 10,000,000"),
+    (["--min-time", "5000", "--max-time", "5000"], "take at most 3600 seconds"),
+    (["--shape", "100000x100000x3"], "at most 4,294,967,296 bytes per item"),
+    (["--shape", "1x1x1x1x1x1x1x1x1"], "give at most 8 dimensions"),
+])  # fmt: skip
+def test_a_count_past_its_bound_is_one_line_before_any_work(tmp_path, args, message) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["sweep", "-f", "sim", *args, "-o", str(out)])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert not out.exists()  # nothing started
+
+
+def test_the_largest_counts_allowed_are_accepted() -> None:
+    from xferbench.backends.sim import MAX_SIM_DEVICES, SimLink
+    from xferbench.sweep import MAX_BATCH, parse_batch_sizes, parse_shape
+    from xferbench.timing import MAX_POINT_S, MAX_SAMPLES, TimingConfig
+
+    SimLink(devices=MAX_SIM_DEVICES).check()
+    assert parse_batch_sizes(f"1,{MAX_BATCH}") == (1, MAX_BATCH)
+    assert parse_shape("65536x65536") == (65536, 65536)
+    TimingConfig(min_samples=MAX_SAMPLES, max_samples=MAX_SAMPLES, max_time_s=MAX_POINT_S).check()
