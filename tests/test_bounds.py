@@ -36,3 +36,28 @@ def test_the_largest_counts_allowed_are_accepted() -> None:
     assert parse_batch_sizes(f"1,{MAX_BATCH}") == (1, MAX_BATCH)
     assert parse_shape("65536x65536") == (65536, 65536)
     TimingConfig(min_samples=MAX_SAMPLES, max_samples=MAX_SAMPLES, max_time_s=MAX_POINT_S).check()
+
+
+def test_h_is_help_and_repeatable_options_take_commas(tmp_path) -> None:
+    for args in (["-h"], ["sweep", "-h"], ["import", "-h"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0 and "Usage:" in result.stdout, args
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["sweep", "-f", "sim,host", "-m", "link,numpy", "--batch-sizes", "1,2", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    from xferbench.results import load
+
+    assert [s.label() for s in load(out).series] == ["sim/link/copy@sim", "host/numpy/copy@cpu"]
+    shown = CliRunner().invoke(app, ["plot", str(out), "-f", "sim,host", "-o", str(tmp_path / "p.png")])
+    assert shown.exit_code == 0 and shown.stdout == "" and f"saved {tmp_path / 'p.png'} (2 series)" in shown.stderr
+
+
+def test_piped_progress_keeps_each_point_on_one_line(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "-f", "sim", "--batch-sizes", "1,2", "-o", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, env={**os.environ, "COLUMNS": "40"})  # fmt: skip
+    points = [line for line in r.stderr.splitlines() if "batch" in line]
+    assert r.returncode == 0 and len(points) == 2 and all(line.endswith(")") for line in points), r.stderr

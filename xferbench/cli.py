@@ -47,6 +47,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 def _print_version(value: bool) -> None:
     if value:
@@ -100,18 +101,18 @@ def sweep(
     concurrent: Annotated[bool, typer.Option("--concurrent", help="With several devices: after each device alone, run each path on all of them at once (a worker per device, starting each point together), with each device's figure, their sum and each one's ratio to its solo run.")] = False,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable. {_MODES}. Default: all of each framework's modes.")] = None,
     jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's tf.function(jit_compile=True) only: shorthand for --framework tf --mode jit.")] = False,
-    op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
+    op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable or comma-separated. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = _DEFAULT_BATCHES,
     shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
-    host_buffer: Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: where each batch starts. numpy (default): a plain NumPy array; aligned: 64-byte aligned; pinned: page-locked (torch's pinned modes).")] = None,
+    host_buffer: Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable or comma-separated: where each batch starts. numpy (default): a plain NumPy array; aligned: 64-byte aligned; pinned: page-locked (torch's pinned modes).")] = None,
     python: Annotated[Optional[list[str]], typer.Option("--python", help="Repeatable, [FRAMEWORK=]PATH: run that framework's worker with another Python (which needs numpy and the framework), e.g. tf=/opt/py312/bin/python.")] = None,
     out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file, or a folder (a name ending in /) for HOST-DEVICE-TIME.json; %h in it is this host's name. Default: {DEFAULT_FOLDER}/", show_default=False)] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
     bind: Annotated[bool, typer.Option("--bind/--no-bind", help="Bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory, before it allocates.")] = True,
-    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable and pinned_into, cupy, jax device_put on a GPU, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
-    timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
+    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable or comma-separated. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable and pinned_into, cupy, jax device_put on a GPU, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
+    timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable or comma-separated. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
     min_samples: Annotated[int, typer.Option(help="Sample at least this many calls...", rich_help_panel="Timing")] = TimingConfig.min_samples,
@@ -128,24 +129,24 @@ def sweep(
 ) -> None:
     """Measure transfer throughput across batch sizes and save every raw sample."""
     try:
-        frameworks = tuple(dict.fromkeys(f.strip().lower() for f in framework or ()))
-        modes = tuple(m.strip().lower() for m in mode or ())
+        frameworks = tuple(dict.fromkeys(f.lower() for f in split_lists(framework)))
+        modes = tuple(m.lower() for m in split_lists(mode))
         if jit:
             frameworks, modes = jit_selection(frameworks, modes)
         config = SweepConfig(
             frameworks=frameworks,
             modes=modes,
-            ops=tuple(dict.fromkeys(o.strip().lower() for o in op or ("copy",))),
+            ops=tuple(dict.fromkeys(o.lower() for o in split_lists(op) or ("copy",))),
             device=",".join(device or ("auto",)),
             batch_sizes=parse_batch_sizes(batch_sizes),
             shape=parse_shape(shape),
             timing=TimingConfig(warmup_calls, warmup_time, min_samples, min_time, max_samples, max_time, settle_time),
             sim=SimLink(sim_latency_us, sim_bandwidth_gbps, sim_jitter, sim_seed, sim_devices, sim_host_bandwidth_gbps),
-            host_buffers=tuple(dict.fromkeys(h.strip().lower() for h in host_buffer or ())),
+            host_buffers=tuple(dict.fromkeys(h.lower() for h in split_lists(host_buffer))),
             pythons=parse_pythons(python or (), frameworks),
-            methods=tuple(dict.fromkeys(t.strip().lower() for t in timing_method or (PER_CALL,))),
+            methods=tuple(dict.fromkeys(t.lower() for t in split_lists(timing_method) or (PER_CALL,))),
             bind=bind,
-            directions=tuple(dict.fromkeys(d.strip().lower() for d in direction or (H2D,))),
+            directions=tuple(dict.fromkeys(d.lower() for d in split_lists(direction) or (H2D,))),
             concurrent=concurrent,
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
@@ -417,7 +418,7 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables
 
                 run_plan(plan, result, save, on_point, on_start, link_interval_s)
         else:
-            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False),
+            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False, soft_wrap=True),
                      link_interval_s=link_interval_s)  # fmt: skip
     except SaveFailed as error:
         raise fail(f"{error}. {keep_unsaved(output, result)}", 1) from None
@@ -451,18 +452,24 @@ def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables
 
 
 FILES = Annotated[list[Path], typer.Argument(help="Result files written by xferbench sweep.", show_default=False)]
-SelectFramework = Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable: keep only these frameworks.", rich_help_panel="Selection")]  # fmt: skip
-SelectMode = Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable: keep only these modes.", rich_help_panel="Selection")]  # fmt: skip
-SelectOp = Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable: keep only these ops.", rich_help_panel="Selection")]  # fmt: skip
-SelectDevice = Annotated[Optional[list[str]], typer.Option("--device", help="Repeatable: keep only these device ids (cpu, cuda:0, mps).", rich_help_panel="Selection")]  # fmt: skip
-SelectHostBuffer = Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable: keep only these host buffers.", rich_help_panel="Selection")]  # fmt: skip
-SelectDirection = Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable: keep only these directions (h2d, d2h, bidir).", rich_help_panel="Selection")]  # fmt: skip
-SelectTiming = Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable: keep only these timing methods (per-call, streamed).", rich_help_panel="Selection")]  # fmt: skip
+SelectFramework = Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable or comma-separated: keep only these frameworks.", rich_help_panel="Selection")]  # fmt: skip
+SelectMode = Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="Repeatable or comma-separated: keep only these modes.", rich_help_panel="Selection")]  # fmt: skip
+SelectOp = Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable or comma-separated: keep only these ops.", rich_help_panel="Selection")]  # fmt: skip
+SelectDevice = Annotated[Optional[list[str]], typer.Option("--device", help="Repeatable or comma-separated: keep only these device ids (cpu, cuda:0, mps).", rich_help_panel="Selection")]  # fmt: skip
+SelectHostBuffer = Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable or comma-separated: keep only these host buffers.", rich_help_panel="Selection")]  # fmt: skip
+SelectDirection = Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable or comma-separated: keep only these directions (h2d, d2h, bidir).", rich_help_panel="Selection")]  # fmt: skip
+SelectTiming = Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable or comma-separated: keep only these timing methods (per-call, streamed).", rich_help_panel="Selection")]  # fmt: skip
+
+
+def split_lists(values: Optional[Sequence[str]]) -> list[str]:
+    """A repeatable option's values, each of which may itself be a comma-separated list (-f torch,tf),
+    as --batch-sizes takes them."""
+    return [part.strip() for value in values or () for part in value.split(",") if part.strip()]
 
 
 def selection(framework, mode, op, device, host_buffer, timing=None, direction=None) -> Selection:  # type: ignore[no-untyped-def]
     def clean(values: Optional[list[str]]) -> tuple[str, ...]:
-        return tuple(v.strip().lower() for v in values or ())
+        return tuple(v.lower() for v in split_lists(values))
 
     return Selection(clean(framework), clean(mode), clean(op), clean(device), clean(host_buffer), clean(timing),
                      clean(direction))  # fmt: skip
@@ -494,7 +501,7 @@ def plot(
         path = plotting.save(plotting.figure(picks, title), path)
     except XferbenchError as error:
         raise fail(str(error)) from None
-    out.print(f"saved {path} ({len(picks)} series)", highlight=False)
+    err.print(f"saved {path} ({len(picks)} series)", highlight=False)  # stderr, as report's "wrote": stdout is for data
 
 
 @app.command()
@@ -642,7 +649,7 @@ def fleet(
 def validate(
     folder: Annotated[Optional[Path], typer.Argument(help=f"Folder for everything the validation writes, to attach to a bug report; it must not hold a validation already. Default: {DEFAULT_FOLDER}/validate-HOST-TIME/", show_default=False)] = None,
     device: Annotated[str, typer.Option(help="The CUDA GPU to validate: cuda or cuda:N.")] = "cuda:0",
-    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable: the frameworks swept. Default: every installed one (without cuda, no raw copy and no long link run).")] = None,
+    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable or comma-separated: the frameworks swept. Default: every installed one (without cuda, no raw copy and no long link run).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Three batch sizes and few samples: a smoke test of the set-up, not a validation.")] = False,
     peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Repeatable: an nvbandwidth or bandwidthTest executable, known by its file name. Default: each one found on PATH.", show_default=False)] = None,
 ) -> None:
@@ -677,7 +684,7 @@ def validate(
 
 
 import_app = typer.Typer(help="Turn a peer tool's own output into an xferbench result file, for report, plot and fleet to read beside xferbench's own.",
-                         no_args_is_help=True)  # fmt: skip
+                         no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 app.add_typer(import_app, name="import")
 PEER_FILES = Annotated[list[Path], typer.Argument(help="The tool's output as it printed it.", show_default=False)]
 IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json", show_default=False)]  # fmt: skip
