@@ -5,6 +5,10 @@ lines the sampling windows up."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -127,3 +131,23 @@ def test_a_device_that_cannot_set_up_does_not_hold_the_others(monkeypatch) -> No
     assert time.monotonic() - started < 50
     (cpu, _), (gpu, _) = [(s, p) for p, s in members]
     assert [p.status for p in cpu.points] == ["ok", "ok"] and gpu.status == "failed"
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_during_a_concurrent_run_stops_every_thread_without_a_traceback(tmp_path, signum, code) -> None:
+    out = tmp_path / "r.json"
+    process = subprocess.Popen([sys.executable, "-m", "xferbench", "sweep", "-f", "sim", "--sim-devices", "4", "--device", "all",
+                                "--concurrent", "--batch-sizes", "1,2,4,8,16", "--min-time", "1", "--sim-jitter", "0.05",
+                                "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    seen = []
+    for line in process.stderr:  # each worker's points, then the run at once
+        seen.append(line)
+        if "4-at-once" in line:
+            break
+    process.send_signal(signum)
+    stdout, rest = process.communicate(timeout=60)
+    stderr = "".join(seen) + rest
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and "Exception in thread" not in stderr, stderr
+    assert f"saved to {out}" in stderr.splitlines()[-1]
+    assert load(out).status == "interrupted"

@@ -476,10 +476,11 @@ def _measure(plan: Plan, result: Result, planned: PlannedSeries, series: Series,
     except BaseException as error:
         if barrier is not None:
             barrier.abort()  # the other devices go on alone rather than wait for this one
+        if stopping is not None and stopping.is_set():
+            return  # the sweep is stopping and closed this worker: the main thread says so, once, and saves
         if not isinstance(error, WorkerDied):
             raise
-        if not (stopping and stopping.is_set()):
-            _record_death(series, config, started, error)
+        _record_death(series, config, started, error)
     finally:
         if sampler is not None:
             series.link = sampler.stop()
