@@ -832,7 +832,11 @@ def plain_streams() -> None:
 
 def main() -> None:
     plain_streams()
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # a second Ctrl-C landing after the first was handled and saved: the exit stays clean
+        err.print("interrupted", highlight=False)
+        sys.exit(130)
 
 
 if __name__ == "__main__":
