@@ -61,3 +61,19 @@ def test_piped_progress_keeps_each_point_on_one_line(tmp_path) -> None:
                        capture_output=True, text=True, env={**os.environ, "COLUMNS": "40"})  # fmt: skip
     points = [line for line in r.stderr.splitlines() if "batch" in line]
     assert r.returncode == 0 and len(points) == 2 and all(line.endswith(")") for line in points), r.stderr
+
+
+def test_a_cuda_path_without_cupy_or_a_gpu_says_both(monkeypatch) -> None:
+    import sys
+
+    from xferbench.backends import cuda
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setattr(cuda.sys, "platform", "linux")
+    monkeypatch.setattr(cuda.os.path, "exists", lambda path: path != "/dev/nvidiactl")
+    assert cuda.cupy_missing("The raw CUDA reference").endswith(
+        "; it also needs an NVIDIA GPU, and this machine shows none (no /dev/nvidiactl: no NVIDIA driver is loaded)")
+    monkeypatch.setattr(cuda.os.path, "exists", lambda path: True)  # a driver is loaded: CuPy is all that is missing
+    assert "NVIDIA GPU" not in cuda.cupy_missing("The raw CUDA reference")
+    monkeypatch.setattr(cuda.sys, "platform", "darwin")
+    assert "CUDA does not run on macOS" in cuda.cupy_missing("The raw CUDA reference")

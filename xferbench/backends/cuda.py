@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import os
+import sys
 import threading
 import time
 from typing import Any
@@ -114,8 +116,20 @@ def cuda_environment() -> dict[str, Any]:
 def cupy_missing(title: str) -> str | None:
     """Why CuPy cannot be used here, naming both builds: which one fits depends on the driver."""
     if importlib.util.find_spec("cupy") is None:
+        gpu = no_nvidia_gpu()
         return (f"{title} needs CuPy, which is not installed: pip install 'xferbench[cupy]' (CUDA 12, NVIDIA driver"
-                " 525 or newer) or 'xferbench[cupy-cuda13]' (CUDA 13, driver 580 or newer)")  # fmt: skip
+                " 525 or newer) or 'xferbench[cupy-cuda13]' (CUDA 13, driver 580 or newer)"
+                + (f"; it also needs an NVIDIA GPU, and {gpu}" if gpu else ""))  # fmt: skip
+    return None
+
+
+def no_nvidia_gpu() -> str | None:
+    """Why this machine surely has no NVIDIA GPU to use, or None where it may have one: installing CuPy
+    on a laptop without one would not help, and the message should say so first."""
+    if sys.platform == "darwin":
+        return "CUDA does not run on macOS (on Apple silicon, use --device mps)"
+    if sys.platform.startswith("linux") and not os.path.exists("/dev/nvidiactl"):
+        return "this machine shows none (no /dev/nvidiactl: no NVIDIA driver is loaded)"
     return None
 
 
