@@ -87,7 +87,7 @@ def test_the_barrier_starts_every_worker_sampling_together() -> None:
     """Two torch workers on the CPU at once: each point samples only once both are ready, so their
     sampling windows overlap, and each point records by how much."""
     config = SweepConfig(frameworks=("torch",), device="cpu", batch_sizes=(1, 16),
-                         timing=TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=3, min_time_s=0.5, settle_s=0.0))
+                         timing=TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=3, min_time_s=0.5, max_samples=10**7, settle_s=0.0))
     backend = BACKENDS["torch"]
     members = []
     for _ in range(2):
