@@ -82,3 +82,22 @@ def test_plot_warns_of_the_points_it_left_out(tmp_path) -> None:
     path = damage(sweep_file(tmp_path / "r.json", {}), "nan", series=2, batches=(1,))
     result = CliRunner().invoke(app, ["plot", str(path), "-o", str(tmp_path / "p.png")])
     assert result.exit_code == 0 and "left out 1 damaged point(s): tf/function/copy@cpu batch 1" in " ".join(result.stderr.split())
+
+
+def test_fleet_names_a_damaged_node_file_and_judges_the_others(tmp_path) -> None:
+    from nodes import node, write
+
+    from xferbench import fleet
+
+    for i, gbps in enumerate((55.0, 55.4, 54.6)):
+        write(node(f"node{i}", raw_gbps=gbps), tmp_path)
+    bad = write(node("torn", raw_gbps=14.0), tmp_path)
+    data = json.loads(Path(bad).read_text())
+    for series in data["series"]:
+        for point in series["points"]:
+            point["times_s"] = [float("nan")] * len(point["times_s"])  # a torn or hand-edited file
+    Path(bad).write_text(json.dumps(data))
+    found = fleet.read_fleet([tmp_path])
+    assert sorted(row.host for row in found.rows) == ["node0", "node1", "node2"] and not found.flagged
+    ((path, why),) = found.unreadable
+    assert path == str(bad) and why.startswith("every measured point is damaged")
