@@ -352,7 +352,10 @@ class WorkerRunner:
                     pass
         for stream in (self.process.stdin, self.process.stdout):
             if stream:
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:  # flushing to a killed worker's pipe: a broken pipe, and nothing left to tell it
+                    pass
         self.log.close()
 
     def close(self) -> None:
