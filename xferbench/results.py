@@ -13,6 +13,7 @@ import os
 import stat
 import statistics
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -247,7 +248,7 @@ def _write_durably(handle: IO[str], text: str) -> FileIdentity:
 
 def _atomic_write(path: Path, text: str) -> FileIdentity:
     """Write a temp file of this process's own, then rename it over `path`; return the new file's identity."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # a writer's own, even among threads
     with open(temp, "w") as handle:
         identity = _write_durably(handle, text)
     os.replace(temp, path)
@@ -345,6 +346,7 @@ class OutputFile:
     def __init__(self, path: Path, csv: bool = False, overwrite: bool = False, numbered: bool = False) -> None:
         self.path, self.csv, self.overwrite, self.numbered = check_writable(path, csv, overwrite, numbered), csv, overwrite, numbered
         self.asked = self.path  # the name the run was given, before any number
+        self.lock = threading.RLock()
         self.written: FileIdentity | None = None  # the file this run wrote last
         self.saved_points = 0  # measured points in the last complete save
         self.moved_from: Path | None = None  # where the run wrote before something else took that file
@@ -370,11 +372,16 @@ class OutputFile:
 
     def save(self, result: Result) -> None:
         """Write the result; any OS failure (no space, file too large, quota, I/O error) becomes one
-        SaveFailed that says what the file on disk still holds."""
+        SaveFailed that says what the file on disk still holds. One save at a time: a concurrent run's
+        threads and its main thread (stopping) may save at once."""
+        with self.lock:
+            self._save_once(result)
+
+    def _save_once(self, result: Result) -> None:
         try:
             self._save(result)
         except OSError as error:
-            for temp in self.path.parent.glob(f".{self.path.name}.{os.getpid()}.tmp"):  # a torn temp file is no save
+            for temp in self.path.parent.glob(f".{self.path.name}.{os.getpid()}.*.tmp"):  # a torn temp file is no save
                 temp.unlink(missing_ok=True)
             held = (f"it holds the last complete save ({self.saved_points} measured point(s))" if self.written is not None
                     else "nothing was written; choose another --out")  # fmt: skip
