@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from xferbench import cli, results
+from xferbench import display, results
 from xferbench.cli import app
 from xferbench.results import load
 
@@ -66,7 +66,7 @@ def test_a_folder_that_vanishes_for_a_file_sends_the_points_to_the_temp_folder(t
     spare = tmp_path / "tmp"
     spare.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spare))
-    line = cli.display.point_line
+    line = display.point_line
 
     def vanish(series, point):  # after the first point: the folder is gone, and a file holds its name
         if folder.is_dir():
@@ -74,7 +74,7 @@ def test_a_folder_that_vanishes_for_a_file_sends_the_points_to_the_temp_folder(t
             folder.write_text("not a folder")
         return line(series, point)
 
-    monkeypatch.setattr(cli.display, "point_line", vanish)
+    monkeypatch.setattr(display, "point_line", vanish)
     r = CliRunner().invoke(app, [*SWEEP, "-o", str(out)])
     assert r.exit_code == 1, r.output
     assert f"cannot save to {out}: Not a directory" in " ".join(r.stderr.split())

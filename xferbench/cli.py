@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,25 +19,21 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from xferbench import concurrency, display
+from xferbench import running
 from xferbench.backends import BACKENDS, SimLink, path_availability
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Point, Result, SaveFailed, Selection, Series, check_writable, csv_path, host_name, output_path, safe_name, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     OUT_OF_MEMORY,
     Plan,
     SweepConfig,
-    absent_frameworks,
     make_plan,
-    new_result,
     parse_batch_sizes,
     parse_shape,
-    run_plan,
     start_runners,
 )
-from xferbench.telemetry import INTERVAL_S
 from xferbench.timing import TimingConfig
 from xferbench.worker import Runner
 
@@ -157,7 +152,7 @@ def sweep(
         raise fail(str(error)) from None
     except KeyboardInterrupt:
         raise fail("interrupted while starting; nothing was measured", 130) from None
-    previous_term = signal.signal(signal.SIGTERM, _terminate)  # kill, a CI timeout: stop as Ctrl-C does
+    previous_term = signal.signal(signal.SIGTERM, running.terminate)  # kill, a CI timeout: stop as Ctrl-C does
     try:
         path, numbered = output_path(out_path, default_name(plan.target))
         output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
@@ -165,7 +160,7 @@ def sweep(
     except XferbenchError as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on
-        raise fail("interrupted while starting; nothing was measured", 143 if isinstance(stop, Terminated) else 130) from None
+        raise fail("interrupted while starting; nothing was measured", 143 if isinstance(stop, running.Terminated) else 130) from None
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not leave a worker behind
         plan.close()
@@ -334,121 +329,13 @@ def parse_pythons(values: Sequence[str], frameworks: Sequence[str]) -> dict[str,
     return pythons
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
-
-
-def keep_unsaved(output: OutputFile, result: Result) -> str:
-    """After a failed save: the whole result under a fresh name if anywhere takes it, else the points the
-    file lacks printed on stderr. Says which, in a sentence for the error line."""
-    result.status = "interrupted"
-    measured = sum(p.status == "ok" for s in result.series for p in s.points)
-    unsaved = measured - output.saved_points
-    rescued = output.rescue(result)
-    if rescued is not None:
-        return f"All {measured} measured point(s), {unsaved} of them not in that file, are in {rescued}"
-    ok = [(s, p) for s in result.series for p in s.points if p.status == "ok"]
-    for series, point in ok[output.saved_points :] if unsaved > 0 else []:
-        err.print(f"unsaved: {display.point_line(series, point)}", highlight=False, markup=False)
-    return f"No file could take the {unsaved} point(s) measured since: they are printed above (their medians; the samples are lost)"
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 def run_sweep(plan: Plan, output: OutputFile, link_sampling: bool = True, tables: bool = True) -> Result:
-    """Measure with progress on stderr, print the tables on stdout (unless `tables` is False: check
-    prints its verdicts instead); Ctrl-C keeps what was measured. After a run on CUDA, each GPU's
-    replay counter, clocks and P-state are read again, beside the reading taken before."""
-    from xferbench import environment
-
-    result = new_result(plan, environment.capture(plan.environments()), sys.argv)
-    failed: list[SaveFailed] = []
-
-    def save(result: Result) -> None:
-        """The output's save; after a failure, a worker thread's save is a no-op and the main thread's raises
-        it again, so a concurrent run stops at its next point without a traceback from any thread."""
-        if failed and threading.current_thread() is not threading.main_thread():
-            return
-        if failed:
-            raise failed[0]
-        try:
-            output.save(result)
-        except SaveFailed as error:
-            failed.append(error)
-            if threading.current_thread() is threading.main_thread():
-                raise
-
-    output.save(result)  # claims the file (a name of its own if numbered), holding a loadable result from the start
-    total = len(plan.runnable) * len(plan.config.batch_sizes)
-    target = plan.target
-    names = {d["id"]: d["name"] for d in result.environment["devices"]}
-    where = ", ".join(f"{device} ({names[device]})" if device in names else device for device in target.split("+"))
-    out.print(
-        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where}, saving to {output.path}",
-        highlight=False,
-    )
-    for why in absent_frameworks(plan.config, target):
-        out.print(f"[dim]left out: {escape(why)}[/]", highlight=False)
-    for conflict in environment.package_conflicts(result.environment.get("versions") or {}):
-        err.print(f"[bold yellow]warning: {escape(conflict)}[/]", highlight=False)
-    for planned in plan.series:
-        if planned.skip:
-            out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
-    # Before measuring: the user may want to pin and start again. A line per device.
-    numa = "\n".join(filter(None, (display.numa_line(result, device, plan.config.bind) for device in target.split("+"))))
-    if numa:
-        err.print(numa, highlight=False)
-
-    link_interval_s = INTERVAL_S if link_sampling else None
+    """running.run_sweep on this command's consoles; a sweep that stopped (Ctrl-C, a kill, a failed save)
+    becomes its one line and exit code."""
     try:
-        if err.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[last]}"))  # fmt: skip
-            with Progress(*columns, console=err, transient=True) as progress:
-                task = progress.add_task("measuring", total=total, last="")
-
-                def on_start(series: Series, batch_size: int) -> None:
-                    progress.update(task, description=f"{series.label()} batch {batch_size}")
-
-                def on_point(series: Series, point: Point) -> None:
-                    progress.update(task, advance=1, last=display.point_brief(point))
-
-                run_plan(plan, result, save, on_point, on_start, link_interval_s)
-        else:
-            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False, soft_wrap=True),
-                     link_interval_s=link_interval_s)  # fmt: skip
-    except SaveFailed as error:
-        raise fail(f"{error}. {keep_unsaved(output, result)}", 1) from None
-    except KeyboardInterrupt as stop:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (the caller restores it)
-        try:
-            result.status = "interrupted"
-            save(result)
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        measured = sum(p.status == "ok" for s in result.series for p in s.points)
-        how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
-        raise fail(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
-    if any(s.device.startswith("cuda") and s.status != "skipped" for s in result.series):
-        result.environment["nvml_after"] = environment.nvml_health()
-        save(result)
-    out.print()
-    for series in result.series if tables else ():
-        display.print_series(out, series, result)
-    for group in concurrency.groups(result) if tables else ():
-        out.print(display.group_table(group))
-        out.print()
-    if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
-        out.print(numa, highlight=False)
-    if output.moved_from:
-        err.print(f"[bold yellow]warning: {output.moved_from} was replaced by something else during the run;"
-                  f" this run's results are in {output.path}[/]", highlight=False)
-    out.print(f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else ""), highlight=False)
-    return result
+        return running.run_sweep(plan, output, out, err, link_sampling, tables)
+    except running.Stopped as stop:
+        raise fail(str(stop), stop.code) from None
 
 
 FILES = Annotated[list[Path], typer.Argument(help="Result files written by xferbench sweep.", show_default=False)]

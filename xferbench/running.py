@@ -1,0 +1,144 @@
+"""Run a planned sweep for the command line: progress on stderr, a save after every point, the tables
+on stdout, and every way a run can stop early (Ctrl-C, a kill, a save the disk refuses) ending in one
+line that says what was kept. The CLI only turns Stopped into its exit code.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from rich.console import Console
+from rich.markup import escape
+
+from xferbench import concurrency, display
+from xferbench.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
+from xferbench.sweep import Plan, absent_frameworks, new_result, run_plan
+from xferbench.telemetry import INTERVAL_S
+
+
+class Stopped(Exception):
+    """The sweep ended early; the message says what was kept, `code` is the exit status."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
+
+
+def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
+    """After a failed save: the whole result under a fresh name if anywhere takes it, else the points the
+    file lacks printed on stderr. Says which, in a sentence for the error line."""
+    result.status = "interrupted"
+    measured = sum(p.status == "ok" for s in result.series for p in s.points)
+    unsaved = measured - output.saved_points
+    rescued = output.rescue(result)
+    if rescued is not None:
+        return f"All {measured} measured point(s), {unsaved} of them not in that file, are in {rescued}"
+    ok = [(s, p) for s in result.series for p in s.points if p.status == "ok"]
+    for series, point in ok[output.saved_points :] if unsaved > 0 else []:
+        err.print(f"unsaved: {display.point_line(series, point)}", highlight=False, markup=False)
+    return f"No file could take the {unsaved} point(s) measured since: they are printed above (their medians; the samples are lost)"
+
+
+def terminate(signum: int, frame: object) -> None:
+    """The SIGTERM handler a sweep installs: stop as Ctrl-C does."""
+    raise Terminated()
+
+
+def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_sampling: bool = True, tables: bool = True) -> Result:
+    """Measure with progress on stderr, print the tables on stdout (unless `tables` is False: check
+    prints its verdicts instead); Ctrl-C keeps what was measured. After a run on CUDA, each GPU's
+    replay counter, clocks and P-state are read again, beside the reading taken before."""
+    from xferbench import environment
+
+    result = new_result(plan, environment.capture(plan.environments()), sys.argv)
+    failed: list[SaveFailed] = []
+
+    def save(result: Result) -> None:
+        """The output's save; after a failure, a worker thread's save is a no-op and the main thread's raises
+        it again, so a concurrent run stops at its next point without a traceback from any thread."""
+        if failed and threading.current_thread() is not threading.main_thread():
+            return
+        if failed:
+            raise failed[0]
+        try:
+            output.save(result)
+        except SaveFailed as error:
+            failed.append(error)
+            if threading.current_thread() is threading.main_thread():
+                raise
+
+    output.save(result)  # claims the file (a name of its own if numbered), holding a loadable result from the start
+    total = len(plan.runnable) * len(plan.config.batch_sizes)
+    target = plan.target
+    names = {d["id"]: d["name"] for d in result.environment["devices"]}
+    where = ", ".join(f"{device} ({names[device]})" if device in names else device for device in target.split("+"))
+    out.print(
+        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where}, saving to {output.path}",
+        highlight=False,
+    )
+    for why in absent_frameworks(plan.config, target):
+        out.print(f"[dim]left out: {escape(why)}[/]", highlight=False)
+    for conflict in environment.package_conflicts(result.environment.get("versions") or {}):
+        err.print(f"[bold yellow]warning: {escape(conflict)}[/]", highlight=False)
+    for planned in plan.series:
+        if planned.skip:
+            out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
+    # Before measuring: the user may want to pin and start again. A line per device.
+    numa = "\n".join(filter(None, (display.numa_line(result, device, plan.config.bind) for device in target.split("+"))))
+    if numa:
+        err.print(numa, highlight=False)
+
+    link_interval_s = INTERVAL_S if link_sampling else None
+    try:
+        if err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[last]}"))  # fmt: skip
+            with Progress(*columns, console=err, transient=True) as progress:
+                task = progress.add_task("measuring", total=total, last="")
+
+                def on_start(series: Series, batch_size: int) -> None:
+                    progress.update(task, description=f"{series.label()} batch {batch_size}")
+
+                def on_point(series: Series, point: Point) -> None:
+                    progress.update(task, advance=1, last=display.point_brief(point))
+
+                run_plan(plan, result, save, on_point, on_start, link_interval_s)
+        else:
+            run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False, soft_wrap=True),
+                     link_interval_s=link_interval_s)  # fmt: skip
+    except SaveFailed as error:
+        raise Stopped(f"{error}. {keep_unsaved(output, result, err)}", 1) from None
+    except KeyboardInterrupt as stop:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (the caller restores it)
+        try:
+            result.status = "interrupted"
+            save(result)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        measured = sum(p.status == "ok" for s in result.series for p in s.points)
+        how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
+        raise Stopped(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
+    if any(s.device.startswith("cuda") and s.status != "skipped" for s in result.series):
+        result.environment["nvml_after"] = environment.nvml_health()
+        save(result)
+    out.print()
+    for series in result.series if tables else ():
+        display.print_series(out, series, result)
+    for group in concurrency.groups(result) if tables else ():
+        out.print(display.group_table(group))
+        out.print()
+    if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
+        out.print(numa, highlight=False)
+    if output.moved_from:
+        err.print(f"[bold yellow]warning: {output.moved_from} was replaced by something else during the run;"
+                  f" this run's results are in {output.path}[/]", highlight=False)
+    out.print(f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else ""), highlight=False)
+    return result
