@@ -19,7 +19,7 @@ from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.pairs import differences, path_name, tags
 from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.results import DEFAULT_FOLDER, Point, Selected, Series, file_labels, refuse_unless_regular
+from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, file_labels, refuse_unless_regular
 from xferbench.stats import CLIFF_FRACTION
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -133,13 +133,11 @@ def _styles(picks: list[Selected]) -> tuple[list[str], list[str], list[str]]:
     return colours, [LINE_STYLES[i % len(LINE_STYLES)] for i in index], [MARKERS[i % len(MARKERS)] for i in index]
 
 
-def _file_keys(picks: list[Selected]) -> list[Line2D]:
-    """Legend entries for several files: one per path in its colour, one per file in its line style,
-    named by what sets the file apart (differences between the files: "b: GLIBC_TUNABLES=…")."""
-    files = list({id(p.result): (p.path, p.result) for p in picks}.values())
+def _file_keys(picks: list[Selected], colours: list[str], files: list[tuple[Path, Result]], labels: list[str]) -> list[Line2D]:
+    """Legend entries for several files: one per path in its colour (`colours`, each pick's), one per file
+    in its line style, named by what sets the file apart (differences between the files: "b: GLIBC_TUNABLES=…")."""
     series = [[p.series for p in picks if p.result is result] for _, result in files]
-    named = tags(file_labels(files), differences([(result, mine) for (_, result), mine in zip(files, series)]))
-    colours, _, _ = _styles(picks)
+    named = tags(labels, differences([(result, mine) for (_, result), mine in zip(files, series)]))
     keys = {}
     for pick, colour in zip(picks, colours):
         path = path_name(pick.series) + (f" · {HOST_TO_HOST}" if pick.series.transfer == HOST_TO_HOST else "")
@@ -158,7 +156,8 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     labels = series_labels(picks)
     colours, styles, markers = _styles(picks)
     files = list({id(p.result): (p.path, p.result) for p in picks}.values())
-    file_of = {id(result): label for (_, result), label in zip(files, file_labels(files))}
+    file_names = file_labels(files)
+    file_of = {id(result): label for (_, result), label in zip(files, file_names)}
     several = len(files) > 1
     frameworks = list(dict.fromkeys(p.series.framework for p in picks))
     multiples = len(picks) > SMALL_MULTIPLES
@@ -242,7 +241,7 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     first = next(iter(panels.values()))
     handles, names = first.get_legend_handles_labels()
     if several or multiples:  # one entry per series would repeat each path once per file: key paths and files instead
-        keys = _file_keys(picks) if several else [h for h, n in zip(*_series_handles(panels))
+        keys = _file_keys(picks, colours, files, file_names) if several else [h for h, n in zip(*_series_handles(panels))
                                                   if not n.startswith("_") and n not in ceilings]  # fmt: skip
         handles = [*keys, *(cliffs if several else []),
                    *(h for h, n in zip(handles, names) if n in ceilings)]  # fmt: skip

@@ -216,7 +216,6 @@ def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
     return table(header, rows, [True] * len(header))
 
 
-NOTES_HERE = "<!-- notes -->"  # where render puts the notes among the paired sections: before the long table
 MARKS = {SLOWER: "▼", FASTER: "▲", NO_CHANGE: "=", INCONCLUSIVE: "?"}
 UNTESTED = "untested"  # a side keeps no raw samples (a peer's figures): a ratio, but no test
 
@@ -251,15 +250,17 @@ def _counts(rows: Sequence[Row | None]) -> str:
 
 
 def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str],
-                    empty: Sequence[Selected] = (), threshold: float = 0.05, alpha: float = 0.01) -> list[str]:  # fmt: skip
-    """The answer to "A vs B": what differs between the files, each path's peak in each file with its
-    ratio and verdicts, the ratio at every batch, and every path's MB/s side by side. Empty when no
-    series has a counterpart in another file (then series stand side by side as in one file)."""
+                    empty: Sequence[Selected] = (), threshold: float = 0.05, alpha: float = 0.01
+                    ) -> tuple[list[str], list[str]]:  # fmt: skip
+    """The answer to "A vs B" (what differs between the files, each path's peak in each file with its
+    ratio and verdicts, the ratio at every batch), then every path's MB/s side by side: two parts, so the
+    notes can sit between them. Both empty when no series has a counterpart in another file (then series
+    stand side by side as in one file)."""
     per_file = [[p.series for p in picks if p.result is r] for _, r in files]
     found = pair(per_file)
     paired = [p for p in found if p.paired]
     if not paired:
-        return []
+        return [], []
     two = len(files) == 2
     tests: list[list[dict[int, Row | None]]] = []  # per pair, per file: batch -> the test against the reference
     for p in paired:
@@ -331,7 +332,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             else:
                 row += [f"{t.ratio:.2f}× {t.verdict}" if t else ABSENT for t in tested[1:]]
             block_rows.append(row)
-    lines.append(NOTES_HERE)
+    answer, lines = lines, []
     lines += ["### MB/s by batch, path by path", "",
               f"Median MB/s in each file; the ratio to {labels[0] if two else 'the first file'}; the rank test's p-value"
               " and verdict on the raw samples. (busy): measured while other processes used a quarter of the CPUs or"
@@ -347,7 +348,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     if alone:
         lines += ["Without a counterpart in another file:",
                   *(f"- `{m.label()}`: only in {labels[i]}{lost(m)}" for p in alone for i, m in enumerate(p.members) if m is not None), ""]
-    return lines
+    return answer, lines
 
 
 def _grid_cell(tested: Row | None) -> str:
@@ -551,7 +552,8 @@ def render(
             }.get(frozenset(kinds), "Transfer throughput")  # fmt: skip
     both = (" For a bidir series (a batch each way per call) MB/s is both directions together; its per-batch"
             " detail gives each direction's own MB/s." if any(p.series.direction == BIDIR for p in picks) else "")  # fmt: skip
-    paired = paired_sections(picks, files, labels, empty) if several else []
+    answer, by_batch = paired_sections(picks, files, labels, empty) if several else ([], [])
+    paired = bool(answer)
     heading = title or ("xferbench report: " + " vs ".join(labels) if paired else "xferbench report")
     devices = list(dict.fromkeys(p.series.device_name or p.series.device for p in picks))
     on = f" on {devices[0]}" if len(devices) == 1 else ""
@@ -563,8 +565,7 @@ def render(
         lines += [_plot_link(plot, out), ""]
     notes = _notes(picks, names, files, empty)
     if paired:  # the answer first: what differs and each path paired, then the notes that qualify it
-        at = paired.index(NOTES_HERE)
-        lines += paired[:at] + (["### Notes", "", *notes, ""] if notes else []) + paired[at + 1 :]
+        lines += answer + (["### Notes", "", *notes, ""] if notes else []) + by_batch
     empty_names = [(e, e.series.label() + (f" ({label_of[id(e.result)]})" if several and id(e.result) in label_of else ""))
                    for e in empty]  # fmt: skip
     summary, ceilings, raw = summary_table(picks, names, where, empty_names)
