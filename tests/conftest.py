@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import signal
 from typing import Any
 
 import pytest
@@ -20,6 +21,13 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed (p
 # The GPU machines have PyTorch and no TensorFlow: a test that needs TensorFlow's own checks skips there.
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
+
+
+def interruptible() -> None:
+    """preexec_fn of a child a test stops with SIGINT: a shell's background job (`pytest &`, as a CI
+    runner may start the suite) inherits SIGINT ignored, and Python then never turns Ctrl-C into
+    KeyboardInterrupt. Since Ctrl-C is what the test is about, the child gets the default back."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_config(config: Any) -> Any:
