@@ -67,3 +67,86 @@ def test_a_failed_save_is_a_stopped_with_code_1_and_the_points_kept(plan, tmp_pa
         running.run_sweep(plan, OutputFile(tmp_path / "r.json"), *consoles())
     assert stopped.value.code == 1 and str(stopped.value).startswith(f"cannot save to {tmp_path / 'r.json'}: Disk quota exceeded")
     assert [p.batch_size for p in load(tmp_path / "r-unsaved-1.json").series[0].ok_points()] == [1, 2]
+
+
+def test_a_kill_inside_the_block_is_terminated_and_the_plan_closes_with_kills_ignored(monkeypatch) -> None:
+    seen = []
+
+    class Plan:
+        def close(self) -> None:
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(running.Terminated):
+        with running.terminated_as_interrupted(Plan()):  # type: ignore[arg-type]
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.pause()  # not reached: the handler raised
+    assert seen == [signal.SIG_IGN] and signal.getsignal(signal.SIGTERM) == before
+    assert running.how_stopped(running.Terminated()) == ("terminated", 143)
+    assert running.how_stopped(KeyboardInterrupt()) == ("interrupted", 130)
+
+
+# A stand-in for a child sweep: it writes its pid, then waits; a stop makes it "save" (slowly, for
+# SIGINT) and exit as a sweep does.
+CHILD = """import os, signal, sys, time
+def stop(signum, frame):
+    time.sleep(1.5 if signum == signal.SIGINT else 0)
+    open(sys.argv[1] + ".saved", "w").write(signal.Signals(signum).name)
+    sys.exit(130 if signum == signal.SIGINT else 143)
+signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def child_sweep(tmp_path, signals):  # type: ignore[no-untyped-def]
+    """Run the stand-in through validation's run_child_sweep; once it has started, send each (pid, signal)
+    of `signals` (pid None: this process). Returns what it saved and the seconds the stop took."""
+    import sys
+    import threading
+    import time
+
+    from xferbench import validation
+
+    pid_file = tmp_path / "child.pid"
+
+    def send() -> None:
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.01)
+        for whom, signum in signals:
+            os.kill(int(pid_file.read_text()) if whom == "child" else os.getpid(), signum)
+
+    threading.Thread(target=send, daemon=True).start()
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, even where pytest was started ignoring Ctrl-C
+    try:
+        with pytest.raises(KeyboardInterrupt) as stop:
+            with running.terminated_as_interrupted():
+                validation.run_child_sweep([sys.executable, "-c", CHILD, str(pid_file)], dict(os.environ))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    saved = tmp_path / "child.pid.saved"
+    return stop.value, saved.read_text() if saved.exists() else None, time.monotonic() - started
+
+
+def test_validate_passes_a_kill_on_to_its_sweep_at_once(tmp_path, monkeypatch) -> None:
+    from xferbench import validation
+
+    monkeypatch.setattr(validation, "SAVE_GRACE_S", 40.0)  # a kill must not wait for a Ctrl-C's grace
+    stop, saved, seconds = child_sweep(tmp_path, [("self", signal.SIGTERM)])
+    assert isinstance(stop, running.Terminated) and saved == "SIGTERM" and seconds < 30
+
+
+def test_validate_gives_a_sweep_that_saw_ctrl_c_the_time_to_save(tmp_path) -> None:
+    # subprocess.run would have killed the sweep a quarter of a second into its 1.5 s save
+    stop, saved, _ = child_sweep(tmp_path, [("child", signal.SIGINT), ("self", signal.SIGINT)])
+    assert type(stop) is KeyboardInterrupt and saved == "SIGINT"
+
+
+def test_validate_stops_a_sweep_that_did_not_see_the_ctrl_c(tmp_path, monkeypatch) -> None:
+    from xferbench import validation
+
+    monkeypatch.setattr(validation, "SAVE_GRACE_S", 0.2)
+    stop, saved, _ = child_sweep(tmp_path, [("self", signal.SIGINT)])
+    assert type(stop) is KeyboardInterrupt and saved == "SIGTERM"

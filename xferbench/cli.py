@@ -8,7 +8,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -78,6 +77,12 @@ err = console(stderr=True)
 def fail(message: str, code: int = 2) -> typer.Exit:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def stopped_starting(stop: KeyboardInterrupt) -> typer.Exit:
+    """Ctrl-C or a kill before a run's first point."""
+    how, code = running.how_stopped(stop)
+    return fail(f"{how} while starting; nothing was measured", code)
 
 
 def default_name(device: str) -> str:
@@ -150,21 +155,17 @@ def sweep(
         plan = make_plan(config)
     except XferbenchError as error:
         raise fail(str(error)) from None
-    except KeyboardInterrupt:
-        raise fail("interrupted while starting; nothing was measured", 130) from None
-    previous_term = signal.signal(signal.SIGTERM, running.terminate)  # kill, a CI timeout: stop as Ctrl-C does
+    except KeyboardInterrupt as stop:
+        raise stopped_starting(stop) from None
     try:
-        path, numbered = output_path(out_path, default_name(plan.target))
-        output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
-        result = run_sweep(plan, output, link_sampling)
+        with running.terminated_as_interrupted(plan):
+            path, numbered = output_path(out_path, default_name(plan.target))
+            output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
+            result = run_sweep(plan, output, link_sampling)
     except XferbenchError as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on
-        raise fail("interrupted while starting; nothing was measured", 143 if isinstance(stop, running.Terminated) else 130) from None
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not leave a worker behind
-        plan.close()
-        signal.signal(signal.SIGTERM, previous_term)
+        raise stopped_starting(stop) from None
     failed = failures(result)
     if failed:
         listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
@@ -266,16 +267,15 @@ def measure_check(config: SweepConfig, out_path: str | None, overwrite: bool) ->
     except XferbenchError as error:
         raise fail(str(error)) from None
     try:
-        name = f"{host_name()}-check-{time.strftime('%Y%m%d-%H%M%S')}.json"
-        target, numbered = output_path(out_path, name)
-        output = OutputFile(target, overwrite=overwrite, numbered=numbered)
-        return run_sweep(plan, output, tables=False), output
+        with running.terminated_as_interrupted(plan):
+            name = f"{host_name()}-check-{time.strftime('%Y%m%d-%H%M%S')}.json"
+            target, numbered = output_path(out_path, name)
+            output = OutputFile(target, overwrite=overwrite, numbered=numbered)
+            return run_sweep(plan, output, tables=False), output
     except XferbenchError as error:
         raise fail(str(error)) from None
-    except KeyboardInterrupt:
-        raise fail("interrupted while starting; nothing was measured", 130) from None
-    finally:
-        plan.close()
+    except KeyboardInterrupt as stop:
+        raise stopped_starting(stop) from None
 
 
 def failures(result: Result) -> list[str]:
@@ -556,11 +556,13 @@ def validate(
                                     quick, peers, missing)  # fmt: skip
         for name, why in missing.items():
             err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
-        checks, verdict = validation.run(run, lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+        with running.terminated_as_interrupted():
+            checks, verdict = validation.run(run, lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
     except XferbenchError as error:
         raise fail(str(error)) from None
-    except KeyboardInterrupt:  # each sweep saved what it measured; the verdict was not written
-        raise fail(f"interrupted: what was measured is in {where}, without a verdict", 130) from None
+    except KeyboardInterrupt as stop:  # each sweep saved what it measured; the verdict was not written
+        how, code = running.how_stopped(stop)
+        raise fail(f"{how}: what was measured is in {where}, without a verdict", code) from None
     from xferbench import validate as checking
 
     out.print()

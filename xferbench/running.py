@@ -5,9 +5,11 @@ line that says what was kept. The CLI only turns Stopped into its exit code.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
+from typing import Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -30,6 +32,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
 
 
+def how_stopped(stop: KeyboardInterrupt) -> tuple[str, int]:
+    """A stop's word and exit status: 130 for Ctrl-C, 143 for a kill, as a shell reports them."""
+    return ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
+
+
 def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
     """After a failed save: the whole result under a fresh name if anywhere takes it, else the points the
     file lacks printed on stderr. Says which, in a sentence for the error line."""
@@ -48,6 +55,23 @@ def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
 def terminate(signum: int, frame: object) -> None:
     """The SIGTERM handler a sweep installs: stop as Ctrl-C does."""
     raise Terminated()
+
+
+@contextlib.contextmanager
+def terminated_as_interrupted(plan: Plan | None = None) -> Iterator[None]:
+    """While the block runs, SIGTERM (kill, a CI job's timeout) raises Terminated in the main thread, so
+    a run stops as Ctrl-C stops it: what was measured saved and marked interrupted. On the way out the
+    plan's workers are closed with SIGTERM ignored, so a second kill cannot leave one behind."""
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            if plan is not None:
+                plan.close()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_sampling: bool = True, tables: bool = True) -> Result:
@@ -124,7 +148,7 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
         finally:
             signal.signal(signal.SIGINT, previous)
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
-        how, code = ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
+        how, code = how_stopped(stop)
         raise Stopped(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
     if any(s.device.startswith("cuda") and s.status != "skipped" for s in result.series):
         result.environment["nvml_after"] = environment.nvml_health()

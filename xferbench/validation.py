@@ -18,6 +18,7 @@ import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -146,6 +147,35 @@ def _python_path() -> str:
     return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 
+SAVE_GRACE_S = 5.0  # after Ctrl-C, how long a sweep that saw it too has to save before it is told again
+STOP_WAIT_S = 60.0  # how long a sweep told to stop has to save and close its workers before it is killed
+
+
+def run_child_sweep(command: list[str], env: dict[str, str]) -> int:
+    """A sweep in a process of its own; its exit code. Stopped here (Ctrl-C, a kill), it is stopped the same
+    way and given the time to save what it measured, marked interrupted, before this process goes on
+    stopping: subprocess.run would kill it after a quarter of a second, mid-save, leaving its workers."""
+    from xferbench.running import Terminated
+
+    process = subprocess.Popen(command, env=env)
+    try:
+        return process.wait()
+    except KeyboardInterrupt as stop:
+        try:  # a terminal's Ctrl-C reached the sweep too (one process group); a kill reached this process alone
+            if not isinstance(stop, Terminated):
+                process.wait(timeout=SAVE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)  # a sweep stops on SIGTERM as on Ctrl-C
+        try:
+            process.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        raise
+
+
 def run_sweeps(validation: Validation, echo: Echo) -> dict[str, Result | None]:
     """Each sweep in a process of its own, as a user runs it; a sweep that wrote nothing is None."""
     files: dict[str, Result | None] = {}
@@ -153,7 +183,7 @@ def run_sweeps(validation: Validation, echo: Echo) -> dict[str, Result | None]:
         path = validation.folder / f"{stem}.json"
         command = [sys.executable, "-m", "xferbench", "sweep", *arguments, "-o", str(path)]
         echo(f"$ {shlex.join(command)}")
-        code = subprocess.run(command, env={**os.environ, "PYTHONPATH": _python_path()}).returncode
+        code = run_child_sweep(command, {**os.environ, "PYTHONPATH": _python_path()})
         if code == 2 and stem == "default" and not path.exists():  # bad input (no such device, say): the sweep said why
             for name in ("nvidia-smi-q.txt", "nvidia-smi-topo.txt"):  # written by this run: the folder is left as it was found
                 (validation.folder / name).unlink(missing_ok=True)
