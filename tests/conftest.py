@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import signal
 from typing import Any
 
@@ -95,3 +96,12 @@ def fake_backend(monkeypatch: pytest.MonkeyPatch):
 def _run_in_a_temporary_folder(tmp_path, monkeypatch) -> None:
     """A sweep without --out writes under ./results: keep that out of the repository."""
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _children_run_the_code_as_it_is_under_mutmuts_first_pass(monkeypatch) -> None:
+    """scripts/mutation.sh: mutmut's first pass records which test reaches which function, in this process
+    only; a child a test starts (a framework's worker) would try to record too, from a folder with no
+    mutmut configuration, and fail. Later passes leave the variable alone: each child runs the planted bug."""
+    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        monkeypatch.delenv("MUTANT_UNDER_TEST")

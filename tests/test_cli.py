@@ -289,6 +289,17 @@ def test_a_device_a_host_side_path_cannot_reach_is_refused(framework, device, wh
     assert not out.exists()
 
 
+@needs_torch
+def test_mps_off_a_mac_is_refused_before_any_framework_starts(tmp_path, monkeypatch) -> None:
+    from xferbench import sweep
+
+    monkeypatch.setattr(sweep, "start_runners", lambda *a, **k: pytest.fail("a framework was started"))
+    r = invoke("sweep", "-f", "torch", "--device", "mps", "-o", str(tmp_path / "r.json"))
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.strip() == ("error: --device mps: MPS is the GPU of Apple silicon Macs, and this machine runs Linux; drop"
+                                " --device mps (auto picks CUDA where there is a GPU, else the CPU)")  # fmt: skip
+
+
 def test_host_side_paths_accept_their_own_device(tmp_path) -> None:
     out = tmp_path / "r.json"
     r = invoke("sweep", "-f", "host", "--device", "cpu", "--batch-sizes", "1", "--shape", "8x8", "-o", str(out), *FAST_ARGS)

@@ -6,7 +6,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import pytest

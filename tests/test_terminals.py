@@ -26,11 +26,13 @@ def test_a_sweep_and_every_reader_print_on_a_terminal_without_unicode(tmp_path, 
         assert made.returncode == 0, made.stderr.decode(encoding)
         made.stdout.decode(encoding), made.stderr.decode(encoding)  # every byte in the stream's own encoding
         assert b"Traceback" not in made.stderr and b"MB/s" in made.stdout
+        assert not [line for line in (made.stdout + made.stderr).splitlines() if line.endswith(b" ")]  # a log keeps no padding
     for args, code in ((["report", str(a), str(b)], 0), (["compare", str(a), str(b)], 1),
                        (["plot", str(a), str(b), "-o", str(tmp_path / "p.png")], 0), (["paths"], 0)):  # fmt: skip
         shown = run(*args, encoding=encoding)
         assert shown.returncode == code and b"Traceback" not in shown.stderr, (args, shown.stderr)
         (shown.stdout + shown.stderr).decode(encoding)
+        assert not [line for line in (shown.stdout + shown.stderr).splitlines() if line.endswith(b" ")], args
 
 
 def test_the_symbols_have_ascii_stand_ins() -> None:

@@ -186,6 +186,7 @@ def test_mps_without_tensorflow_metal_names_it(monkeypatch) -> None:
 
     # The backend in this process believes it is on a Mac; the worker (on this machine) sees no Apple GPU.
     monkeypatch.setattr("xferbench.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
+    monkeypatch.setattr("xferbench.sweep.on_macos", lambda: True)
     r = CliRunner().invoke(app, ["sweep", "-f", "tf", "--device", "mps"])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "device 'mps' is not present" in r.stderr and "install tensorflow-metal" in r.stderr

@@ -66,8 +66,26 @@ def fit(made: Console) -> Console:
     return made
 
 
+class TrimmedLines:
+    """sys.stdout or sys.stderr (whichever is current: a test may swap them), less the spaces rich pads
+    each line of a table's title and caption with, where the stream is a file or a pipe: a log or a diff
+    should not carry them. A terminal gets rich's output as it is (a progress bar redraws over them)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(getattr(sys, self.name), attribute)
+
+    def write(self, text: str) -> int:
+        stream = getattr(sys, self.name)
+        if not stream.isatty():
+            text = "\n".join(line.rstrip(" ") for line in text.split("\n"))
+        return stream.write(text)
+
+
 def console(stderr: bool = False) -> Console:
-    return fit(Console(stderr=stderr))
+    return fit(Console(file=TrimmedLines("stderr" if stderr else "stdout")))
 
 
 out = console()
@@ -96,21 +114,21 @@ _MODES = "; ".join(f"{backend.name}: {', '.join(backend.modes)}" for backend in 
 
 @app.command()
 def sweep(
-    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
+    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable or comma-separated: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
     device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N or mps; repeatable, each device in turn. auto picks CUDA, then MPS, then the CPU.", show_default=False)] = None,
     concurrent: Annotated[bool, typer.Option("--concurrent", help="With several devices: after each device alone, run each path on all of them at once (a worker per device, starting each point together), with each device's figure, their sum and each one's ratio to its solo run.")] = False,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable. {_MODES}. Default: all of each framework's modes.")] = None,
-    jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's tf.function(jit_compile=True) only: shorthand for --framework tf --mode jit.")] = False,
+    jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's jit mode only (tf.function with jit_compile=True): shorthand for --framework tf --mode jit.")] = False,
     op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable or comma-separated. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
-    batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = _DEFAULT_BATCHES,
+    batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.", show_default=_DEFAULT_BATCHES.replace(",", ", "))] = _DEFAULT_BATCHES,
     shape: Annotated[str, typer.Option(help="Shape of one uint8 item.")] = "256x256x3",
     host_buffer: Annotated[Optional[list[str]], typer.Option("--host-buffer", help="Repeatable or comma-separated: where each batch starts. numpy (default): a plain NumPy array; aligned: 64-byte aligned; pinned: page-locked (torch's pinned modes).")] = None,
-    python: Annotated[Optional[list[str]], typer.Option("--python", help="Repeatable, [FRAMEWORK=]PATH: run that framework's worker with another Python (which needs numpy and the framework), e.g. tf=/opt/py312/bin/python.")] = None,
-    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file, or a folder (a name ending in /) for HOST-DEVICE-TIME.json; %h in it is this host's name. Default: {DEFAULT_FOLDER}/", show_default=False)] = None,
+    python: Annotated[Optional[list[str]], typer.Option("--python", help="Repeatable, [FRAMEWORK=]PATH: run that framework's worker with another Python (which needs numpy and the framework), e.g. tf=PATH or tf=python3.12.")] = None,
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help=f"Result file, or a folder (a name ending in /) that gets a file named by host, device and time; %h in it is this host's name. Default: {DEFAULT_FOLDER}/", show_default=False)] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write the per-point table as CSV beside the JSON.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
-    link_sampling: Annotated[bool, typer.Option("--link-sampling/--no-link-sampling", help="Read each CUDA series' PCIe link with NVML every 0.1 s while it runs (the main process polls; the worker measures).")] = True,
-    bind: Annotated[bool, typer.Option("--bind/--no-bind", help="Bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory, before it allocates.")] = True,
+    no_link_sampling: Annotated[bool, typer.Option("--no-link-sampling", help="Do not read each CUDA series' PCIe link with NVML every 0.1 s while it runs (by default the main process polls while the worker measures).")] = False,
+    no_bind: Annotated[bool, typer.Option("--no-bind", help="Do not bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory (by default it is bound before it allocates).")] = False,
     direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable or comma-separated. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable and pinned_into, cupy, jax device_put on a GPU, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
     timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable or comma-separated. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
@@ -145,7 +163,7 @@ def sweep(
             host_buffers=tuple(dict.fromkeys(h.lower() for h in split_lists(host_buffer))),
             pythons=parse_pythons(python or (), frameworks),
             methods=tuple(dict.fromkeys(t.lower() for t in split_lists(timing_method) or (PER_CALL,))),
-            bind=bind,
+            bind=not no_bind,
             directions=tuple(dict.fromkeys(d.lower() for d in split_lists(direction) or (H2D,))),
             concurrent=concurrent,
         )
@@ -161,7 +179,7 @@ def sweep(
         with running.terminated_as_interrupted(plan):
             path, numbered = output_path(out_path, default_name(plan.target))
             output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
-            result = run_sweep(plan, output, link_sampling)
+            result = run_sweep(plan, output, not no_link_sampling)
     except XferbenchError as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on

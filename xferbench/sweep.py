@@ -6,7 +6,9 @@ import dataclasses
 import datetime
 import json
 import math
+import platform
 import re
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -210,8 +212,17 @@ def absent_frameworks(config: SweepConfig, target: str) -> list[str]:
     return [why for b in wanted if (why := b.missing())]
 
 
+def on_macos() -> bool:
+    """Apple's GPU (MPS) exists on macOS only."""
+    return sys.platform == "darwin"
+
+
 def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     """Everything that can be checked without starting a framework."""
+    asked = [part.strip().lower() for part in config.device.split(",")]
+    if "mps" in asked and not on_macos() and any(not b.fixed_device for b in backends):
+        raise XferbenchError(f"--device mps: MPS is the GPU of Apple silicon Macs, and this machine runs {platform.system()};"
+                             " drop --device mps (auto picks CUDA where there is a GPU, else the CPU)")  # fmt: skip
     for op in config.ops:
         if op not in OPS:
             raise XferbenchError(f"unknown op {op!r}; choose from: {', '.join(OPS)}")
