@@ -50,8 +50,8 @@ def styled(value: Any, indent: str = "") -> str:
         if not nested and len(value) * 3 < 74 and 4 + 2 * (len(value) - 1) + sum(map(len, parts)) <= 74:
             return "[ " + ", ".join(parts) + " ]"
         return "[\n" + ",\n".join(inner + p for p in parts) + "\n" + indent + "]"
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, float):  # JsonCpp without useSpecialFloats: NaN as null, infinities as out-of-range numbers
+        return "null" if value != value else "1e+9999" if value == float("inf") else "-1e+9999" if value == -float("inf") else repr(value)
     return json.dumps(value)
 
 

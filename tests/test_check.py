@@ -203,3 +203,22 @@ def test_a_node_nothing_can_judge_exits_2_and_is_never_written_as_passed(node_ch
     assert written["status"] == "n/a" and written["devices"][0]["status"] == "n/a"
     assert "nothing could judge cuda:0" in said.output and "Traceback" not in said.output
     assert check.overall([]) == check.NA  # nothing checked at all is no pass either
+
+
+def test_a_damaged_baseline_point_is_named_and_judges_nothing(node_check, tmp_path) -> None:
+    import json
+
+    from nodes import write
+
+    base = write(node("a", raw_gbps=55), tmp_path, "base")
+    data = json.loads(base.read_text())
+    for series in data["series"]:
+        for point in series["points"]:
+            point["times_s"] = [-t for t in point["times_s"]]  # a sign flipped by a bad edit: not what a run wrote
+    data["series"][1]["points"][0]["times_s"] = [abs(t) for t in data["series"][1]["points"][0]["times_s"]]  # torch's kept
+    base.write_text(json.dumps(data))
+    said, written = node_check(node("a", raw_gbps=40), "--baseline", str(base))
+    assert "left out 1 damaged point(s): cuda/raw_pinned/copy/streamed@cuda:0 batch 512" in " ".join(said.stderr.split())
+    (gpu,) = [d for d in written["devices"] if d["device"] == "cuda:0"]
+    baseline = [f for f in gpu["findings"] if f["name"].startswith("baseline")]
+    assert baseline and not any("raw_pinned" in f["name"] for f in baseline)  # the 55 GB/s that would have failed 40 is not used

@@ -101,3 +101,49 @@ def test_fleet_names_a_damaged_node_file_and_judges_the_others(tmp_path) -> None
     assert sorted(row.host for row in found.rows) == ["node0", "node1", "node2"] and not found.flagged
     ((path, why),) = found.unreadable
     assert path == str(bad) and why.startswith("every measured point is damaged")
+
+
+def test_import_names_figures_a_peer_could_not_have_measured_and_keeps_the_rest(tmp_path) -> None:
+    import peer_outputs as out
+
+    from xferbench.peers import read_bandwidthtest, read_nvbandwidth
+
+    gpus = tuple((out.H100, f"00000000:{bus}:00") for bus in ("1b", "43", "52", "61", "9d"))
+    text = out.nvbandwidth(out.passed(out.H2D_CE, "55.3", "nan", "-54.9", "inf", "0"), gpus=gpus)
+    nvb = tmp_path / "nvb.json"
+    nvb.write_text(text)
+    result = read_nvbandwidth([nvb], 512)
+    statuses = {s.device: (s.points[0].status, s.points[0].error) for s in result.series}
+    assert statuses["cuda:0"] == ("ok", None)
+    for device, cell in (("cuda:1", "nan"), ("cuda:2", "-54.9"), ("cuda:3", "inf"), ("cuda:4", "0")):
+        assert statuses[device] == ("skipped", f"{cell} GB/s in nvbandwidth's matrix: not a figure"), device
+    bt = tmp_path / "bt.txt"
+    bt.write_text(out.bandwidthtest(out.csv_line("H2D-Pinned", 25.9, 32_000_000),
+                                    out.csv_line("H2D-Pinned", 26.0, 64_000_000).replace("26.0 GB/s", "-26.0 GB/s"),
+                                    out.csv_line("H2D-Pinned", 26.0, 96_000_000).replace("26.0 GB/s", "nan GB/s")))  # fmt: skip
+    (pinned,) = read_bandwidthtest([bt]).series
+    assert [(p.bytes, p.status) for p in pinned.points] == [(32_000_000, "ok"), (64_000_000, "skipped"), (96_000_000, "skipped")]
+    assert [p.error for p in pinned.points[1:]] == ["bandwidthTest printed -26.0 GB/s", "bandwidthTest printed nan GB/s"]
+    nothing = tmp_path / "nothing.txt"
+    nothing.write_text(out.bandwidthtest(out.csv_line("H2D-Pinned", 26.0, 64_000_000).replace("26.0 GB/s", "-26.0 GB/s")))
+    said = CliRunner().invoke(app, ["import", "bandwidthtest", str(nothing), "-o", str(tmp_path / "r.json")])
+    assert said.exit_code == 2 and said.stderr.count("\n") == 1 and "no host<->device figure" in said.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_fleet_names_a_damaged_point_and_does_not_judge_by_it(tmp_path) -> None:
+    from nodes import node, write
+
+    for i, gbps in enumerate((55.0, 55.4, 54.6)):
+        write(node(f"node{i}", raw_gbps=gbps), tmp_path)
+    odd = write(node("odd", raw_gbps=30.0), tmp_path)
+    data = json.loads(odd.read_text())
+    data["series"][0]["points"][-1]["n"] += 5  # the raw copy's count no longer its samples'
+    odd.write_text(json.dumps(data))
+    said = CliRunner().invoke(app, ["fleet", str(tmp_path), "--markdown", str(tmp_path / "fleet.md")])
+    warning = f"{odd}: left out damaged point cuda/raw_pinned/copy/streamed@cuda:0 batch 512"
+    assert warning in " ".join(said.stderr.split()), said.output
+    assert f"- {odd}: cuda/raw_pinned/copy/streamed@cuda:0 batch 512 (n is 25" in (tmp_path / "fleet.md").read_text()
+    (row,) = [line for line in said.stdout.splitlines() if line.startswith("│ odd")]
+    assert "30,000" not in row and "straggler" not in row  # the damaged 30 GB/s set no figure and no flag
+    assert "raw ceiling damaged in the file" in " ".join(said.stdout.split())

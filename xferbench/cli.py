@@ -261,6 +261,8 @@ def check(
             check_writable(probe, overwrite=overwrite, numbered=numbered)
     except XferbenchError as error:
         raise fail(str(error)) from None
+    if base is not None:
+        warn_damaged_file(baseline, base)  # type: ignore[arg-type]
     result, output = measure_check(config, out_path, overwrite)
     found = checking.verdicts(result, share, base, slower)
     result.check = checking.to_dict(found, share, str(baseline) if baseline else None)
@@ -456,14 +458,18 @@ def report(
 
 def warn_damaged(picks: Sequence[Any]) -> None:
     """Name the points a reader left out because the file's samples were damaged."""
+    for path, result in {id(p.result): (p.path, p.result) for p in picks}.values():
+        warn_damaged_file(path, result)
+
+
+def warn_damaged_file(path: Path, result: Result) -> None:
     from xferbench.results import damaged_points
 
-    for path, result in {id(p.result): (p.path, p.result) for p in picks}.values():
-        damaged = damaged_points(result)
-        if damaged:
-            listed = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
-            err.print(f"[yellow]warning:[/] {escape(str(path))}: left out {len(damaged)} damaged point(s): {escape(listed)}",
-                      highlight=False)  # fmt: skip
+    damaged = damaged_points(result)
+    if damaged:
+        listed = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+        err.print(f"[yellow]warning:[/] {escape(str(path))}: left out {len(damaged)} damaged point(s): {escape(listed)}",
+                  highlight=False)  # fmt: skip
 
 
 def refuse_overwriting_input(path: Path, files: list[Path], option: str) -> None:
@@ -543,6 +549,8 @@ def fleet(
         out.print(f"[dim]not counted: {escape(old)} (the same host and GPU, newer in {escape(new)})[/]", highlight=False)
     for path, why in found.unreadable:
         err.print(f"[yellow]warning: not read: {escape(path)}: {escape(why)}[/]", highlight=False)
+    for path, point in found.damaged:
+        err.print(f"[yellow]warning: {escape(path)}: left out damaged point {escape(point)}[/]", highlight=False)
     for path in (markdown_path, csv_out, plot_path):
         if path is not None:
             err.print(f"wrote {path}", highlight=False)

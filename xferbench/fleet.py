@@ -30,7 +30,7 @@ from xferbench.check import best_point, checked
 from xferbench.environment import device_entry, link_readings
 from xferbench.errors import XferbenchError
 from xferbench.peers import PEER_CEILINGS
-from xferbench.results import Result, Series, load
+from xferbench.results import DAMAGED, Result, Series, damaged_points, load
 from xferbench.telemetry import is_raw_reference, ran_below_max
 
 MAD_K = 3.0  # how many scaled MADs below the median a straggler lies, at least
@@ -64,6 +64,7 @@ class Fleet:
     groups: dict[tuple[str, str, str], tuple[float, float, int]]  # (model, link max, measured) -> (median, MAD, GPUs)
     min_group: int = MIN_GROUP
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (path, the newer file that counts instead)
+    damaged: list[tuple[str, str]] = field(default_factory=list)  # (path, a point left out: "series batch N (why)")
 
     @property
     def flagged(self) -> list[Row]:
@@ -149,7 +150,9 @@ def rows_of(path: Path, result: Result) -> list[Row]:
         if below:
             row.flags.append("link below max")
         if raw is None:
-            row.flags.append(f"no {peer} pinned host-to-device figure" if peer else "no raw ceiling measured")
+            torn = any(p.status == DAMAGED for s in on_device if ceiling(s) for p in s.points)
+            row.flags.append("raw ceiling damaged in the file" if torn else f"no {peer} pinned host-to-device figure" if peer
+                             else "no raw ceiling measured")  # fmt: skip
         if result.status != "complete":
             row.flags.append(f"file {result.status}: the run did not finish")
         rows.append(row)
@@ -182,12 +185,14 @@ def stragglers(rows: list[Row], k: float = MAD_K, share: float = MIN_SHARE, min_
 def read_fleet(inputs: Sequence[Path], k: float = MAD_K, share: float = MIN_SHARE, min_group: int = MIN_GROUP) -> Fleet:
     rows: list[Row] = []
     unreadable: list[tuple[str, str]] = []
+    damaged: list[tuple[str, str]] = []
     for path in find_files(inputs):
         try:
             result = load(path)
         except XferbenchError as error:
             unreadable.append((str(path), str(error).removeprefix(f"{path}: ")))
             continue
+        damaged += [(str(path), point) for point in damaged_points(result)]
         found = rows_of(path, result)
         if not found:
             unreadable.append((str(path), "no CUDA series measured anything in it"))
@@ -202,7 +207,7 @@ def read_fleet(inputs: Sequence[Path], k: float = MAD_K, share: float = MIN_SHAR
             newest[key] = row
     kept = [row for row in rows if newest[(row.host, row.device, row.source)] is row]
     superseded = list(dict.fromkeys((row.file, newest[(row.host, row.device, row.source)].file) for row in rows if row not in kept))
-    return Fleet(kept, unreadable, stragglers(kept, k, share, min_group), min_group, superseded)
+    return Fleet(kept, unreadable, stragglers(kept, k, share, min_group), min_group, superseded, damaged)
 
 
 def _paths(fleet: Fleet) -> list[str]:
@@ -236,6 +241,8 @@ def markdown(fleet: Fleet) -> str:
               for (model, link, measured), (median, mad, n) in fleet.groups.items()]  # fmt: skip
     if fleet.unreadable:
         lines += ["", "Files not read:", "", *(f"- {path}: {why}" for path, why in fleet.unreadable)]
+    if fleet.damaged:
+        lines += ["", "Points left out, damaged in their file:", "", *(f"- {path}: {point}" for path, point in fleet.damaged)]
     if fleet.superseded:
         lines += ["", "Older files of the same host and GPU, not counted:", "",
                   *(f"- {old} (newer: {new})" for old, new in fleet.superseded)]  # fmt: skip
