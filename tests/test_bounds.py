@@ -27,6 +27,22 @@ def test_a_count_past_its_bound_is_one_line_before_any_work(tmp_path, args, mess
     assert not out.exists()  # nothing started
 
 
+@pytest.mark.parametrize("args, message", [
+    (["check", "--batch-size", "1048577"], "--batch-size 1048577: give a whole number of items from 1 to 1,048,576"),
+    (["check", "--batch-size", "0"], "--batch-size 0: give a whole number of items from 1 to 1,048,576"),
+    (["check", "--shape", "100000x100000x3"], "at most 4,294,967,296 bytes per item"),
+    (["import", "nvbandwidth", "--buffer-size", "1048577"], "--buffer-size 1048577: give nvbandwidth's -b, a whole number of MiB from 1 to 1,048,576"),
+    (["import", "nvbandwidth", "--buffer-size", "0"], "--buffer-size 0: give nvbandwidth's -b"),
+    (["fleet", "--min-group", "1"], "--min-group at least 2"),
+])  # fmt: skip
+def test_the_other_commands_bound_what_they_are_given(tmp_path, args, message) -> None:
+    peer = tmp_path / "nvbandwidth.json"
+    peer.write_text("{}")
+    result = CliRunner().invoke(app, [*args, str(peer)] if args[0] != "check" else args)
+    assert result.exit_code == 2 and message in " ".join(result.stderr.split()), result.output
+    assert "Traceback" not in result.output
+
+
 def test_the_largest_counts_allowed_are_accepted() -> None:
     from xferbench.backends.sim import MAX_SIM_DEVICES, SimLink
     from xferbench.sweep import MAX_BATCH, parse_batch_sizes, parse_shape

@@ -94,7 +94,7 @@ def test_a_raw_copy_that_measured_nothing_fails() -> None:
     (["--link-share", "0.8"], "--link-share '0.8' is ambiguous: write 80% or 0.8%"),
     (["--path", "torch"], "--path 'torch': give FRAMEWORK/MODE"),
     (["--baseline", "missing.json"], "missing.json: no such file"),
-    (["--batch-size", "0"], "--batch-size 0: give a positive integer"),
+    (["--batch-size", "0"], "--batch-size 0: give a whole number of items from 1 to 1,048,576"),
 ])  # fmt: skip
 def test_bad_input_and_a_machine_without_a_gpu_exit_2_in_one_line(args, message) -> None:
     result = CliRunner().invoke(app, ["check", *args])

@@ -46,6 +46,7 @@ def test_host_sweep_default_out_path(tmp_path, monkeypatch) -> None:
     assert load(path).series[0].framework == "host"
 
 
+@pytest.mark.slow
 @needs_torch
 def test_default_sweep_runs_torch_and_host_on_cpu(tmp_path) -> None:
     out = tmp_path / "r.json"
@@ -136,6 +137,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message) -> None:
     assert r.stdout == ""  # nothing was measured
 
 
+@pytest.mark.slow
 @needs_torch
 def test_absent_cuda_lists_devices_present() -> None:
     import torch
@@ -162,6 +164,7 @@ def test_env_prints_json() -> None:
     assert nvml["reason"] if not nvml["available"] else nvml["driver"]  # facts, or why there are none
 
 
+@pytest.mark.slow
 @needs_torch
 def test_paths_lists_availability_and_reasons() -> None:
     import torch
@@ -396,6 +399,7 @@ def test_a_torn_message_from_a_worker_fails_its_series_not_the_sweep(tmp_path) -
     assert "its last message was cut short" in saved.series[0].reason
 
 
+@pytest.mark.slow
 def test_a_hung_worker_is_killed_and_costs_only_its_series(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr("xferbench.worker.STALL_TIMEOUT_S", 0.5)
     marker = tmp_path / "hung-once"  # the first worker hangs in its series; the next one measures
@@ -437,6 +441,7 @@ E0000 00:00:1795356589.0 13315 cuda_platform.cc:52] failed call to cuInit: UNKNO
     assert errors_said(errors) == "failed call to cuInit: UNKNOWN ERROR (303) (+1 more)" and errors_said([]) == ""
 
 
+@pytest.mark.slow
 @needs_torch
 def test_errors_a_framework_logs_during_a_series_land_in_its_note(tmp_path) -> None:
     python = _fake_python(tmp_path, """import sys
@@ -461,6 +466,7 @@ worker.main()
     assert "noise" not in series.note and "torch logged errors" in " ".join(r.stdout.split())
 
 
+@pytest.mark.slow
 @needs_torch
 def test_a_later_worker_that_cannot_start_costs_only_its_series(tmp_path) -> None:
     marker = tmp_path / "started-once"
@@ -483,6 +489,7 @@ runpy.run_module("xferbench.worker", run_name="__main__")
     assert all(s.status == "failed" and s.reason == "torch failed to start: CUDA driver gone" for s in later)
 
 
+@pytest.mark.slow
 @needs_torch
 def test_workers_import_this_xferbench_not_one_in_the_working_directory(tmp_path) -> None:
     impostor = tmp_path / "xferbench"  # the autouse fixture made tmp_path the working directory
@@ -494,6 +501,7 @@ def test_workers_import_this_xferbench_not_one_in_the_working_directory(tmp_path
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("presses", [1, 2, "SIGTERM"])
 def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path, presses) -> None:

@@ -29,6 +29,7 @@ SHARED = SimLink(latency_us=10, bandwidth_gbps=16, devices=2, host_bandwidth_gbp
 sweep = run_config
 
 
+@pytest.mark.slow
 def test_two_devices_behind_a_shared_host_side_get_half_each_and_the_sum_is_right() -> None:
     result = sweep(SweepConfig(frameworks=("sim",), batch_sizes=(64, 512), timing=FAST, sim=SHARED, concurrent=True))
     labels = [s.label() for s in result.series]
@@ -51,6 +52,7 @@ def test_concurrent_with_one_device_says_there_is_nothing_to_run_concurrently() 
         make_plan(SweepConfig(frameworks=("sim",), sim=SimLink(devices=0)))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
 def test_device_all_on_a_machine_without_a_gpu_is_one_line_and_exit_2() -> None:
     result = CliRunner().invoke(app, ["sweep", "-f", "torch", "--device", "all"])
@@ -60,6 +62,7 @@ def test_device_all_on_a_machine_without_a_gpu_is_one_line_and_exit_2() -> None:
     assert both.exit_code == 2 and "give it alone" in both.output
 
 
+@pytest.mark.slow
 def test_a_concurrent_sweep_prints_and_reports_every_device_and_the_total(tmp_path) -> None:
     out = tmp_path / "c.json"
     args = ["sweep", "-f", "sim", "--sim-devices", "2", "--sim-bandwidth-gbps", "16", "--sim-host-bandwidth-gbps", "20",
@@ -82,6 +85,7 @@ def test_old_files_read_as_alone() -> None:
         {"framework": "sim", "mode": "link", "op": "copy", "device": "sim", "shape": [1]}]}).series[0].key.concurrent == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
 def test_the_barrier_starts_every_worker_sampling_together() -> None:
     """Two torch workers on the CPU at once: each point samples only once both are ready, so their
@@ -113,6 +117,7 @@ def test_a_broken_barrier_lets_the_others_go_on_alone() -> None:
     assert together.meet(1.0) > 0  # the moment to start: the same for every worker
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
 def test_a_device_that_cannot_set_up_does_not_hold_the_others(monkeypatch) -> None:
     """One member fails before its first point (torch sees no cuda:0 here): the other meets the
@@ -133,6 +138,7 @@ def test_a_device_that_cannot_set_up_does_not_hold_the_others(monkeypatch) -> No
     assert [p.status for p in cpu.points] == ["ok", "ok"] and gpu.status == "failed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_during_a_concurrent_run_stops_every_thread_without_a_traceback(tmp_path, signum, code) -> None:
     out = tmp_path / "r.json"

@@ -55,6 +55,7 @@ def test_busy_processes_are_measured(hogs) -> None:
     assert usage.run_wait > 0.2
 
 
+@pytest.mark.slow
 @linux_only
 def test_this_runs_own_process_tree_is_not_competition(monkeypatch) -> None:
     """The sweep polls NVML for its worker, and other frameworks' workers sit under it too: their CPU
@@ -153,6 +154,7 @@ def test_the_progress_line_flags_a_busy_point() -> None:
     assert "busy" not in display.point_line(series, point(1, 9150.0))
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_sweep_beside_busy_processes_records_and_warns(hogs, tmp_path) -> None:
     """End to end: busy processes started here, a host sweep measured beside them, the file and the

@@ -35,6 +35,7 @@ def stand_ins(folder: Path, check_status: int = 0) -> dict[str, str]:
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "42", "COLUMNS": "200"}
 
 
+@pytest.mark.slow
 def test_the_sbatch_script_checks_each_node_into_its_own_file_then_flags_the_slow_one(tmp_path) -> None:
     env = stand_ins(tmp_path)
     ran = subprocess.run(["bash", str(FLEET / "check.sbatch")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

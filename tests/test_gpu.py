@@ -77,6 +77,7 @@ def test_mps_pageable_delivers() -> None:
     assert all(s.status == "skipped" for s in result.series if s.mode != "pageable")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow not installed")
 def test_tensorflow_gpu_every_mode_delivers() -> None:
     runners = start_runners([BACKENDS["tf"]])

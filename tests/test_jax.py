@@ -26,6 +26,7 @@ def sweep(**kwargs) -> Result:
         plan.close()
 
 
+@pytest.mark.slow
 def test_both_ops_deliver_on_the_cpu_in_a_worker() -> None:
     result = sweep(ops=("copy", "seed"))
     assert [s.label() for s in result.series] == ["jax/device_put/copy@cpu", "jax/device_put/seed@cpu",

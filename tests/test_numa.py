@@ -78,6 +78,7 @@ def test_page_nodes_reads_where_a_buffers_pages_are() -> None:
     assert "off the GPU's NUMA node 0 at batch 1 (move_pages)" in (pages_warning(off, gpu_env([0], [0], node=0)) or "")
 
 
+@pytest.mark.slow
 @linux
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs a framework that runs in a worker: JAX")
 def test_a_worker_is_bound_before_it_imports_its_framework() -> None:

@@ -50,6 +50,7 @@ def test_host_verification_catches_a_copy_that_does_nothing(monkeypatch) -> None
     assert [p.status for p in series.points] == ["error", "skipped"]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_torch_cpu_pageable_copy_and_seed_are_real_copies() -> None:
     series = by_label(sweep(frameworks=("torch",), ops=("copy", "seed"), batch_sizes=(1, 4), device="cpu"))
@@ -61,6 +62,7 @@ def test_torch_cpu_pageable_copy_and_seed_are_real_copies() -> None:
     assert series["torch/pageable/copy@cpu"].params["intra_op_threads"] >= 1
 
 
+@pytest.mark.slow
 @needs_torch
 def test_torch_pinned_modes_skip_on_cpu_with_reason() -> None:
     series = by_label(sweep(frameworks=("torch",), batch_sizes=(1,), device="cpu"))
@@ -69,6 +71,7 @@ def test_torch_pinned_modes_skip_on_cpu_with_reason() -> None:
         assert s.status == "skipped" and "CUDA" in s.reason and not s.points
 
 
+@pytest.mark.slow
 @needs_torch
 def test_torch_tensor_mode_is_a_fresh_host_copy_and_pin_per_call_needs_cuda() -> None:
     """torch.tensor(x) copies the NumPy batch into a fresh tensor on every call, as TensorFlow does
@@ -275,6 +278,7 @@ def test_path_availability_without_torch(monkeypatch) -> None:
     assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None)]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_torch_host_buffer_axis() -> None:
     result = sweep(frameworks=("torch",), host_buffers=("numpy", "aligned", "pinned"), batch_sizes=(1,), device="cpu")

@@ -138,6 +138,7 @@ def test_validate_passes_a_kill_on_to_its_sweep_at_once(tmp_path, monkeypatch) -
     assert isinstance(stop, running.Terminated) and saved == "SIGTERM" and seconds < 30
 
 
+@pytest.mark.slow
 def test_validate_gives_a_sweep_that_saw_ctrl_c_the_time_to_save(tmp_path) -> None:
     # subprocess.run would have killed the sweep a quarter of a second into its 1.5 s save
     stop, saved, _ = child_sweep(tmp_path, [("child", signal.SIGINT), ("self", signal.SIGINT)])

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from xferbench import display, results
@@ -20,6 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 SWEEP = ["sweep", "-f", "sim", "--batch-sizes", "1,2,4,8,16,32,64,128", "--max-samples", "50"]
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_ends_in_one_line_a_valid_file_and_the_rest_printed(tmp_path) -> None:
     # In the child only, set before xferbench starts: every file it writes stops at 60 kB (EFBIG; Python
     # ignores SIGXFSZ). Not preexec_fn: forking this multithreaded test process is unsafe.

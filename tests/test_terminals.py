@@ -17,6 +17,7 @@ def run(*args: str, encoding: str = "ascii", columns: str = "40") -> subprocess.
     return subprocess.run([sys.executable, "-m", "xferbench", *args], capture_output=True, cwd=REPO, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_sweep_and_every_reader_print_on_a_terminal_without_unicode(tmp_path, encoding) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"

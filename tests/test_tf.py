@@ -36,6 +36,7 @@ def in_process(mode: str, op: str = "copy", batch_sizes=(2,), host_buffer: str =
     return series
 
 
+@pytest.mark.slow
 def test_every_mode_and_op_moves_real_bytes_in_a_worker() -> None:
     result, plan = sweep(frameworks=("tf",), ops=("copy", "seed"), batch_sizes=(1, 4))
     labels = {s.label(): s for s in result.series}
@@ -51,6 +52,7 @@ def test_every_mode_and_op_moves_real_bytes_in_a_worker() -> None:
     assert plan.environments()["tf"]["pid"] != os.getpid()  # measured in its own process
 
 
+@pytest.mark.slow
 def test_xla_slicing_before_the_cast_is_detected_and_said() -> None:
     seed = in_process("jit", "seed")
     assert seed.status == "ok"
@@ -85,6 +87,7 @@ def test_a_tensor_that_aliases_the_numpy_source_fails_verification(monkeypatch) 
     assert series.status == "failed" and "shares memory with the NumPy source" in series.reason
 
 
+@pytest.mark.slow
 def test_host_buffer_axis() -> None:
     result, _ = sweep(frameworks=("tf",), modes=("eager",), host_buffers=("numpy", "aligned", "pinned"), batch_sizes=(1,))
     labels = {s.label(): s for s in result.series}
@@ -95,6 +98,7 @@ def test_host_buffer_axis() -> None:
     assert pinned.status == "skipped" and "no user-facing pinned host memory" in pinned.reason
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
 def test_tf_and_torch_run_in_two_workers_into_one_file(tmp_path) -> None:
     from typer.testing import CliRunner
@@ -114,6 +118,7 @@ def test_tf_and_torch_run_in_two_workers_into_one_file(tmp_path) -> None:
     assert {"tensorflow", "torch"} <= set(saved.environment["versions"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed")
 def test_a_killed_worker_costs_only_the_series_it_was_running() -> None:
     # Each point samples for 0.3 s, so the kill lands while batch 2 is being measured.
@@ -141,6 +146,7 @@ def test_a_killed_worker_costs_only_the_series_it_was_running() -> None:
     assert result.status == "complete" and saves[-1] == "complete"
 
 
+@pytest.mark.slow
 def test_jit_flag_runs_only_tf_jit(tmp_path) -> None:
     from typer.testing import CliRunner
 
@@ -153,6 +159,7 @@ def test_jit_flag_runs_only_tf_jit(tmp_path) -> None:
     assert [s.label() for s in load(out).series] == ["tf/jit/copy@cpu"]
 
 
+@pytest.mark.slow
 def test_another_python_runs_the_worker(tmp_path) -> None:
     import sys
 
@@ -179,6 +186,7 @@ def test_transfer_source_really_is_numpy() -> None:
     transfer.close()
 
 
+@pytest.mark.slow
 def test_mps_without_tensorflow_metal_names_it(monkeypatch) -> None:
     from typer.testing import CliRunner
 

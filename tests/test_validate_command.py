@@ -103,6 +103,7 @@ def gpu_machine(tmp_path) -> dict[str, str]:
             "COLUMNS": "120", "XFERBENCH_HOST": "validator"}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_validate_writes_the_folder_and_the_verdict(gpu_machine, tmp_path) -> None:
     out = tmp_path / "validation"
     # As on a GPU image whose own python3 has the packages and no xferbench installed: the script runs

@@ -25,6 +25,7 @@ from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, che
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
+    MAX_BATCH,
     OUT_OF_MEMORY,
     Plan,
     SweepConfig,
@@ -246,8 +247,9 @@ def check(
     try:
         share = parse_share(link_share, "--link-share")
         slower = parse_threshold(threshold)
-        if batch_size < 1:
-            raise XferbenchError(f"--batch-size {batch_size}: give a positive integer")
+        if not 1 <= batch_size <= MAX_BATCH:
+            raise XferbenchError(f"--batch-size {batch_size}: give a whole number of items from 1 to {MAX_BATCH:,}")
+        item = parse_shape(shape)
         base = load(baseline) if baseline is not None else None
         paths = check_paths(path or ())
         if "cuda" not in environment.accelerator_kinds():
@@ -255,7 +257,7 @@ def check(
                                  " sees none); check measures each CUDA GPU's link")  # fmt: skip
         frameworks = tuple(dict.fromkeys(("cuda", *(name for name, _ in paths))))
         config = SweepConfig(frameworks=frameworks, modes=tuple(dict.fromkeys(("raw_pinned", *(m for _, m in paths)))),
-                             device="all", batch_sizes=(batch_size,), shape=parse_shape(shape), methods=(PER_CALL, STREAMED))  # fmt: skip
+                             device="all", batch_sizes=(batch_size,), shape=item, methods=(PER_CALL, STREAMED))  # fmt: skip
         if out_path is not None:
             probe, numbered = output_path(out_path, "check.json")
             check_writable(probe, overwrite=overwrite, numbered=numbered)

@@ -40,6 +40,7 @@ LARGE_ITEM = (512, 512, 4)  # 1 MiB
 ITEMS = (LARGE_ITEM, (1000,), (1,))  # tried after the caller's shape, in this order
 NVB_COPIES, NVB_SAMPLES = 16, 3  # nvbandwidth's defaults: --loopCount copies per sample, -i samples
 BT_COPIES = 100  # bandwidthTest: MEMCOPY_ITERATIONS, one aggregate per size
+MAX_BUFFER_MIB = 2**20  # --buffer-size: 1 TiB, more than any GPU holds
 # Each peer's own ceiling, host to device, as `fleet` reads it: its copy from pinned memory.
 PEER_CEILINGS = {("nvbandwidth", "host_to_device_memcpy_ce"), ("bandwidthTest", "pinned")}
 # Facts of a capture that describe xferbench's own process, not the machine: a peer's file leaves them out.
@@ -306,8 +307,9 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
     or command gives it, else `buffer_size_mib` (the run's -b), else the version's default, said so."""
     if not paths:
         raise XferbenchError("give at least one nvbandwidth output file")
-    if buffer_size_mib is not None and buffer_size_mib < 1:
-        raise XferbenchError(f"--buffer-size {buffer_size_mib}: give nvbandwidth's -b, a whole number of MiB")
+    if buffer_size_mib is not None and not 1 <= buffer_size_mib <= MAX_BUFFER_MIB:
+        raise XferbenchError(f"--buffer-size {buffer_size_mib}: give nvbandwidth's -b, a whole number of MiB from 1 to"
+                             f" {MAX_BUFFER_MIB:,} (1 TiB, beyond any GPU's memory)")  # fmt: skip
     build = _Builder("nvbandwidth", shape)
     devices: dict[int, dict[str, Any]] = {}
     host: str | None = None

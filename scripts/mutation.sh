@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Mutation testing: plant small bugs (mutmut) in the modules whose logic is pure ([tool.mutmut] in
+# pyproject.toml), run the fast tests that reach each one, then print the score and every bug the
+# tests let through. Not part of CI: it takes the best part of an hour on two cores.
+#
+#   scripts/mutation.sh            resume where the last run stopped (only changed code is redone)
+#   scripts/mutation.sh --fresh    start again from nothing
+#   scripts/mutation.sh --report   print the score and the survivors of the last run only
+source "$(dirname "$0")/setup.sh" "torch,tf,jax,nvml,dev"
+case "${1:-}" in
+    --fresh) rm -rf mutants ;;
+    --report | "") ;;
+    *) echo "error: unknown argument '$1'; give --fresh, --report or nothing" >&2; exit 2 ;;
+esac
+if [ "${1:-}" != "--report" ]; then
+    mkdir -p mutants
+    echo "mutation: running mutmut on $(nproc) cores; its progress is in mutants/run.log" >&2
+    started=$(date +%s)
+    # mutmut's progress is a spinner: a terminal shows it, a log gets one line a minute instead.
+    .venv/bin/mutmut run --max-children "$(nproc)" >mutants/run.log 2>&1 &
+    run=$!
+    trap 'kill "$run" 2>/dev/null; exit 130' INT TERM
+    while kill -0 "$run" 2>/dev/null; do
+        sleep 60
+        last=$(tr '\r⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏' '\n' <mutants/run.log | grep -a '/' | tail -1)
+        echo "mutation: $(( ($(date +%s) - started) / 60 )) min: ${last:-starting}" >&2
+    done
+    if ! wait "$run"; then
+        echo "error: mutmut stopped; the end of mutants/run.log:" >&2
+        tr '\r' '\n' <mutants/run.log | tail -20 >&2
+        exit 1
+    fi
+fi
+.venv/bin/mutmut results --all true >mutants/results.txt 2>&1 || { cat mutants/results.txt >&2; exit 1; }
+.venv/bin/python - <<'EOF'
+"""The score from `mutmut results --all true` (a line 'name: status' per mutant) and each survivor's change."""
+import collections
+import subprocess
+
+statuses = {}
+for line in open("mutants/results.txt"):
+    name, sep, status = line.strip().rpartition(": ")
+    if sep and name.startswith("xferbench."):
+        statuses[name] = status
+counts = collections.Counter(statuses.values())
+caught = counts["killed"] + counts["timeout"]
+judged = caught + counts["survived"]
+if not judged:
+    raise SystemExit("error: no mutant was tested; see mutants/run.log")
+survivors = sorted(name for name, status in statuses.items() if status == "survived")
+by_module = collections.Counter(name.split(".")[1] for name in survivors)
+for name in survivors:
+    shown = subprocess.run([".venv/bin/mutmut", "show", name], capture_output=True, text=True).stdout
+    change = [line for line in shown.splitlines() if line[:2] in ("- ", "+ ")]
+    print(f"survived {name}")
+    for line in change[:4]:
+        print(f"    {line}")
+print()
+print(f"mutants: {len(statuses)}; caught {caught} (killed {counts['killed']}, timed out {counts['timeout']}),"
+      f" survived {counts['survived']}, reached by no fast test {counts['no tests']}, other {len(statuses) - judged - counts['no tests']}")
+print("survivors by module: " + (", ".join(f"{m} {n}" for m, n in by_module.most_common()) or "none"))
+print(f"score: {caught / judged:.1%} of the mutants a test reaches are caught")
+EOF
