@@ -82,3 +82,29 @@ def test_a_folder_that_vanishes_for_a_file_sends_the_points_to_the_temp_folder(t
     assert f"cannot save to {out}: Not a directory" in " ".join(r.stderr.split())
     (rescued,) = spare.glob("r-unsaved-*.json")
     assert [p.batch_size for p in load(rescued).series[0].ok_points()] == [1, 2]
+
+
+def test_a_report_or_plot_cut_short_leaves_the_last_one_whole_and_no_temp_file(tmp_path, monkeypatch) -> None:
+    import matplotlib.pyplot as plt
+
+    from xferbench import plot, report
+
+    md, png = tmp_path / "r.md", tmp_path / "r.png"
+    report.save("the last report\n", md)
+    plot.save(plt.figure(), png)
+    before = png.read_bytes()
+    real = results._write_durably
+
+    def cut(handle, data):  # type: ignore[no-untyped-def]
+        handle.write(data[: len(data) // 2])
+        raise KeyboardInterrupt  # Ctrl-C halfway through the write
+
+    monkeypatch.setattr(results, "_write_durably", cut)
+    with pytest.raises(KeyboardInterrupt):
+        report.save("a new report that never lands\n", md)
+    with pytest.raises(KeyboardInterrupt):
+        plot.save(plt.figure(figsize=(3, 2)), png)
+    assert md.read_text() == "the last report\n" and png.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md", "r.png"]
+    monkeypatch.setattr(results, "_write_durably", real)
+    assert plot.save(plt.figure(figsize=(3, 2)), png).read_bytes()[:4] == b"\x89PNG"

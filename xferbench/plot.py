@@ -5,6 +5,7 @@ Built on matplotlib's object API (no pyplot), so it needs no display and leaves 
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.pairs import differences, path_name, tags
 from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, file_labels, refuse_unless_regular
+from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, file_labels, refuse_unless_regular, write_whole
 from xferbench.stats import CLIFF_FRACTION
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -283,7 +284,9 @@ def save(fig: Figure, path: Path, option: str = "--out") -> Path:
     refuse_unless_regular(path, option)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=130)
+        drawn = io.BytesIO()
+        fig.savefig(drawn, dpi=130, format=path.suffix.lower().lstrip("."))
+        write_whole(path, drawn.getvalue())  # a Ctrl-C mid-write leaves the last figure whole
     except OSError as error:
         raise XferbenchError(f"cannot write the plot to {path}: {error.strerror or error}; choose another {option}") from None
     return path

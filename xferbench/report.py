@@ -19,7 +19,7 @@ from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
 from xferbench.compare import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER, Row, compare_point, p_text
 from xferbench.pairs import differences, framework_version, pair, pair_key, placement
-from xferbench.results import Point, Result, Selected, Selection, Series, damaged_points, file_labels, refuse_unless_regular
+from xferbench.results import Point, Result, Selected, Selection, Series, damaged_points, file_labels, refuse_unless_regular, write_whole
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
@@ -623,7 +623,7 @@ def save(text: str, path: Path, option: str = "--out") -> Path:
     refuse_unless_regular(path, option)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_whole(path, text)  # a Ctrl-C mid-write leaves the last report whole
     except OSError as error:
         raise XferbenchError(f"cannot write {path}: {error.strerror or error}; choose another {option}") from None
     return path

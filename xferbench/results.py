@@ -6,6 +6,7 @@ samples kept beside them, so a reader can always recompute them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -238,21 +239,33 @@ def _identity(stat_result: os.stat_result) -> FileIdentity:
     return stat_result.st_dev, stat_result.st_ino, stat_result.st_size, stat_result.st_mtime_ns
 
 
-def _write_durably(handle: IO[str], text: str) -> FileIdentity:
+def _write_durably(handle: IO[Any], data: str | bytes) -> FileIdentity:
     """Write, flush to the disk, and say which file it was."""
-    handle.write(text)
+    handle.write(data)
     handle.flush()
     os.fsync(handle.fileno())
     return _identity(os.fstat(handle.fileno()))
 
 
-def _atomic_write(path: Path, text: str) -> FileIdentity:
-    """Write a temp file of this process's own, then rename it over `path`; return the new file's identity."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # a writer's own, even among threads
-    with open(temp, "w") as handle:
-        identity = _write_durably(handle, text)
-    os.replace(temp, path)
+def write_whole(path: Path, data: str | bytes) -> FileIdentity:
+    """All of `data` at `path`, or the file as it was: a temp file of this writer's own (even among threads),
+    synced, then renamed over it. A write cut short (Ctrl-C, a full disk) leaves no temp file behind.
+    Returns the new file's identity."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(temp, "wb") if isinstance(data, bytes) else open(temp, "w", encoding="utf-8") as handle:
+            identity = _write_durably(handle, data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
     return identity
+
+
+def _atomic_write(path: Path, text: str) -> FileIdentity:
+    """A result file's or its CSV's save (write_whole; tests replace this to make a disk fail)."""
+    return write_whole(path, text)
 
 
 def csv_path(path: Path) -> Path:
@@ -613,4 +626,4 @@ def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[
 
 
 __all__ = ["DAMAGED", "DEFAULT_FOLDER", "SCHEMA", "SaveFailed", "damaged_points", "OutputFile", "Point", "Result", "Selected", "Selection", "Series", "check_writable",
-           "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "safe_name", "select"]
+           "csv_path", "file_labels", "load", "output_path", "refuse_unless_regular", "safe_name", "select", "write_whole"]
