@@ -30,8 +30,9 @@ class FakeNVML:
     def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int | None = BUSY_KBPS,
                  tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None,
                  rx_counter: int | None = None, gpu_gen_max: int | None = None, memory_node: int | None = 1,
-                 gpu_memory_node: int | None = None) -> None:  # fmt: skip
+                 gpu_memory_node: int | None = None, gpus: int = 2) -> None:  # fmt: skip
         self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
+        self.gpus = gpus
         self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
         self.init_error, self.fail_after = init_error, fail_after
         self.samples = self.shutdowns = 0
@@ -44,10 +45,12 @@ class FakeNVML:
             self.NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
 
     def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
+        self._device(handle)
         value = SimpleNamespace(ullVal=self.rx_counter)
         return [SimpleNamespace(fieldId=field, nvmlReturn=0 if self.rx_counter is not None else 3, value=value) for field in fields]
 
     def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: Any) -> int:
+        self._device(handle)
         if self.gpu_gen_max is None:
             raise FakeNVMLError("Not Supported")
         return self.gpu_gen_max
@@ -59,18 +62,29 @@ class FakeNVML:
     def nvmlShutdown(self) -> None:
         self.shutdowns += 1
 
-    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
         self.opened.append(("uuid", uuid))
-        return uuid
+        for index in range(self.nvmlDeviceGetCount()):
+            if self.nvmlDeviceGetUUID(index) == uuid:
+                return index
+        raise FakeNVMLError("Not Found")
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
         self.opened.append(("index", index))
+        self._device(index)  # no such GPU: NVML_ERROR_INVALID_ARGUMENT
         return index
 
+    def _device(self, handle: Any) -> None:
+        """As NVML, a query of anything but a handle it gave out is refused (NVML_ERROR_INVALID_ARGUMENT)."""
+        if not isinstance(handle, int) or isinstance(handle, bool) or not 0 <= handle < self.nvmlDeviceGetCount():
+            raise FakeNVMLError("Invalid Argument")
+
     def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
+        self._device(handle)
         return self.gen_max
 
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
+        self._device(handle)
         return self.width_max
 
     def _lost(self) -> None:
@@ -78,14 +92,17 @@ class FakeNVML:
             raise FakeNVMLError("GPU is lost")
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+        self._device(handle)
         self._lost()
         return self.gen
 
     def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
+        self._device(handle)
         self._lost()
         return self.width
 
     def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
+        self._device(handle)
         self._lost()
         if counter == self.NVML_PCIE_UTIL_RX_BYTES:
             self.samples += 1
@@ -104,21 +121,26 @@ class FakeNVML:
         return "550.54"
 
     def nvmlDeviceGetCount(self) -> int:
-        return 2
+        return self.gpus
 
     def nvmlDeviceGetName(self, handle: Any) -> str:
+        self._device(handle)
         return "NVIDIA H100"
 
     def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        self._device(handle)
         return UUID
 
     def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        self._device(handle)
         raise FakeNVMLError("Not Supported")
 
     def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
+        self._device(handle)
         raise FakeNVMLError("Not Supported")
 
     def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int:
+        self._device(handle)
         # NVML answers only where the GPU's own memory is a NUMA node (a Grace Hopper, say); on a PCIe
         # GPU in an x86 server it is Not Supported.
         if self.gpu_memory_node is None:
@@ -127,6 +149,7 @@ class FakeNVML:
 
     def nvmlDeviceGetMemoryAffinity(self, handle: Any, node_set_size: int, scope: int) -> list[int]:
         """The host NUMA nodes nearest the GPU, as a bitmask of 64-bit words (node 0 in bit 0)."""
+        self._device(handle)
         if not isinstance(node_set_size, int) or node_set_size < 1 or scope not in (self.NVML_AFFINITY_SCOPE_NODE, self.NVML_AFFINITY_SCOPE_SOCKET):
             raise FakeNVMLError("Invalid Argument")
         if self.memory_node is None:
@@ -136,6 +159,7 @@ class FakeNVML:
         return words
 
     def nvmlDeviceGetCpuAffinity(self, handle: Any, words: int) -> list[int]:
+        self._device(handle)
         return [0xF0] + [0] * (words - 1)  # CPUs 4-7
 
 
@@ -153,24 +177,31 @@ class NodeNVML(FakeNVML):
         return self.gpus
 
     def nvmlDeviceGetName(self, handle: Any) -> str:
+        self._device(handle)
         return self.name
 
     def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        self._device(handle)
         return f"GPU-{self.host}-{handle}"
 
     def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
+        self._device(handle)
         return SimpleNamespace(busId=f"00000000:{0x18 + 0x10 * handle:02X}:00.0".encode())
 
     def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
+        self._device(handle)
         return SimpleNamespace(total=80 * 2**30, free=80 * 2**30, used=0)
 
     def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
+        self._device(handle)
         if self.replays is None:
             raise FakeNVMLError("Not Supported")
         return self.replays
 
     def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
+        self._device(handle)
         return {self.NVML_CLOCK_SM: 1980, self.NVML_CLOCK_MEM: 2619}[clock]
 
     def nvmlDeviceGetPerformanceState(self, handle: Any) -> int:
+        self._device(handle)
         return 0

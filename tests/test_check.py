@@ -222,3 +222,35 @@ def test_a_damaged_baseline_point_is_named_and_judges_nothing(node_check, tmp_pa
     (gpu,) = [d for d in written["devices"] if d["device"] == "cuda:0"]
     baseline = [f for f in gpu["findings"] if f["name"].startswith("baseline")]
     assert baseline and not any("raw_pinned" in f["name"] for f in baseline)  # the 55 GB/s that would have failed 40 is not used
+
+
+def test_the_baseline_judges_each_series_at_the_batches_both_measured_with_the_threshold_given() -> None:
+    from nodes import series
+
+    base = node("a", raw_gbps=55)
+    base.series = [s for s in base.series if s.framework == "cuda"]  # no torch series: nothing to judge torch by
+    base.series[0].points.append(series("cuda", "raw_pinned", 55, batch=1024).points[0])  # a batch the check did not measure
+    checked = node("a", raw_gbps=50.5)  # 8% slower than the baseline
+    checked.series = [checked.series[1], checked.series[0]]  # the torch series, with no baseline, comes first
+    found = findings(checked, baseline=base)
+    name = "baseline cuda/raw_pinned/copy/streamed@cuda:0"
+    assert [n for n in found if n.startswith("baseline")] == [name]  # batch 512 only; torch's absence skipped, not the end
+    assert found[name].status == check.FAIL
+    assert "MB/s at batch 512 (0.9" in found[name].figure and "slower)" in found[name].figure
+    assert findings(checked, baseline=base, threshold=0.10)[name].status == check.PASS  # 8% is under a 10% threshold
+    lone = findings(node("a"), baseline=Result(environment={}, config={}, created="x"))["baseline"]
+    assert lone.figure == "the baseline has no series measured on this GPU at a batch checked here"
+
+
+def test_a_baseline_too_noisy_to_tell_warns() -> None:
+    import random
+
+    base = node("a", raw_gbps=55)
+    checked = node("a", raw_gbps=55)
+    raw = checked.series[0]
+    rng = random.Random(1)
+    for point in raw.points:  # half the samples far slower, half far faster: no significant change, a wide spread
+        point.times_s = [t * (0.5 if rng.random() < 0.5 else 1.45) for t in point.times_s]
+    raw.refresh_summary()
+    found = findings(checked, baseline=base)["baseline cuda/raw_pinned/copy/streamed@cuda:0"]
+    assert found.status == check.WARN, found.figure

@@ -108,3 +108,33 @@ def test_a_report_or_plot_cut_short_leaves_the_last_one_whole_and_no_temp_file(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md", "r.png"]
     monkeypatch.setattr(results, "_write_durably", real)
     assert plot.save(plt.figure(figsize=(3, 2)), png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_rescue_takes_the_next_free_name_readable_by_others_and_moves_on_when_a_write_fails(tmp_path, monkeypatch) -> None:
+    from xferbench.results import OutputFile, Result
+
+    result = Result(environment={}, config={}, created="2026-11-24T00:00:00+00:00")
+    output = OutputFile(tmp_path / "r.json")
+    (tmp_path / "r-unsaved-1.json").write_text("another run's rescue")
+    previous = os.umask(0o022)
+    try:
+        rescued = output.rescue(result)
+    finally:
+        os.umask(previous)
+    assert rescued == tmp_path / "r-unsaved-2.json" and (tmp_path / "r-unsaved-1.json").read_text() == "another run's rescue"
+    assert rescued.stat().st_mode & 0o777 == 0o644 and load(rescued).created == result.created
+    spare = tmp_path / "spare"
+    spare.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spare))
+    real, calls = results._write_durably, []
+
+    def full_once(handle, text):  # type: ignore[no-untyped-def]
+        calls.append(handle.name)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(handle, text)
+
+    monkeypatch.setattr(results, "_write_durably", full_once)
+    moved = output.rescue(result)
+    assert moved == spare / "r-unsaved-1.json" and load(moved).created == result.created
+    assert not (tmp_path / "r-unsaved-3.json").exists()  # the torn attempt beside the file was removed

@@ -64,7 +64,9 @@ def test_sampler_collects_samples_and_stops_cleanly(fake_nvml) -> None:
     time.sleep(0.05)
     assert fake.samples == taken and fake.shutdowns == 1  # the thread ended and gave NVML back
     assert fake.opened == [("uuid", UUID)]
-    assert link["reason"] is None and link["matched_by"] == "uuid"
+    assert link["reason"] is None and link["matched_by"] == "uuid" and link["uuid"] == UUID and "nvml_index" not in link
+    assert (link["pcie_gen_max"], link["pcie_width_max"], link["pcie_gen_gpu_max"]) == (4, 16, None)  # the GPU's own max: Not Supported
+    assert link["field_errors"]["pcie_gen_gpu_max"] == "Not Supported"
     n = len(link["t_s"])
     assert n >= 5 and link["gen"] == [4] * n and link["width"] == [16] * n and link["rx_kbps"] == [BUSY_KBPS] * n
     assert link["t_s"] == sorted(link["t_s"]) and link["t_s"][0] < 1.0
@@ -77,11 +79,13 @@ def test_sampler_collects_samples_and_stops_cleanly(fake_nvml) -> None:
 
 def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml, monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    fake = fake_nvml()
+    fake = fake_nvml(gpus=4)
     environment = {"devices": [{"id": "cuda:3", "kind": "cuda"}]}  # no UUID known: fall back to the CUDA index
-    with LinkSampler.for_device(environment, "cuda:3", interval_s=0.002):
+    with LinkSampler.for_device(environment, "cuda:3", interval_s=0.002) as sampler:
         wait_for(lambda: fake.samples >= 1)
-    assert fake.opened == [("index", 3)]
+    link = sampler.stop()
+    assert fake.opened == [("index", 3)] and link["nvml_index"] == 3 and link["matched_by"] == "index" and "uuid" not in link
+    assert link["reason"] is None and link["gen"][0] == 4
     matched = {"devices": [{"id": "cuda:0", "uuid": UUID.removeprefix("GPU-")}]}  # torch's form of the UUID
     assert telemetry.nvml_target(matched, "cuda:0") == (UUID, None)
 
@@ -339,3 +343,34 @@ def test_replays_clocks_and_the_p_state_are_read_before_and_after(fake_nvml) -> 
 def test_without_nvml_the_after_reading_says_why(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
     assert environment.nvml_health() == {"available": False, "reason": "nvidia-ml-py is not installed: pip install 'xferbench[nvml]'"}
+
+
+@pytest.mark.parametrize("device, visible, expected", [
+    ({"id": "cuda:1", "nvml": {"uuid": "MIG-1234"}}, None, ("MIG-1234", None)),  # a MIG instance keeps its own prefix
+    ({"id": "cuda:1", "uuid": "1234"}, None, ("GPU-1234", None)),  # torch's form, without the prefix
+    ({"id": "cuda:1", "nvml": {"index": 5}}, None, (None, 5)),  # NVML's own index, matched by PCI address
+    ({"id": "cuda:1", "nvml": {"index": 0}}, None, (None, 0)),
+    ({"id": "cuda:3"}, None, (None, 3)),  # nothing matched: CUDA's index, which is NVML's without CUDA_VISIBLE_DEVICES
+    ({"id": "cuda:3"}, "2,3", (None, None)),  # renumbered: no guess
+    ({"id": "cuda"}, None, (None, 0)),
+])  # fmt: skip
+def test_nvml_target_prefers_the_uuid_then_nvmls_index_then_cudas(device, visible, expected, monkeypatch) -> None:
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert telemetry.nvml_target({"devices": [{"kind": "cuda", **device}]}, device["id"]) == expected
+
+
+def test_the_sampler_records_the_gpus_own_maximum_or_why_it_has_none(fake_nvml, monkeypatch) -> None:
+    fake_nvml(gpu_gen_max=5)
+    with LinkSampler(UUID, interval_s=0.002) as sampler:
+        pass
+    assert sampler.stop()["pcie_gen_gpu_max"] == 5
+    old = fake_nvml()
+    monkeypatch.delattr(type(old), "nvmlDeviceGetGpuMaxPcieLinkGeneration")  # an nvidia-ml-py older than the call
+    with LinkSampler(UUID, interval_s=0.002) as sampler:
+        pass
+    link = sampler.stop()
+    assert link["pcie_gen_gpu_max"] is None and link["field_errors"]["pcie_gen_gpu_max"] == "this nvidia-ml-py does not have it"
+    assert link["reason"] is None and link["pcie_gen_max"] == 4
