@@ -374,3 +374,58 @@ def test_the_sampler_records_the_gpus_own_maximum_or_why_it_has_none(fake_nvml, 
     link = sampler.stop()
     assert link["pcie_gen_gpu_max"] is None and link["field_errors"]["pcie_gen_gpu_max"] == "this nvidia-ml-py does not have it"
     assert link["reason"] is None and link["pcie_gen_max"] == 4
+
+
+WIDE = 2**21  # KB/s: 2^31 B/s, half a 32-bit counter's turn per second
+
+
+@pytest.mark.parametrize("link, expected", [
+    # a 64-bit counter: exact, across its own wrap, and trusted whatever the rate
+    ({"t_s": [1.0, 1.1, 1.3], "rx_bytes": [100, 1100, 3100]}, (3000.0, "NVML's PCIe RX byte counter over 0.3 s")),
+    ({"t_s": [1.0, 1.1], "rx_bytes": [2**64 - 10, 5]}, (15.0, "NVML's PCIe RX byte counter over 0.1 s")),
+    ({"t_s": [1.0, 1.1], "rx_bytes": [0, 10], "rx_kbps": [2**60, 2**60]}, (10.0, "NVML's PCIe RX byte counter over 0.1 s")),
+    # a 32-bit counter: trusted while it cannot turn more than half-way between two samples
+    ({"t_s": [1.0, 1.6], "rx_bytes": [2**32 - 100, 50], "rx_bytes_bits": 32, "rx_kbps": [WIDE, WIDE]},
+     (150.0, "NVML's PCIe RX byte counter over 0.6 s")),
+    ({"t_s": [1.0, 2.0], "rx_bytes": [0, 50], "rx_bytes_bits": 32, "rx_kbps": [WIDE, WIDE]},
+     (2.0**31, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s; NVML's 32-bit byte counter could"
+               " wrap more than once between samples")),
+    ({"t_s": [1.0, 2.0], "rx_bytes": [0, 50], "rx_bytes_bits": 32}, (50.0, "NVML's PCIe RX byte counter over 1.0 s")),  # no rate: none seen
+    # no counter: the RX samples integrated, from two of them
+    ({"t_s": [0.0, 1.0], "rx_kbps": [1000, 3000]}, (2000 * 1024.0, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s")),
+    ({"t_s": [0.0, 1.0], "rx_kbps": [1000, None]}, (None, "unknown: fewer than two RX samples")),
+    ({"t_s": [0.0], "rx_kbps": [1000], "reason": "NVML failed after 1 sample(s): GPU is lost"}, (None, "unknown: NVML failed after 1 sample(s): GPU is lost")),
+    ({"t_s": [0.0, 1.0], "rx_kbps": [None, None], "field_errors": {"rx_kbps": "Not Supported"}}, (None, "unknown: Not Supported")),
+])  # fmt: skip
+def test_received_bytes_from_the_counter_or_the_samples(link, expected) -> None:
+    assert telemetry.received_bytes(link) == expected
+
+
+def test_the_rx_counter_reads_the_member_its_type_names_from_the_gpu_asked_for() -> None:
+    from types import SimpleNamespace
+
+    asked = []
+
+    class NVML:
+        NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
+
+        def __init__(self, **value: Any) -> None:
+            self.value = value
+
+        def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
+            asked.append((handle, fields))
+            return [SimpleNamespace(nvmlReturn=0, value=SimpleNamespace(uiVal=7, ulVal=8, ullVal=9, usVal=6), **self.value)]
+
+    # nvmlValueType_t: 1 unsigned int, 2 unsigned long (64-bit on Linux), 3 unsigned long long, 6 unsigned short
+    for value_type, member_value, bits in ((1, 7, 32), (2, 8, 64), (3, 9, 64), (6, 6, 16), (None, 9, 64)):
+        widths: dict[str, int] = {}
+        typed = {} if value_type is None else {"valueType": value_type}
+        assert telemetry.rx_counter(NVML(**typed), widths)("handle-0") == member_value
+        assert widths == {"rx_bytes_bits": bits} and asked[-1] == ("handle-0", [198])
+
+    class Refusing(NVML):
+        def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
+            return [SimpleNamespace(nvmlReturn=3, value=None)]
+
+    with pytest.raises(RuntimeError, match=r"^NVML_FI_DEV_PCIE_COUNT_RX_BYTES not available \(NVML return code 3\)$"):
+        telemetry.rx_counter(Refusing(), {})("handle-0")
