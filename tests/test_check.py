@@ -254,3 +254,17 @@ def test_a_baseline_too_noisy_to_tell_warns() -> None:
     raw.refresh_summary()
     found = findings(checked, baseline=base)["baseline cuda/raw_pinned/copy/streamed@cuda:0"]
     assert found.status == check.WARN, found.figure
+
+
+def test_the_link_finding_passes_at_exactly_the_share_and_says_why_it_cannot_judge() -> None:
+    healthy = node("a")
+    raw = healthy.series[0]
+    exact = check._link_findings(raw, healthy.environment, 0.75 * 63_000, 0.75)[0]  # Gen5 x16: 63 GB/s
+    assert (exact.name, exact.status, exact.figure) == ("link", check.PASS, "47.2 GB/s, 75% of PCIe Gen5 x16 theoretical (63.0 GB/s, under load); at least 75% needed")
+    assert check._link_findings(raw, healthy.environment, 0.7499 * 63_000, 0.75)[0].status == check.FAIL
+    blind = {"devices": [{"id": "cuda:0", "kind": "cuda"}]}  # no NVML facts at all
+    for link, environment, why in (({"reason": "NVML failed after 2 sample(s): GPU is lost"}, blind, "NVML failed after 2 sample(s): GPU is lost"),
+                                   ({}, {**blind, "nvml": {"reason": "nvidia-ml-py is not installed"}}, "nvidia-ml-py is not installed"),
+                                   (None, blind, "NVML gave no PCIe link")):  # fmt: skip
+        found = check._link_findings(dataclasses.replace(raw, link=link), environment, 55_000, 0.75)[0]
+        assert (found.name, found.status, found.figure) == ("link", check.NA, f"no theoretical rate to judge by: {why}")

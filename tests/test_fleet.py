@@ -137,3 +137,29 @@ def test_cpu_files_give_no_rows_and_the_markdown_follows_min_group(tmp_path) -> 
     found = fleet.read_fleet([tmp_path], min_group=6)
     assert len(found.rows) == 5 and found.unreadable == [(str(tmp_path / "laptop.json"), "no CUDA series measured anything in it")]
     assert "5 GPU(s), median" in fleet.markdown(found) and "too few to judge" in fleet.markdown(found)
+
+
+def test_a_checks_own_words_become_flags() -> None:
+    assert fleet._check_flags({"status": "pass", "findings": [{"name": "link", "status": "pass"}]}) == []
+    assert fleet._check_flags({"status": "fail", "findings": [{"name": "link", "status": "fail"}, {"name": "reference", "status": "fail"},
+                                                               {"name": "replays", "status": "warn"}]}) == \
+        ["check FAIL: link, reference", "replays rose"]  # fmt: skip
+    assert fleet._check_flags({"status": "n/a", "findings": [{"name": "link", "status": "n/a"}, {"name": "link state", "status": "warn"}]}) == \
+        ["check judged nothing"]  # fmt: skip
+    assert fleet._check_flags({}) == []
+
+
+def test_the_csv_has_a_line_per_gpu_with_numbers_left_as_numbers(tmp_path) -> None:
+    write(checked(node("n1", raw_gbps=55.0)), tmp_path)
+    lone = node("n2", raw_gbps=40.0)
+    lone.series = [s for s in lone.series if s.framework == "cuda"]  # no torch figure: an empty cell
+    write(lone, tmp_path)
+    found = fleet.read_fleet([tmp_path])
+    rows = list(csv.reader(io.StringIO(fleet.to_csv(found))))
+    assert rows[0] == ["host", "file", "device", "device_name", "link", "link_max", "batch_size", "raw_ceiling_mbps",
+                       "torch/pinned_into/copy mbps", "verdict", "flags"]  # fmt: skip
+    by_host = {row[0]: row for row in rows[1:]}
+    one = next(r for r in found.rows if r.host == "n1")
+    assert by_host["n1"] == ["n1", str(tmp_path / "n1.json"), "cuda:0", one.device_name, one.link, one.link_max, "512",
+                             str(one.ceiling_mbps), str(one.paths["torch/pinned_into/copy"]), "PASS", ""]  # fmt: skip
+    assert by_host["n2"][8:] == ["", "-", "; ".join(next(r for r in found.rows if r.host == "n2").flags)]

@@ -129,6 +129,16 @@ def test_compare_json_parses_and_carries_the_same_verdicts(two) -> None:
     assert data["differences"] == [{"field": "GLIBC_TUNABLES", "base": TUNABLES, "new": "unset"}]
     slow = next(r for r in data["rows"] if r["series"] == "tf/eager/copy@cpu" and r["batch_size"] == 512)
     assert slow["ratio"] == pytest.approx(0.5, rel=0.02) and slow["p_value"] < 1e-6 and slow["method"] == "mann-whitney"
+    # every field a script reads, by name (docs/usage.md lists them)
+    assert list(data) == ["base", "new", "threshold", "alpha", "regressed", "summary", "counts", "differences", "rows",
+                          "failed", "unmatched", "damaged", "caveat"]  # fmt: skip
+    assert (data["base"], data["new"], data["threshold"], data["alpha"]) == (str(two[1]), str(two[0]), 0.05, 0.01)
+    assert data["summary"] == comparison.summary() and data["caveat"] == comparing.CAVEAT
+    assert data["failed"] == [] and data["unmatched"] == [] and data["damaged"] == comparison.damaged
+    assert list(slow) == ["series", "batch_size", "base_mbps", "new_mbps", "ratio", "p_value", "method", "significant", "verdict", "busy"]
+    row = next(r for r in comparison.rows if r.series == "tf/eager/copy@cpu" and r.batch_size == 512)
+    assert (slow["base_mbps"], slow["new_mbps"], slow["significant"], slow["verdict"], slow["busy"]) == \
+        (row.base_mbps, row.new_mbps, True, "slower", [])  # fmt: skip
     table = CliRunner().invoke(app, ["compare", str(two[1]), str(two[0])], env={"COLUMNS": "120"})
     assert table.exit_code == 1 and "4 slower, 0 faster, 56 no change, 0 inconclusive" in " ".join(table.stdout.split())
     assert "what differs: GLIBC_TUNABLES:" in table.stdout

@@ -169,3 +169,26 @@ def test_out_names_this_host_where_it_says_percent_h(monkeypatch) -> None:
     monkeypatch.setattr("platform.node", lambda: "gpu-node 07")
     assert results.output_path("fleet/%h.json", "x.json") == (Path("fleet/gpu-node-07.json"), False)
     assert results.output_path("fleet/{host}/", "x.json") == (Path("fleet/gpu-node-07/x.json"), True)
+
+
+def test_the_tidy_frame_holds_each_key_each_figure_and_the_environment_essentials() -> None:
+    config = SweepConfig(frameworks=("sim",), batch_sizes=(1,), directions=("bidir",),
+                         timing=TimingConfig(min_samples=3, max_samples=5, min_time_s=0.0))  # fmt: skip
+    plan = make_plan(config)
+    environment = {"host": "h1", "os": "Linux-6", "cpu": "EPYC", "python": "3.11.7", "versions": {"numpy": "2.1", "xferbench": "0.1.0"}}
+    result = run_plan(plan, new_result(plan, environment), save=lambda r: None)
+    (row,) = result.to_frame().to_dict("records")
+    point = result.series[0].points[0]
+    assert list(row) == [
+        "host", "created", "framework", "mode", "op", "device", "device_name", "transfer", "host_buffer", "method", "direction",
+        "concurrent", "shape", "batch_size", "bytes", "status", "error", "warmup_calls", "n", "median_s", "p10_s", "p90_s", "mbps",
+        "mbps_p10", "mbps_p90", "batches_per_s", "images_per_s", "device_median_s", "device_mbps", "host_offset",
+        "page_faults_per_call", "copies", "transfers", "verify_s", "pin_s", "others_cpus", "run_wait", "cpus", "overlap",
+        "h2d_mbps", "d2h_mbps", "os", "cpu", "python", "numpy_version",
+    ]  # the raw samples stay in the file; xferbench's own version is the file's, not a column
+    assert (row["host"], row["created"], row["framework"], row["mode"], row["op"], row["device"]) == ("h1", result.created, "sim", "link", "copy", "sim")
+    assert (row["device_name"], row["transfer"], row["host_buffer"], row["method"], row["direction"], row["concurrent"]) == \
+        (result.series[0].device_name, "simulated", "numpy", "per-call", "bidir", 1)  # fmt: skip
+    assert (row["shape"], row["batch_size"], row["mbps"], row["n"]) == ("256x256x3", 1, point.mbps, point.n)
+    assert (row["h2d_mbps"], row["d2h_mbps"]) == (point.direction_mbps["h2d"], point.direction_mbps["d2h"])
+    assert (row["os"], row["cpu"], row["python"], row["numpy_version"]) == ("Linux-6", "EPYC", "3.11.7", "2.1")
