@@ -363,7 +363,7 @@ def test_a_worker_that_cannot_start_is_one_line(tmp_path) -> None:
 
 
 def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
-    from xferbench.cli import failures
+    from xferbench.running import failures
     from xferbench.results import Point, Result, Series
 
     result = Result(environment={}, config={}, created="")

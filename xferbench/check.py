@@ -214,6 +214,7 @@ VERDICT_STYLE = {PASS: "green", FAIL: "bold red", WARN: "yellow", NA: "dim", INF
 
 def verdict_table(verdict: DeviceVerdict) -> Table:
     """One GPU's check: its verdict in the title, a row per finding."""
+    # pragma: no mutate block (drawing: scripts/mutation.sh plants bugs in logic; the verdicts are in the file)
     style = VERDICT_STYLE[verdict.status]
     table = Table(title=f"{escape(verdict.device)} · {escape(verdict.device_name)}: [{style}]{verdict.status.upper()}[/]",
                   title_justify="left", show_lines=False)  # fmt: skip

@@ -26,7 +26,6 @@ from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     MAX_BATCH,
-    OUT_OF_MEMORY,
     Plan,
     SweepConfig,
     make_plan,
@@ -185,7 +184,7 @@ def sweep(
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on
         raise stopped_starting(stop) from None
-    failed = failures(result)
+    failed = running.failures(result)
     if failed:
         listed = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
         raise fail(f"{len(failed)} failure(s) ({listed}); see the table above and {output.path}", 1)
@@ -298,24 +297,6 @@ def measure_check(config: SweepConfig, out_path: str | None, overwrite: bool) ->
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:
         raise stopped_starting(stop) from None
-
-
-def failures(result: Result) -> list[str]:
-    """What makes the exit status 1: points that failed, and series cut short by a dead worker.
-
-    Out-of-memory points are not failures: they are how the sweep finds the device's limit.
-    """
-    found = []
-    for series in result.series:
-        if series.status == "failed" and not any(p.status == "error" for p in series.points):
-            why = (series.reason or "failed").splitlines()[0]
-            found.append(f"{series.label()} ({why[:97] + '...' if len(why) > 100 else why})")
-        found += [
-            f"{series.label()} batch {p.batch_size}"
-            for p in series.points
-            if p.status == "error" and not (p.error or "").startswith(OUT_OF_MEMORY)
-        ]
-    return found
 
 
 def jit_selection(frameworks: tuple[str, ...], modes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:

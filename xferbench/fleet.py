@@ -265,6 +265,7 @@ def to_csv(fleet: Fleet) -> str:
 def figure(fleet: Fleet):  # type: ignore[no-untyped-def]
     """Every GPU's raw ceiling, a bar each, grouped by model and link; flagged GPUs in red, each
     group's median as a line."""
+    # pragma: no mutate block (drawing: scripts/mutation.sh plants bugs in logic; a figure is checked by eye)
     import matplotlib
 
     matplotlib.use("Agg")

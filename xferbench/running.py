@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from xferbench import concurrency, display
 from xferbench.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
-from xferbench.sweep import Plan, absent_frameworks, new_result, run_plan
+from xferbench.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
 from xferbench.telemetry import INTERVAL_S
 
 
@@ -166,3 +166,21 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
                   f" this run's results are in {output.path}[/]", highlight=False)
     out.print(f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else ""), highlight=False)
     return result
+
+
+def failures(result: Result) -> list[str]:
+    """What makes the exit status 1: points that failed, and series cut short by a dead worker.
+
+    Out-of-memory points are not failures: they are how the sweep finds the device's limit.
+    """
+    found = []
+    for series in result.series:
+        if series.status == "failed" and not any(p.status == "error" for p in series.points):
+            why = (series.reason or "failed").splitlines()[0]
+            found.append(f"{series.label()} ({why[:97] + '...' if len(why) > 100 else why})")
+        found += [
+            f"{series.label()} batch {p.batch_size}"
+            for p in series.points
+            if p.status == "error" and not (p.error or "").startswith(OUT_OF_MEMORY)
+        ]
+    return found
