@@ -268,3 +268,72 @@ def test_the_link_finding_passes_at_exactly_the_share_and_says_why_it_cannot_jud
                                    (None, blind, "NVML gave no PCIe link")):  # fmt: skip
         found = check._link_findings(dataclasses.replace(raw, link=link), environment, 55_000, 0.75)[0]
         assert (found.name, found.status, found.figure) == ("link", check.NA, f"no theoretical rate to judge by: {why}")
+
+
+def everything(verdict: check.DeviceVerdict) -> list[tuple[str, str, str]]:
+    return [(f.name, f.status, f.figure) for f in verdict.findings if f.name != "reference"]
+
+
+def test_every_finding_of_a_healthy_node_word_for_word() -> None:
+    zero, one = check.verdicts(node("n1", raw_gbps=55.0, gpus=2))
+    for verdict, device in ((zero, "cuda:0"), (one, "cuda:1")):
+        assert (verdict.device, verdict.device_name) == (device, H100)
+        assert everything(verdict) == [
+            ("link", check.PASS, "54.9 GB/s, 87% of PCIe Gen5 x16 theoretical (63.0 GB/s, under load); at least 75% needed"),
+            ("link state", check.PASS, "Gen5 x16 under load, its maximum Gen5 x16"),
+            ("replays", check.PASS, "no replays during the check (counter 0)"),
+            (f"torch/pinned_into/copy@{device}", check.INFO, "49,257 MB/s at batch 512, 90% of the raw ceiling"),
+        ]
+
+
+def test_the_replay_counter_after_is_the_same_gpus_by_uuid_else_by_index() -> None:
+    result = node("n1", gpus=2)
+    cuda = [d for d in result.environment["devices"] if d["id"].startswith("cuda")]
+    cuda[1]["nvml"]["pcie_replay_counter"] = 3
+    after = result.environment["nvml_after"]["gpus"]
+    after[1]["pcie_replay_counter"] = 7
+    after.reverse()  # NVML listed them the other way round after: the UUID finds each
+    assert everything(check.verdicts(result)[1])[2] == \
+        ("replays", check.WARN, "the PCIe replay counter rose by 4 during the check (3 → 7): the link retransmitted packets")  # fmt: skip
+    assert everything(check.verdicts(result)[0])[2] == ("replays", check.PASS, "no replays during the check (counter 0)")
+    after.reverse()
+    for gpu in after:
+        del gpu["uuid"]  # no UUID after: NVML's index
+    assert everything(check.verdicts(result)[1])[2][1] == check.WARN
+    result.environment["nvml_after"] = {"available": False}
+    assert everything(check.verdicts(result)[0])[2] == ("replays", check.NA, "NVML gave no PCIe replay counter before and after")
+
+
+def test_the_link_state_says_what_nvml_did_not_give() -> None:
+    idle = node("n1")
+    for series in idle.series:
+        series.link = {**series.link, "rx_kbps": [0] * 10}  # nothing moved while NVML read the link
+        series.link.pop("summary")
+    assert everything(check.verdicts(idle)[0])[1] == ("link state", check.NA, "no NVML reading while data moved (max Gen5 x16)")
+    blind = node("n1")
+    for device in blind.environment["devices"]:
+        device.pop("nvml", None)
+    for series in blind.series:
+        series.link = {key: value for key, value in series.link.items() if not key.endswith("_max")}
+    assert everything(check.verdicts(blind)[0])[1] == ("link state", check.NA, "Gen5 x16 under load; NVML gave no maximum")
+
+
+def test_a_raw_copy_or_a_path_that_failed_is_named_with_its_reason() -> None:
+    from nodes import series
+
+    broken = node("n1")
+    raw = broken.series[0]
+    raw.points.append(dataclasses.replace(series("cuda", "raw_pinned", 55, batch=1024).points[0], status="error", error="CUDA error: an illegal memory access"))
+    torch = broken.series[1]
+    torch.points, torch.status, torch.reason = [], "failed", "the torch worker process was killed by SIGKILL"
+    broken.series.append(dataclasses.replace(series("jax", "device_put", 9.0), status="skipped", points=[]))
+    (verdict,) = check.verdicts(broken)
+    assert everything(verdict)[0] == ("raw copy", check.FAIL, "a raw copy failed: cuda/raw_pinned/copy/streamed@cuda:0 1024: CUDA error: an illegal memory access")
+    assert everything(verdict)[-1] == ("torch/pinned_into/copy@cuda:0", check.FAIL, "measured nothing: the torch worker process was killed by SIGKILL")
+    assert not any(name.startswith("jax") for name, _, _ in everything(verdict))  # skipped: not judged
+    nothing = node("n1")
+    nothing.series[0].points, nothing.series[0].status, nothing.series[0].reason = [], "failed", "cudaErrorNoDevice"
+    (verdict,) = check.verdicts(nothing)
+    assert everything(verdict) == [("raw copy", check.FAIL, "the raw pinned copy measured nothing: cudaErrorNoDevice"),
+                                   ("replays", check.PASS, "no replays during the check (counter 0)")]  # fmt: skip
+    assert verdict.ceiling_mbps is None and verdict.device_name == H100

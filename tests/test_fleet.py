@@ -10,7 +10,7 @@ import io
 import pytest
 from typer.testing import CliRunner
 
-from nodes import node, write
+from nodes import H100, node, write
 from xferbench import check, fleet
 from xferbench.cli import app
 from xferbench.errors import XferbenchError
@@ -163,3 +163,33 @@ def test_the_csv_has_a_line_per_gpu_with_numbers_left_as_numbers(tmp_path) -> No
     assert by_host["n1"] == ["n1", str(tmp_path / "n1.json"), "cuda:0", one.device_name, one.link, one.link_max, "512",
                              str(one.ceiling_mbps), str(one.paths["torch/pinned_into/copy"]), "PASS", ""]  # fmt: skip
     assert by_host["n2"][8:] == ["", "-", "; ".join(next(r for r in found.rows if r.host == "n2").flags)]
+
+
+def test_a_row_per_gpu_from_what_its_file_holds() -> None:
+    from pathlib import Path
+
+    from nodes import series
+
+    result = checked(node("n1", raw_gbps=55.0, gpus=2))
+    torch0 = next(s for s in result.series if s.device == "cuda:0" and s.framework == "torch")
+    torch0.points.insert(0, series("torch", "pinned_into", 20.0, batch=256).points[0])  # a batch the ceiling was not measured at
+    result.series.append(dataclasses.replace(series("jax", "device_put", 9.0, device="cuda:2"), status="skipped", points=[]))
+    result.series.append(series("torch", "pinned_into", 30.0, device="cuda:3", method="per-call"))  # no raw copy on this GPU
+    result.check["devices"].append({"device": "node", "status": "fail", "findings": [{"name": "gpus", "status": "fail",
+                                                                                     "figure": "NVML sees 4 GPUs"}]})  # fmt: skip
+    result.status = "interrupted"
+    rows = {row.device: row for row in fleet.rows_of(Path("n1.json"), result)}
+    assert list(rows) == ["cuda:0", "cuda:1", "cuda:3"]  # a skipped series makes no row
+    zero, lone = rows["cuda:0"], rows["cuda:3"]
+    raw0 = next(s for s in result.series if s.device == "cuda:0" and s.framework == "cuda")
+    assert (zero.host, zero.file, zero.device_name, zero.batch_size, zero.measured) == ("n1", "n1.json", H100, 512, "100.7 MB streamed")
+    assert zero.ceiling_mbps == raw0.points[-1].mbps and zero.created == result.created and zero.verdict == "PASS"
+    assert zero.paths == {"torch/pinned_into/copy": torch0.points[-1].mbps}  # at the ceiling's batch, not batch 256
+    assert zero.flags == ["node check FAIL: NVML sees 4 GPUs", "file interrupted: the run did not finish"]
+    assert (lone.ceiling_mbps, lone.batch_size, lone.measured, lone.verdict, lone.device_name) == (None, None, "-", "-", H100)
+    assert lone.paths == {"torch/pinned_into/copy": None} and lone.link == "Gen5 x16"
+    assert lone.flags == ["node check FAIL: NVML sees 4 GPUs", "no raw ceiling measured", "file interrupted: the run did not finish"]
+    peer = node("p1", raw_gbps=55.0)
+    peer.environment["peer"] = {"tool": "nvbandwidth"}
+    (row,) = fleet.rows_of(Path("p1.json"), peer)
+    assert row.source == "nvbandwidth" and row.flags == ["no nvbandwidth pinned host-to-device figure"]

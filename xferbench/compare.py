@@ -243,6 +243,7 @@ def compare_files(
 
 def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> RenderableType:
     """The table, the points measured on one side only, and the one-line summary, for the terminal."""
+    # pragma: no mutate block (layout: scripts/mutation.sh plants bugs in logic; --json carries the same figures)
     table = Table()
     table.add_column("series", overflow="fold")  # the one column that may wrap: a narrow terminal folds names, not figures
     for name in ("batch", "base", "new", "ratio", "p"):  # short headers: 80 columns hold every figure
