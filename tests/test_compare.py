@@ -11,6 +11,7 @@ from xferbench.backends import SimLink
 from xferbench.compare import (
     INCONCLUSIVE,
     MANN_WHITNEY,
+    NO_CHANGE,
     OVERLAP,
     TOO_FEW,
     compare,
@@ -216,3 +217,43 @@ def test_at_80_columns_every_figure_and_verdict_stays_on_its_row(base, tmp_path)
     console.print(render(compare_files(tmp_path / "base.json", tmp_path / "new.json"), "base.json", "new.json"))
     rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
     assert rows and all(len(line) <= 80 and "no change" in line for line in rows)
+
+
+def test_compare_point_at_each_boundary() -> None:
+    spread = [0.97, 0.98, 0.99, 1.0, 1.0, 1.01, 1.02, 1.03]  # median 1 s; doubled, every sample apart (p ≈ 0.0009)
+    base, half, double = (Point(1, 10**6, times_s=[t * k for t in spread]) for k in (1, 2, 0.5))
+    at_edge = compare_point("s", base, half, threshold=0.5)  # ratio exactly 0.5: on the threshold is not past it
+    assert (at_edge.ratio, at_edge.significant, at_edge.verdict) == (0.5, True, NO_CHANGE)
+    assert compare_point("s", base, half, threshold=0.49).verdict == "slower"
+    assert compare_point("s", base, double, threshold=1.0).verdict == NO_CHANGE  # ratio exactly 2
+    assert compare_point("s", base, double, threshold=0.99).verdict == "faster"
+    p = mann_whitney_u(base.times_s, half.times_s)
+    assert compare_point("s", base, half, alpha=p).verdict == INCONCLUSIVE  # p must be below alpha, not equal to it
+    assert compare_point("s", base, half, alpha=p * 1.01).verdict == "slower"
+    # 5 to 7 samples: p10-p90 ranges that touch are not apart
+    flat = Point(1, 10**6, times_s=[1.0] * 5)
+    for touching in ([1.0, 1.0, 2.0, 2.0, 2.0], [0.5, 0.5, 0.5, 1.0, 1.0]):
+        row = compare_point("s", flat, Point(1, 10**6, times_s=touching))
+        assert (row.method, row.significant, row.verdict) == (OVERLAP, False, INCONCLUSIVE)
+    few = compare_point("s", Point(1, 10**6, times_s=[1.0] * 4), Point(1, 10**6, times_s=[9.0] * 4))
+    assert (few.method, few.significant, few.p_value) == (TOO_FEW, False, None)
+    # a side with no finite figure has no ratio
+    for b, n in (([math.inf] * 8, [1.0] * 8), ([1.0] * 8, [0.0] * 8), ([0.0] * 8, [1.0] * 8)):
+        assert math.isnan(compare_point("s", Point(1, 10**6, times_s=b), Point(1, 10**6, times_s=n)).ratio)
+
+
+def test_compare_point_names_the_busy_side() -> None:
+    quiet = Point(1, 10**6, times_s=[1.0] * 8, others_cpus=0.0, cpus=2)
+    busy = Point(1, 10**6, times_s=[1.0] * 8, others_cpus=2.0, cpus=2)
+    assert compare_point("s", busy, quiet).busy == ("base",)
+    assert compare_point("s", quiet, busy).busy == ("new",)
+    assert compare_point("s", quiet, quiet).busy == ()
+
+
+def test_mann_whitney_u_on_the_smallest_samples() -> None:
+    # one against two: U is 0 or 2 around a mean of 1, variance 1 * 2 * 4 / 12, with the continuity correction
+    assert mann_whitney_u([1.0], [2.0, 3.0]) == pytest.approx(math.erfc(0.5 / math.sqrt(2 / 3) / math.sqrt(2)))
+    assert mann_whitney_u([1, 2], [1, 2]) == 1.0  # U at its mean: never above 1 however the correction falls
+    for empty in (([], [1.0]), ([1.0], [])):
+        with pytest.raises(ValueError, match="^both samples must be non-empty$"):
+            mann_whitney_u(*empty)
