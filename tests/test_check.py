@@ -337,3 +337,19 @@ def test_a_raw_copy_or_a_path_that_failed_is_named_with_its_reason() -> None:
     assert everything(verdict) == [("raw copy", check.FAIL, "the raw pinned copy measured nothing: cudaErrorNoDevice"),
                                    ("replays", check.PASS, "no replays during the check (counter 0)")]  # fmt: skip
     assert verdict.ceiling_mbps is None and verdict.device_name == H100
+
+
+def test_the_verdict_names_what_it_can_and_keeps_every_finding_beside_the_baseline() -> None:
+    lost = node("n1", gpus=2)
+    lost.series = [s for s in lost.series if s.device == "cuda:0"]
+    assert check.verdicts(lost)[-1].device_name == "n1"  # the node's own verdict, by host name
+    del lost.environment["host"]
+    assert check.verdicts(lost)[-1].device_name == "this node"
+    nameless = node("n1")
+    nameless.series = [dataclasses.replace(s, device_name=None) for s in nameless.series]
+    assert check.verdicts(nameless)[0].device_name == "cuda:0"
+    empty = node("n1")
+    empty.series[0].points, empty.series[0].status = [], "failed"
+    assert everything(check.verdicts(empty)[0])[0] == ("raw copy", check.FAIL, "the raw pinned copy measured nothing: no point")
+    judged = [name for name, _, _ in everything(check.verdicts(node("n1"), baseline=node("n1"))[0])]
+    assert judged[:4] == ["link", "link state", "replays", "torch/pinned_into/copy@cuda:0"] and judged[4].startswith("baseline")

@@ -193,3 +193,31 @@ def test_a_row_per_gpu_from_what_its_file_holds() -> None:
     peer.environment["peer"] = {"tool": "nvbandwidth"}
     (row,) = fleet.rows_of(Path("p1.json"), peer)
     assert row.source == "nvbandwidth" and row.flags == ["no nvbandwidth pinned host-to-device figure"]
+
+
+def test_the_table_puts_flagged_gpus_first_with_each_cell_as_shown() -> None:
+    rows = [fleet.Row("b", "b.json", "cuda:0", "H100", "Gen5 x16", "Gen5 x16", 512, 55_000.4, paths={"torch/pinned_into/copy": 49_000.6},
+                      verdict="PASS"),
+            fleet.Row("a", "a.json", "cuda:1", "H100", "Gen5 x8 (max Gen5 x16)", "Gen5 x16", None, None, paths={"torch/pinned_into/copy": None},
+                      flags=["link below max", "no raw ceiling measured"]),
+            fleet.Row("c", "c.json", "cuda:0", "H100", "-", "-", 512, 54_000.0, source="nvbandwidth")]  # fmt: skip
+    header, cells = fleet.table_rows(fleet.Fleet(rows, [], {}))
+    assert header == ["host", "GPU", "link", "batch", "raw ceiling MB/s", "torch/pinned_into/copy MB/s", "verdict", "flags"]
+    assert cells == [
+        ["a", "cuda:1 H100", "Gen5 x8 (max Gen5 x16)", "-", "-", "-", "-", "link below max; no raw ceiling measured"],
+        ["b", "cuda:0 H100", "Gen5 x16", "512", "55,000", "49,001", "PASS", "ok"],
+        ["c", "cuda:0 H100 (by nvbandwidth)", "-", "512", "54,000", "-", "-", "ok"],
+    ]
+
+
+def test_the_link_column_says_how_the_link_ran_against_its_maximum() -> None:
+    narrow = node("n1", under=(5, 8))
+    assert fleet._link(narrow.series[0], narrow)[0] == "Gen5 x8 (max Gen5 x16)"
+    assert fleet._link(narrow.series[0], narrow)[2] is True
+    idle = node("n1")
+    idle.series[0].link = {"pcie_gen_max": 5, "pcie_width_max": 16}  # maxima only: nothing read under load
+    for device in idle.environment["devices"]:
+        device.pop("nvml", None)
+    assert fleet._link(idle.series[0], idle) == ("max Gen5 x16", "Gen5 x16", False)
+    idle.series[0].link = None
+    assert fleet._link(idle.series[0], idle) == ("-", "-", False)
