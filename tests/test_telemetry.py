@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -417,7 +418,7 @@ def test_the_rx_counter_reads_the_member_its_type_names_from_the_gpu_asked_for()
             return [SimpleNamespace(nvmlReturn=0, value=SimpleNamespace(uiVal=7, ulVal=8, ullVal=9, usVal=6), **self.value)]
 
     # nvmlValueType_t: 1 unsigned int, 2 unsigned long (64-bit on Linux), 3 unsigned long long, 6 unsigned short
-    for value_type, member_value, bits in ((1, 7, 32), (2, 8, 64), (3, 9, 64), (6, 6, 16), (None, 9, 64)):
+    for value_type, member_value, bits in ((1, 7, 32), (2, 8, 64), (3, 9, 64), (6, 6, 16), (None, 9, 64), (5, 9, 64)):
         widths: dict[str, int] = {}
         typed = {} if value_type is None else {"valueType": value_type}
         assert telemetry.rx_counter(NVML(**typed), widths)("handle-0") == member_value
@@ -429,3 +430,48 @@ def test_the_rx_counter_reads_the_member_its_type_names_from_the_gpu_asked_for()
 
     with pytest.raises(RuntimeError, match=r"^NVML_FI_DEV_PCIE_COUNT_RX_BYTES not available \(NVML return code 3\)$"):
         telemetry.rx_counter(Refusing(), {})("handle-0")
+
+
+def test_the_placement_warnings_word_for_word() -> None:
+    env = gpu_env(process_cpus=[0, 1, 2, 3, 4, 5], ideal=[4, 5, 6, 7])
+    assert telemetry.numa_warning(env, "cuda:0") == (
+        "the process may run on CPUs 0-3, outside the GPU's NUMA node 0 (CPUs 4-7); a remote node can cut host-to-device"
+        " throughput several-fold. Pin it: numactl --cpunodebind=0 --membind=0 xferbench sweep ...")  # fmt: skip
+    nvml = env["devices"][0]["nvml"]
+    nvml.update(cpu_affinity=None, numa_cpus=[4, 5, 6, 7], numa_node=-1)  # no node: the ideal CPUs, from the node's list
+    bound = {"cpus": [3, 4], "reason": "set_mempolicy: Operation not permitted"}  # the worker's own CPUs count, not the sweep's
+    assert telemetry.numa_warning(env, "cuda:0", bound) == (
+        "the process may run on CPUs 3, outside the GPU's ideal CPU set (CPUs 4-7) (set_mempolicy: Operation not permitted);"
+        " a remote node can cut host-to-device throughput several-fold. Pin it: taskset -c 4-7 xferbench sweep ...")  # fmt: skip
+    assert telemetry.numa_warning(env, "cuda:0", {"cpus": [4, 5]}) is None
+    nvml["numa_node"] = None
+    assert "outside the GPU's ideal CPU set" in telemetry.numa_warning(env, "cuda:0")
+    refused = Series("torch", "pinned", "copy", "cuda:0", [4], numa={"requested": {"cpus": [4]}, "reason": "sched_setaffinity: EPERM"})
+    assert telemetry.binding_warning(refused) == "the worker could not be bound as planned: sched_setaffinity: EPERM"
+    assert telemetry.binding_warning(dataclasses.replace(refused, numa={"requested": None, "reason": "not bound: --no-bind"})) is None
+    assert telemetry.binding_warning(dataclasses.replace(refused, numa={"requested": {"cpus": [4]}, "reason": None})) is None
+
+
+def test_an_idle_reading_below_the_maximum_is_said_to_be_idle_with_why_nothing_was_read_under_load() -> None:
+    env = gpu_env(gen_current=1)
+    never = Series("torch", "pinned", "copy", "cuda:0", [4], link={"pcie_gen_max": 4, "pcie_width_max": 16})
+    assert telemetry.link_below_max(never, env) == ("the PCIe link read Gen1 x16 (max Gen4 x16) before the run, idle, where a lower"
+                                                   " generation is normal; no reading under load (it was not sampled)")  # fmt: skip
+    quiet = dataclasses.replace(never, link={**never.link, "t_s": [0.0], "rx_kbps": [0], "tx_kbps": [0]})
+    assert telemetry.link_below_max(quiet, env).endswith("no reading under load (no sample caught data moving)")
+    env["devices"][0]["nvml"]["pcie_width_current"] = None
+    assert telemetry.link_below_max(quiet, env) is None  # half a reading judges nothing
+    no_width = {"devices": [{"id": "cuda:0", "kind": "cuda", "nvml": {"pcie_gen_current": 1, "pcie_width_current": 16, "pcie_gen_max": 4}}]}
+    assert telemetry.link_below_max(Series("torch", "pinned", "copy", "cuda:0", [4], link={}), no_width) is None
+
+
+def test_link_facts_names_a_peak_above_one_reading_that_another_allows() -> None:
+    from xferbench.stats import Summary
+
+    env = {"devices": [{"id": "cuda:0", "kind": "cuda", "nvml": {"pcie_gen_current": 3, "pcie_width_current": 16,
+                                                                   "pcie_gen_max": 4, "pcie_width_max": 16}}]}  # fmt: skip
+    fast = Series("torch", "pinned", "copy", "cuda:0", [4], link={"pcie_gen_max": 3, "pcie_width_max": 16, "pcie_gen_gpu_max": 4},
+                  summary=Summary(peak_mbps=20_000.0))  # a VM's port says Gen3; the GPU says Gen4
+    said = telemetry.link_facts(fast, env)
+    assert said is not None and said.startswith("link facts disagree: 20,000 MB/s exceeds Gen3 x16 (15.8 GB/s, system maximum) but fits")
+    assert telemetry.link_facts(dataclasses.replace(fast, summary=Summary(peak_mbps=None)), env) is None
