@@ -177,7 +177,8 @@ def test_mann_whitney_u() -> None:
         mann_whitney_u([], [1.0])
 
 
-@pytest.mark.parametrize("text, value", [("5%", 0.05), ("5", 0.05), (" 2.5 % ", 0.025), ("0", 0.0), ("0.5%", 0.005), ("99%", 0.99)])
+@pytest.mark.parametrize("text, value", [("5%", 0.05), ("5", 0.05), (" 2.5 % ", 0.025), ("0", 0.0), ("0.5%", 0.005), ("99%", 0.99),
+                                         ("1", 0.01), ("1.5", 0.015)])  # fmt: skip
 def test_parse_threshold(text, value) -> None:
     assert parse_threshold(text) == pytest.approx(value)
 
@@ -257,3 +258,12 @@ def test_mann_whitney_u_on_the_smallest_samples() -> None:
     for empty in (([], [1.0]), ([1.0], [])):
         with pytest.raises(ValueError, match="^both samples must be non-empty$"):
             mann_whitney_u(*empty)
+
+
+def test_parse_alpha_takes_a_probability_strictly_between_0_and_1() -> None:
+    from xferbench.compare import parse_alpha
+
+    assert parse_alpha("0.01") == 0.01 and parse_alpha(" 1e-9 ") == 1e-9 and parse_alpha("0.999") == 0.999
+    for text in ("0", "1", "1.5", "-0.1", "nan", "5%", ""):
+        with pytest.raises(XferbenchError, match=f"^--alpha {text!r}: give a probability between 0 and 1"):
+            parse_alpha(text)

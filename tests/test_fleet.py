@@ -221,3 +221,46 @@ def test_the_link_column_says_how_the_link_ran_against_its_maximum() -> None:
     assert fleet._link(idle.series[0], idle) == ("max Gen5 x16", "Gen5 x16", False)
     idle.series[0].link = None
     assert fleet._link(idle.series[0], idle) == ("-", "-", False)
+
+
+def ceiling_rows(*values: float) -> list[fleet.Row]:
+    return [fleet.Row(f"n{i}", f"n{i}.json", "cuda:0", "H100", "Gen5 x16", "Gen5 x16", 512, value, "100.7 MB streamed")
+            for i, value in enumerate(values)]  # fmt: skip
+
+
+def test_a_straggler_is_below_both_bounds_strictly() -> None:
+    # no spread: MAD 0; 50 is exactly half the median, on the share's bound, not below it
+    on_bound = ceiling_rows(100, 100, 100, 100, 50)
+    fleet.stragglers(on_bound, k=3, share=0.5)
+    assert not on_bound[-1].flags
+    below = ceiling_rows(100, 100, 100, 100, 49)
+    fleet.stragglers(below, k=3, share=0.5)
+    assert below[-1].flags == ["straggler: 49% of its group's median"]
+    # MAD 10: the bound is the median less 3 scaled MADs, 100 - 3 × 1.4826 × 10 = 55.5; 60 is above it
+    spread = ceiling_rows(90, 100, 110, 100, 60)
+    fleet.stragglers(spread, k=3, share=0.1)
+    assert not spread[-1].flags
+    small = ceiling_rows(100, 100, 100, 40)
+    fleet.stragglers(small, k=3, share=0.1, min_group=5)
+    assert not small[-1].flags  # four GPUs: fewer than the group needed
+
+
+def test_read_fleet_passes_min_group_on_and_lists_damage_from_every_file(tmp_path) -> None:
+    import json
+
+    for i, gbps in enumerate((55.0, 55.4, 54.6, 20.0)):
+        write(node(f"node{i}", raw_gbps=gbps), tmp_path)
+    assert not fleet.read_fleet([tmp_path], min_group=5).flagged
+    assert [r.host for r in fleet.read_fleet([tmp_path], min_group=4).flagged] == ["node3"]
+    for name in ("node0", "node1"):
+        data = json.loads((tmp_path / f"{name}.json").read_text())
+        data["series"][1]["points"][0]["n"] += 1
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    assert [path.rsplit("/", 1)[-1] for path, _ in fleet.read_fleet([tmp_path]).damaged] == ["node0.json", "node1.json"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for i in range(4):
+        (empty / f"bad{i}.json").write_text("{")
+    with pytest.raises(XferbenchError) as refused:
+        fleet.read_fleet([empty])
+    assert str(refused.value).startswith("no GPU figures in 4 file(s): ") and str(refused.value).count("bad") == 3

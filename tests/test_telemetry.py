@@ -475,3 +475,39 @@ def test_link_facts_names_a_peak_above_one_reading_that_another_allows() -> None
     said = telemetry.link_facts(fast, env)
     assert said is not None and said.startswith("link facts disagree: 20,000 MB/s exceeds Gen3 x16 (15.8 GB/s, system maximum) but fits")
     assert telemetry.link_facts(dataclasses.replace(fast, summary=Summary(peak_mbps=None)), env) is None
+
+
+def test_a_gpu_nvml_stops_answering_costs_the_series_two_seconds_at_most_and_is_said(fake_nvml, monkeypatch) -> None:
+    import threading
+
+    monkeypatch.setattr(telemetry, "STOP_WAIT_S", 0.2)
+    fake = fake_nvml()
+    stuck = threading.Event()
+    answered = fake.nvmlDeviceGetPcieThroughput
+
+    def hang(handle, counter):  # type: ignore[no-untyped-def]
+        if fake.samples >= 2:
+            stuck.wait(5)  # NVML stuck in the driver
+        return answered(handle, counter)
+
+    fake.nvmlDeviceGetPcieThroughput = hang
+    sampler = LinkSampler(UUID, interval_s=0.002)
+    sampler.start()
+    assert sampler._thread is not None and sampler._thread.daemon and sampler._thread.name == "xferbench-link"  # never holds up exit
+    wait_for(lambda: fake.samples >= 2)
+    started = time.monotonic()
+    link = sampler.stop()
+    assert time.monotonic() - started < 2.0
+    assert link["reason"] == "NVML did not answer within 0.2 s of the series' end; samples so far kept"
+    assert link["source"] == "nvml" and link["field_errors"] == sampler.stop()["field_errors"]
+    kept = len(link["t_s"])
+    stuck.set()
+    sampler._thread.join(5)
+    assert len(sampler.samples["t_s"]) == kept  # what the thread read after the end was dropped
+
+
+def test_a_gpu_neither_uuid_nor_index_names_is_not_sampled() -> None:
+    sampler = LinkSampler(None, None)
+    sampler.start()
+    assert sampler.stop()["reason"] == ("no UUID or PCI bus id matched this GPU to NVML, and CUDA_VISIBLE_DEVICES renumbers CUDA's"
+                                        " GPUs: the link was not sampled rather than another GPU's")  # fmt: skip
