@@ -192,3 +192,65 @@ def test_the_tidy_frame_holds_each_key_each_figure_and_the_environment_essential
     assert (row["shape"], row["batch_size"], row["mbps"], row["n"]) == ("256x256x3", 1, point.mbps, point.n)
     assert (row["h2d_mbps"], row["d2h_mbps"]) == (point.direction_mbps["h2d"], point.direction_mbps["d2h"])
     assert (row["os"], row["cpu"], row["python"], row["numpy_version"]) == ("Linux-6", "EPYC", "3.11.7", "2.1")
+
+
+def test_the_csv_beside_the_json_has_no_index_column(tmp_path, result: Result) -> None:
+    from xferbench.results import OutputFile
+
+    result.save(tmp_path / "r.json", csv=True)
+    output = OutputFile(tmp_path / "o.json", csv=True)
+    output.save(result)
+    for path in (tmp_path / "r.csv", tmp_path / "o.csv"):
+        header = path.read_text().splitlines()[0].split(",")
+        assert header[:3] == ["host", "created", "framework"], path
+
+
+def test_a_claimed_file_is_readable_by_others_and_its_folder_made_again(tmp_path) -> None:
+    from xferbench.results import OutputFile
+
+    import shutil
+
+    output = OutputFile(tmp_path / "a" / "b" / "r.json")
+    shutil.rmtree(tmp_path / "a")  # the folder removed after the check, before the first save
+    previous = os.umask(0o022)
+    try:
+        output.save(Result(environment={}, config={}, created="x"))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "a" / "b" / "r.json").stat().st_mode & 0o777 == 0o644 and output.saved_points == 0
+
+
+def test_names_files_and_empty_series_say_what_they_are(tmp_path, monkeypatch) -> None:
+    from xferbench import results
+    from xferbench.results import Point, Selected, Series, damaged_points, host_name, output_path, safe_name
+
+    assert safe_name("Node-A_1.x y/z") == "Node-A_1.x-y-z"
+    monkeypatch.delenv("XFERBENCH_HOST", raising=False)
+    import platform
+
+    monkeypatch.setattr(platform, "node", lambda: "")
+    assert host_name() == "host"
+    assert output_path("runs/", "r.json") == (Path("runs/r.json"), True)
+    assert output_path(str(tmp_path), "r.json") == (tmp_path / "r.json", True)  # an existing folder without the slash
+    assert output_path("x.json", "r.json") == (Path("x.json"), False)
+    failed = Series("torch", "pinned", "copy", "cuda:0", [4], status="failed", points=[Point(1, 4, status="error", error="CUDA OOM")])
+    picked = Selected(Path("r.json"), Result(environment={}, config={}, created="x"), failed)
+    assert picked.why_empty() == "r.json: torch/pinned/copy@cuda:0 FAILED (CUDA OOM); left out of the curves"
+    picked.series = Series("torch", "pinned", "copy", "cuda:0", [4], status="ok", points=[])
+    assert picked.why_empty() == "r.json: torch/pinned/copy@cuda:0 has no measured point (no point was measured); left out of the curves"
+    torn = Result(environment={}, config={}, created="x", series=[Series("sim", "link", "copy", "sim", [4], points=[Point(8, 32, status="damaged")])])
+    assert damaged_points(torn) == ["sim/link/copy@sim batch 8 (damaged)"]
+    with pytest.raises(XferbenchError, match="^give at least one result file$"):
+        results.select([])
+
+
+def test_only_a_regular_file_is_replaced(tmp_path) -> None:
+    from xferbench.results import refuse_unless_regular
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "folder")
+    with pytest.raises(XferbenchError, match=r"is a folder; xferbench writes only regular files"):
+        refuse_unless_regular(tmp_path / "folder")
+    with pytest.raises(XferbenchError, match=r"is not a regular file \(a link, device or pipe\)"):
+        refuse_unless_regular(tmp_path / "link")
+    refuse_unless_regular(tmp_path / "new.json")
