@@ -17,7 +17,9 @@ if [ "${1:-}" != "--report" ]; then
     echo "mutation: running mutmut on $(nproc) cores; its progress is in mutants/run.log" >&2
     started=$(date +%s)
     # mutmut's progress is a spinner: a terminal shows it, a log gets one line a minute instead.
-    .venv/bin/mutmut run --max-children "$((2 * $(nproc)))" >mutants/run.log 2>&1 &
+    # One child per core: mutmut's time-outs are wall-clock, and more children than cores turn slow
+    # survivors into false time-outs (counted as caught).
+    .venv/bin/mutmut run --max-children "$(nproc)" >mutants/run.log 2>&1 &
     run=$!
     trap 'kill "$run" 2>/dev/null; exit 130' INT TERM
     while kill -0 "$run" 2>/dev/null; do
