@@ -152,10 +152,15 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
     return device
 
 
+def device_parts(requested: str) -> list[str]:
+    """--device, once or several times (joined by commas), as the devices asked for; none: auto."""
+    return [p.strip().lower() for p in requested.split(",") if p.strip()] or ["auto"]
+
+
 def resolve_devices(requested: str, runners: Sequence[Runner]) -> list[str]:
     """--device, once or several times (joined by commas): 'all' -> every CUDA GPU a framework sees;
     anything else as resolve_device says, duplicates merged."""
-    parts = [p.strip().lower() for p in requested.split(",") if p.strip()] or ["auto"]
+    parts = device_parts(requested)
     if "all" not in parts:
         return list(dict.fromkeys(resolve_device(part, runners) for part in parts))
     if len(parts) > 1:
@@ -219,8 +224,7 @@ def on_macos() -> bool:
 
 def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     """Everything that can be checked without starting a framework."""
-    asked = [part.strip().lower() for part in config.device.split(",")]
-    if "mps" in asked and not on_macos() and any(not b.fixed_device for b in backends):
+    if "mps" in device_parts(config.device) and not on_macos() and any(not b.fixed_device for b in backends):
         raise XferbenchError(f"--device mps: MPS is the GPU of Apple silicon Macs, and this machine runs {platform.system()};"
                              " drop --device mps (auto picks CUDA where there is a GPU, else the CPU)")  # fmt: skip
     for op in config.ops:
