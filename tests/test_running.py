@@ -55,14 +55,14 @@ def test_an_interrupt_is_a_stopped_with_its_code_and_the_file_marked(plan, tmp_p
 
 
 def test_a_failed_save_is_a_stopped_with_code_1_and_the_points_kept(plan, tmp_path, monkeypatch) -> None:
-    real = results._atomic_write
+    real = results.write_whole
 
     def full(path, text):  # type: ignore[no-untyped-def]
         if path == tmp_path / "r.json" and '"batch_size": 2,' in text:
             raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
         return real(path, text)
 
-    monkeypatch.setattr(results, "_atomic_write", full)
+    monkeypatch.setattr(results, "write_whole", full)
     with pytest.raises(running.Stopped) as stopped:
         running.run_sweep(plan, OutputFile(tmp_path / "r.json"), *consoles())
     assert stopped.value.code == 1 and str(stopped.value).startswith(f"cannot save to {tmp_path / 'r.json'}: Disk quota exceeded")

@@ -44,14 +44,14 @@ def test_a_file_size_limit_ends_in_one_line_a_valid_file_and_the_rest_printed(tm
 
 def test_no_space_keeps_every_point_under_a_fresh_name_beside_the_file(tmp_path, monkeypatch) -> None:
     out = tmp_path / "r.json"
-    real = results._atomic_write
+    real = results.write_whole
 
     def full(path: Path, text: str):  # the disk fills once batch 2 is measured
         if path == out and '"batch_size": 2,' in text:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(path, text)
 
-    monkeypatch.setattr(results, "_atomic_write", full)
+    monkeypatch.setattr(results, "write_whole", full)
     r = CliRunner().invoke(app, [*SWEEP, "-o", str(out)])
     assert r.exit_code == 1, r.output
     rescued = tmp_path / "r-unsaved-1.json"

@@ -190,9 +190,9 @@ class Result:
     def save(self, path: str | os.PathLike[str], csv: bool = False) -> None:
         """Write atomically (temp file + rename), so a crash mid-write never leaves a torn file."""
         path = Path(path)
-        _atomic_write(path, self.to_json())
+        write_whole(path, self.to_json())
         if csv:
-            _atomic_write(csv_path(path), self.to_frame().to_csv(index=False))
+            write_whole(csv_path(path), self.to_frame().to_csv(index=False))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per point, with the series keys and environment essentials as columns."""
@@ -261,11 +261,6 @@ def write_whole(path: Path, data: str | bytes) -> FileIdentity:
             os.unlink(temp)
         raise
     return identity
-
-
-def _atomic_write(path: Path, text: str) -> FileIdentity:
-    """A result file's or its CSV's save (write_whole; tests replace this to make a disk fail)."""
-    return write_whole(path, text)
 
 
 def csv_path(path: Path) -> Path:
@@ -435,12 +430,12 @@ class OutputFile:
             except FileNotFoundError:
                 ours = False
             if ours:
-                self.written = _atomic_write(self.path, text)
+                self.written = write_whole(self.path, text)
             else:
                 self.moved_from = self.moved_from or self.path
                 self._claim(text, numbered=True)
         if self.csv:
-            _atomic_write(csv_path(self.path), result.to_frame().to_csv(index=False))
+            write_whole(csv_path(self.path), result.to_frame().to_csv(index=False))
 
 
 def load(path: str | os.PathLike[str]) -> Result:
