@@ -141,7 +141,7 @@ def test_fleet_names_a_damaged_point_and_does_not_judge_by_it(tmp_path) -> None:
     data["series"][0]["points"][-1]["n"] += 5  # the raw copy's count no longer its samples'
     odd.write_text(json.dumps(data))
     said = CliRunner().invoke(app, ["fleet", str(tmp_path), "--markdown", str(tmp_path / "fleet.md")])
-    warning = f"{odd}: left out damaged point cuda/raw_pinned/copy/streamed@cuda:0 batch 512"
+    warning = f"{odd}: left out 1 damaged point(s): cuda/raw_pinned/copy/streamed@cuda:0 batch 512 (n is 25"
     assert warning in " ".join(said.stderr.split()), said.output
     assert f"- {odd}: cuda/raw_pinned/copy/streamed@cuda:0 batch 512 (n is 25" in (tmp_path / "fleet.md").read_text()
     (row,) = [line for line in said.stdout.splitlines() if line.startswith("│ odd")]

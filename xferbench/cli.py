@@ -240,7 +240,7 @@ def check(
     from xferbench import check as checking
     from xferbench import environment
     from xferbench.compare import parse_threshold
-    from xferbench.results import load
+    from xferbench.results import damaged_points, load
 
     started = time.monotonic()
     try:
@@ -263,7 +263,7 @@ def check(
     except XferbenchError as error:
         raise fail(str(error)) from None
     if base is not None:
-        warn_damaged_file(baseline, base)  # type: ignore[arg-type]
+        warn_damaged_points(str(baseline), damaged_points(base))
     result, output = measure_check(config, out_path, overwrite)
     found = checking.verdicts(result, share, base, slower)
     result.check = checking.to_dict(found, share, str(baseline) if baseline else None)
@@ -441,14 +441,14 @@ def report(
 
 def warn_damaged(picks: Sequence[Any]) -> None:
     """Name the points a reader left out because the file's samples were damaged."""
-    for path, result in {id(p.result): (p.path, p.result) for p in picks}.values():
-        warn_damaged_file(path, result)
-
-
-def warn_damaged_file(path: Path, result: Result) -> None:
     from xferbench.results import damaged_points
 
-    damaged = damaged_points(result)
+    for path, result in {id(p.result): (p.path, p.result) for p in picks}.values():
+        warn_damaged_points(path, damaged_points(result))
+
+
+def warn_damaged_points(path: str | Path, damaged: Sequence[str]) -> None:
+    """One line per file: how many of its points were left out as damaged, the first three named."""
     if damaged:
         listed = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
         err.print(f"[yellow]warning:[/] {escape(str(path))}: left out {len(damaged)} damaged point(s): {escape(listed)}",
@@ -532,8 +532,11 @@ def fleet(
         out.print(f"[dim]not counted: {escape(old)} (the same host and GPU, newer in {escape(new)})[/]", highlight=False)
     for path, why in found.unreadable:
         err.print(f"[yellow]warning: not read: {escape(path)}: {escape(why)}[/]", highlight=False)
+    damaged_by_file: dict[str, list[str]] = {}
     for path, point in found.damaged:
-        err.print(f"[yellow]warning: {escape(path)}: left out damaged point {escape(point)}[/]", highlight=False)
+        damaged_by_file.setdefault(path, []).append(point)
+    for path, points in damaged_by_file.items():
+        warn_damaged_points(path, points)
     for path in (markdown_path, csv_out, plot_path):
         if path is not None:
             err.print(f"wrote {path}", highlight=False)
