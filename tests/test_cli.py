@@ -301,6 +301,8 @@ def test_mps_off_a_mac_is_refused_before_any_framework_starts(tmp_path, monkeypa
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.stderr.strip() == ("error: --device mps: MPS is the GPU of Apple silicon Macs, and this machine runs Linux; drop"
                                 " --device mps (auto picks CUDA where there is a GPU, else the CPU)")  # fmt: skip
+    listed = invoke("sweep", "-f", "torch", "--device", "cpu,MPS", "-o", str(tmp_path / "r.json"))  # any case, among others
+    assert listed.exit_code == 2 and listed.stderr == r.stderr
 
 
 def test_host_side_paths_accept_their_own_device(tmp_path) -> None:
