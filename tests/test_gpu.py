@@ -83,16 +83,30 @@ def test_tensorflow_gpu_every_mode_delivers() -> None:
     runners = start_runners([BACKENDS["tf"]])
     try:
         gpus = [d for d in runners["tf"].devices() if d != "cpu"]
+        seen = runners["tf"].environment() if gpus else {}
     finally:
         runners["tf"].close()
     if not gpus:
         pytest.skip("TensorFlow sees no GPU")
-    config = SweepConfig(frameworks=("tf",), ops=("copy", "seed"), device=gpus[0], batch_sizes=(1, 64), timing=FAST)
+    if gpus[0].startswith("cuda"):  # TensorFlow's own PCI address, so NVML's facts, NUMA binding and the ceiling apply
+        from xferbench import environment
+
+        captured = environment.capture({"tf": seen})
+        for device in captured["devices"][1:]:
+            assert environment.pci_key(device["pci_bus_id"]), device
+            assert captured["nvml"].get("gpus") is None or device.get("nvml"), f"{device['id']} not matched to NVML"
+        assert seen["build_compute_capabilities"] and seen["onednn"] in (True, False)
+    # The last GPU: a jit function placed by the tf.device inside it alone would run on GPU:0 and fail verification.
+    config = SweepConfig(frameworks=("tf",), ops=("copy", "seed"), device=gpus[-1], batch_sizes=(1, 64), timing=FAST)
     result = sweep(config)
     assert len(result.series) == 6
     for s in result.series:
+        if s.device == "mps" and s.mode == "jit":  # tensorflow-metal has no XLA compiler
+            assert s.status == "skipped" and "no compiler for tensorflow-metal" in s.reason
+            continue
         assert s.status == "ok" and s.transfer == "host-to-device", s.reason
         assert all(p.status == "ok" for p in s.points), [p.error for p in s.points]
+        assert s.params["tf_device"] == f"/GPU:{gpus[-1].partition(':')[2] or 0}"
 
 
 def _cuda_devices(framework: str) -> list[str]:

@@ -45,7 +45,7 @@ def test_every_mode_and_op_moves_real_bytes_in_a_worker() -> None:
         assert series.status == "ok", series.reason
         assert [p.status for p in series.points] == ["ok", "ok"], [p.error for p in series.points]
         assert series.transfer == "host-to-host" and series.params["tf_device"] == "/CPU:0"
-        assert all(p.host_offset == 16 and p.mbps > 0 for p in series.points)
+        assert all(p.host_offset in (0, 16, 32, 48) and p.mbps > 0 for p in series.points)  # where malloc put it
     assert labels["tf/eager/copy@cpu"].sync.startswith("none needed")  # CPU ops are synchronous
     assert labels["tf/jit/copy@cpu"].note.endswith("XLA may copy it once more")
     assert ".numpy()" in labels["tf/function/seed@cpu"].sync
@@ -180,7 +180,7 @@ def test_another_python_runs_the_worker(tmp_path) -> None:
 def test_transfer_source_really_is_numpy() -> None:
     from xferbench.backends.tensorflow import TFTransfer
 
-    transfer = TFTransfer(SeriesKey("tf", "eager", "copy", "cpu", SMALL).at(2), "tf.test.experimental.sync_devices()")
+    transfer = TFTransfer(SeriesKey("tf", "eager", "copy", "cpu", SMALL).at(2))
     assert isinstance(transfer.host, np.ndarray) and transfer.host.shape == (2, *SMALL)
     transfer.verify()
     transfer.close()
@@ -198,3 +198,140 @@ def test_mps_without_tensorflow_metal_names_it(monkeypatch) -> None:
     r = CliRunner().invoke(app, ["sweep", "-f", "tf", "--device", "mps"])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "device 'mps' is not present" in r.stderr and "install tensorflow-metal" in r.stderr
+
+
+# A GPU's device scopes, checked on two logical CPUs with soft placement off: a scope TensorFlow ignores
+# shows as a tensor on the wrong one. Run in a fresh process, since logical devices are set before use.
+PLACEMENT = """
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+tf.config.set_soft_device_placement(False)
+from xferbench.backends import tensorflow as backend
+from xferbench.spec import SeriesKey
+backend.tf_device = lambda device: "/CPU:1"  # stands in for cuda:1 -> /GPU:1
+for mode in ("eager", "function", "jit"):
+    for op in ("copy", "seed"):
+        transfer = backend.TFTransfer(SeriesKey("tf", mode, op, "cuda:1", (8, 8, 3)).at(2))
+        transfer()
+        transfer.verify()
+        print(mode, op, "on", transfer.target)
+"""
+
+
+@pytest.mark.slow
+def test_every_mode_runs_on_the_device_its_series_names() -> None:
+    """Under jit_compile=True the tf.device inside the function is ignored and the function runs where it
+    is called: GPU:0. Each call is therefore made under the target's scope too."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", PLACEMENT], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split("\n")[:6] == [f"{m} {o} on /CPU:1" for m in ("eager", "function", "jit") for o in ("copy", "seed")]
+
+
+def fake_gpu(monkeypatch, tf) -> None:
+    """TensorFlow on this machine believes it has one CUDA GPU; its ops still run on the CPU."""
+    from xferbench.backends import tensorflow as backend
+
+    gpu = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else [])
+    monkeypatch.setattr(tf.config.experimental, "get_device_details", lambda gpu: {"device_name": "NVIDIA H100 80GB HBM3",
+                                                                                   "compute_capability": (9, 0)})  # fmt: skip
+    monkeypatch.setattr(backend, "physical_descriptions", lambda: {
+        "/device:GPU:0": "device: 0, name: NVIDIA H100 80GB HBM3, pci bus id: 0000:3b:00.0, compute capability: 9.0"})
+    monkeypatch.setattr(backend, "tf_device", lambda device: "/CPU:0")
+
+
+def test_a_gpu_copy_adds_no_device_wide_sync(monkeypatch) -> None:
+    """sync_devices waits on every device's compute stream, not the copy's, and is a no-op on Metal:
+    a GPU call relies on TensorFlow's own wait for its copy, and says so per mode."""
+    from xferbench.backends import tensorflow as backend
+
+    tf = backend._tf()
+    calls = []
+    monkeypatch.setattr(tf.test.experimental, "sync_devices", lambda: calls.append(1))
+    fake_gpu(monkeypatch, tf)
+    for mode in ("eager", "function", "jit"):
+        transfer = backend.TFTransfer(SeriesKey("tf", mode, "copy", "cuda:0", SMALL).at(2))
+        for _ in range(3):
+            transfer()
+        transfer.verify()
+        info = backend.TFBackend().describe(SeriesKey("tf", mode, "copy", "cuda:0", SMALL), {})
+        assert info.sync == (backend.JIT_WAITS if mode == "jit" else backend.COPY_WAITS)
+    assert calls == []
+    assert "only queued" in backend.JIT_WAITS and "no device-wide sync" in backend.COPY_WAITS
+
+
+def test_a_gpu_series_says_what_its_call_copies_on_the_host(monkeypatch) -> None:
+    from xferbench.backends import tensorflow as backend
+
+    fake_gpu(monkeypatch, backend._tf())
+    info = backend.TFBackend().describe(SeriesKey("tf", "eager", "copy", "cuda:0", SMALL), {})
+    assert info.transfer == "host-to-device" and info.device_name == "NVIDIA H100 80GB HBM3"
+    assert info.note.startswith("each call copies the batch on the host before the device copy: NumPy copies the array")
+    assert info.params["host_copies"] == backend.HOST_COPIES and isinstance(info.params["onednn"], bool)
+    aligned = backend.TFBackend().describe(SeriesKey("tf", "function", "copy", "cuda:0", SMALL, "aligned"), {})
+    assert "the aligned source changes only what NumPy's copy reads" in aligned.note
+    cpu = backend.TFBackend().describe(SeriesKey("tf", "eager", "copy", "cpu", SMALL), {})
+    assert "host_copies" not in cpu.params and cpu.note.startswith("on the CPU this is TensorFlow's host-side copy")
+    # a GPU call holds the source, NumPy's copy, TensorFlow's copy of that and the read-back, and XLA's under jit
+    key = SeriesKey("tf", "eager", "copy", "cuda:0", SMALL)
+    assert backend.TFBackend().host_bytes(key.at(8)) == 4 * key.at(8).nbytes
+    assert backend.TFBackend().host_bytes(SeriesKey("tf", "jit", "copy", "cuda:0", SMALL).at(8)) == 5 * key.at(8).nbytes
+
+
+@pytest.mark.parametrize("host_buffer", ["numpy", "aligned"])
+def test_numpy_copies_the_batch_on_every_call_aligned_or_not(host_buffer) -> None:
+    """What the host-copies label rests on: NumPy allocates a copy of the whole batch inside every call
+    (tracemalloc sees NumPy's allocations, not TensorFlow's). If a TensorFlow release stops, this fails."""
+    import tracemalloc
+
+    from xferbench.backends.tensorflow import TFTransfer
+
+    transfer = TFTransfer(SeriesKey("tf", "eager", "copy", "cpu", (64, 256, 3), host_buffer).at(8))
+    transfer()
+    tracemalloc.start()
+    try:
+        transfer()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak >= transfer.host.nbytes
+
+
+def test_tensorflows_gpu_is_matched_to_nvml_by_its_pci_address(monkeypatch) -> None:
+    from xferbench import environment
+    from xferbench.backends import tensorflow as backend
+    from xferbench.telemetry import nvml_target
+
+    assert backend.desc_field("device: 0, name: NVIDIA H100, pci bus id: 0000:3b:00.0, compute capability: 9.0",
+                              "pci bus id") == "0000:3b:00.0"  # fmt: skip
+    assert backend.desc_field("device: 0, name: METAL, pci bus id: <undefined>", "pci bus id") == "<undefined>"
+    assert backend.desc_field("device: 0, name: METAL", "pci bus id") is None
+    fake_gpu(monkeypatch, backend._tf())
+    seen = backend.TFBackend().environment()
+    assert seen["devices"] == [{"id": "cuda:0", "kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "capability": "9.0",
+                                "pci_bus_id": "0000:3b:00.0"}]  # fmt: skip
+    assert seen["build_compute_capabilities"] and "built_with_cuda" not in seen  # True even for a CPU-only wheel
+    assert isinstance(seen["onednn"], bool)
+    devices = [dict(d) for d in seen["devices"]]
+    environment._attach_nvml(devices, {"gpus": [{"uuid": "GPU-5a1", "pci_bus_id": "00000000:3B:00.0", "index": 0}]})
+    assert devices[0]["nvml"]["uuid"] == "GPU-5a1"
+    assert nvml_target({"devices": devices}, "cuda:0") == ("GPU-5a1", None)
+
+
+@pytest.mark.slow
+def test_onednn_state_is_recorded_as_tensorflow_decides_it() -> None:
+    """Whether oneDNN is on decides where a CPU copy's page faults come from (its allocator pools), and
+    unset it depends on the CPU's features: recorded from TensorFlow itself, not from the variable."""
+    import subprocess
+    import sys
+
+    script = "from xferbench.backends.tensorflow import onednn_enabled; print(onednn_enabled())"
+    said = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": value, "TF_CPP_MIN_LOG_LEVEL": "3"}).stdout.split()
+            for value in ("0", "1")]  # fmt: skip
+    assert said[0] == ["False"] and said[1][-1:] in (["True"], ["False"])  # on only where this build has oneDNN

@@ -53,25 +53,27 @@ def aligned_empty(shape: tuple[int, ...], alignment: int = 64, offset: int = 0) 
     return raw[start : start + nbytes].reshape(shape)
 
 
-# Where glibc puts a large block: 16 bytes (its chunk header) past a page, so 16 mod 64. A plain
-# NumPy array starts there when large; smaller ones land at 0, 16, 32 or 48 by luck, and on our
-# AMD EPYC TensorFlow's copy of a 1.6 MB batch ran at 8 GB/s from offset 16 and 12 from offset 0.
-NUMPY_OFFSET = 16
+GLIBC_LARGE_OFFSET = 16  # where glibc puts a large block: its 16-byte chunk header past a page
 
 
-def make_source(shape: tuple[int, ...], aligned: bool = False) -> np.ndarray:
-    """A uint8 array filled with the pattern, 64-byte aligned or placed where malloc puts a large array.
+def make_source(shape: tuple[int, ...], aligned: bool = False, offset: int | None = None) -> np.ndarray:
+    """A uint8 array filled with the pattern: 64-byte aligned, `offset` bytes past 64 where a path needs
+    one placement, or else a plain np.empty of the batch's size.
 
-    The `numpy` source is pinned to offset 16 mod 64 rather than left to luck, so that two runs of
-    the same sweep compare the same thing.
+    The `numpy` source is what a user's batch of that size really gets from this machine's allocator:
+    glibc puts a large block 16 bytes past a page (16 mod 64), macOS's libmalloc on a page (0), and a
+    small one lands wherever the heap has room. Each point records the offset it got (host_offset).
     """
-    buffer = aligned_empty(shape, offset=0 if aligned else NUMPY_OFFSET)
+    if aligned or offset is not None:
+        buffer = aligned_empty(shape, offset=0 if aligned else offset or 0)
+    else:
+        buffer = np.empty(shape, dtype=np.uint8)
     fill_pattern(buffer)
     return buffer
 
 
 def address_offset(array: np.ndarray, modulus: int = 64) -> int:
-    """Where the array's data starts, mod 64: 0 is 64-byte aligned; glibc's large blocks give 16."""
+    """Where the array's data starts, mod 64: 0 is 64-byte aligned; glibc's large blocks give 16, macOS's 0."""
     return int(array.ctypes.data % modulus)
 
 
@@ -135,21 +137,23 @@ def check_arrived(expected: np.ndarray, got: np.ndarray, what: str) -> None:
         )
 
 
-def available_host_memory() -> int | None:
-    """Bytes of host memory that can be allocated without swapping; None if unknown."""
+def available_host_memory() -> tuple[int, str] | None:
+    """Bytes of host memory a run may count on, and what that figure is: Linux says what can be
+    allocated without swapping ("available"); macOS says only how much there is ("installed"), an upper
+    bound. None if unknown."""
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    return int(line.split()[1]) * 1024, "available"
     except OSError:
         pass
-    if sys.platform == "darwin":  # no MemAvailable: use the total as an upper bound
+    if sys.platform == "darwin":
         try:
-            return int(subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True).stdout)
+            return int(subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True).stdout), "installed"
         except (OSError, ValueError):
             return None
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "available"
     except (ValueError, OSError, AttributeError):
         return None

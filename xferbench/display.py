@@ -17,7 +17,7 @@ from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_refere
 
 BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
 UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note
-FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages)
+FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages; 16 MB of Apple silicon's 16 KiB)
 POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
 
 
@@ -232,8 +232,13 @@ def uncertain_note(noisy: list[Point], summary: Summary | None = None) -> str:
     """A finding about the path, not a fault of the machine: said as a note, not a warning. Where such a
     point sets one of the curve's figures (`summary`), the note says so: no headline rests on it unsaid."""
     listed = ", ".join(f"{p.batch_size} (±{median_uncertainty(p.times_s):.0%}, n={p.n})" for p in noisy)
-    note = (f"the median is uncertain at batch {listed}: this path's own time varies there, e.g. calls"
-            " split between two speeds (see p10–p90; every sample is in the file)")
+    if any(p.others_cpus is None and p.run_wait is None for p in noisy):  # no reading: nobody can be cleared
+        note = (f"the median is uncertain at batch {listed}: xferbench could not read other processes' CPU use"
+                " there (no /proc to read on this machine), so another process may cause it as well as the path itself"
+                " (see p10–p90; every sample is in the file)")
+    else:
+        note = (f"the median is uncertain at batch {listed}: this path's own time varies there, e.g. calls"
+                " split between two speeds (see p10–p90; every sample is in the file)")
     if summary is not None:
         sets = {"peak": summary.peak_batch_size, "saturation batch": summary.saturation_batch_size,
                 "cliff": summary.cliff_batch_size}  # fmt: skip

@@ -120,6 +120,25 @@ def process_cpus() -> list[int] | None:
         return None
 
 
+def os_name() -> str:
+    """The OS by the name its users know it."""
+    return {"darwin": "macOS", "linux": "Linux", "win32": "Windows"}.get(sys.platform, platform.system() or sys.platform)
+
+
+def unavailable_checks() -> list[str]:
+    """The checks this OS gives xferbench nothing to make, each with what it would have read: said once
+    before measuring and kept in the result, so a missing warning is never read as a clean bill."""
+    missing = []
+    if not os.access("/proc/stat", os.R_OK) or not os.path.isdir("/proc/self/task"):
+        missing.append("busy-machine detection: other processes' CPU use and this process's wait for a CPU"
+                       " are read from Linux's /proc, so no point can be flagged as measured on a busy machine")
+    if not hasattr(os, "sched_getaffinity"):
+        missing.append("the CPUs this process may run on (no sched_getaffinity), so a cgroup or taskset limit is not recorded")
+    if sys.platform == "linux" and not os.path.isdir("/sys/devices/system/node"):
+        missing.append("NUMA placement: the kernel's NUMA nodes are read from /sys")
+    return missing
+
+
 def load_average() -> list[float] | None:
     """The 1, 5 and 15-minute load averages as the sweep starts: another busy process skews CPU-side
     figures (a torch CPU copy's threads stall behind it), and a bug report should show it."""
@@ -409,6 +428,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
         "process_cpus": process_cpus(),
+        "unavailable_checks": unavailable_checks(),
         "load_average": load_average(),
         "transparent_hugepages": transparent_hugepages(),
         "memory_bytes": _total_memory(),

@@ -28,7 +28,7 @@ import platform
 from dataclasses import dataclass
 from typing import Any
 
-from xferbench.environment import cpu_ranges, device_entry
+from xferbench.environment import cpu_ranges, device_entry, os_name
 
 BIND_ENV = "XFERBENCH_BIND"  # the binding a worker applies before it imports its framework: JSON
 MPOL_PREFERRED = 1  # from linux/mempolicy.h
@@ -101,7 +101,7 @@ def set_memory_node(node: int) -> str | None:
     one, sets it before the framework is imported and starts its own threads."""
     call = _syscall("set_mempolicy")
     if call is None:
-        return f"set_mempolicy is not available on {platform.system()} {platform.machine()}"
+        return f"set_mempolicy is not available on {os_name()} {platform.machine()}"
     syscall, number = call
     words = node // 64 + 1
     mask = (ctypes.c_ulong * words)()
@@ -134,7 +134,7 @@ def apply_binding(text: str) -> dict[str, Any]:
                               "how": [], "reason": None}  # fmt: skip
     problems = []
     if not hasattr(os, "sched_setaffinity"):
-        problems.append(f"CPU affinity cannot be set on {platform.system()}")
+        problems.append(f"CPU affinity cannot be set on {os_name()}")
     else:
         try:
             record["cpus"] = set_cpus(cpus)

@@ -106,6 +106,8 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
         f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where}, saving to {output.path}",
         highlight=False,
     )
+    for missing in result.environment.get("unavailable_checks") or []:
+        out.print(f"[yellow]note: not available on {environment.os_name()}: {escape(missing)}[/]", highlight=False)
     for why in absent_frameworks(plan.config, target):
         out.print(f"[dim]left out: {escape(why)}[/]", highlight=False)
     for conflict in environment.package_conflicts(result.environment.get("versions") or {}):

@@ -336,9 +336,10 @@ def make_plan(config: SweepConfig) -> Plan:
 
 
 def _check_host_memory(plan: Plan) -> None:
-    available = available_host_memory()
-    if available is None:
+    memory = available_host_memory()
+    if memory is None:
         return
+    available, what = memory
     largest = max(plan.config.batch_sizes)
     for planned in plan.runnable:
         needed = planned.backend.host_bytes(planned.key.at(largest))
@@ -347,7 +348,7 @@ def _check_host_memory(plan: Plan) -> None:
             hint = f"the largest that fits is {fits[-1]}" if fits else "lower --batch-sizes or --shape"
             raise XferbenchError(
                 f"batch {largest} of {planned.key.label()} needs {needed / 1e9:.1f} GB of host memory"
-                f" but {available / 1e9:.1f} GB is available; {hint}"
+                f" but {available / 1e9:.1f} GB is {what}; {hint}"
             )
 
 

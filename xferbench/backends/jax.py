@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
+from xferbench.buffers import ALIAS_PROBE_BYTES, GLIBC_LARGE_OFFSET, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
@@ -74,7 +74,11 @@ class JaxTransfer(Transfer):
         key = spec.series
         self.label, self.seed = key.label(), key.op == "seed"
         self.device = jax_device(key.device)
-        self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
+        aligned = key.host_buffer == "aligned"
+        # On the CPU JAX wraps a 64-byte-aligned array without copying, so the numpy source takes glibc's
+        # large-block placement there whatever this batch's allocation got: there is a copy to time.
+        offset = GLIBC_LARGE_OFFSET if key.device == "cpu" and not aligned else None
+        self.host = make_source(spec.batch_shape, aligned=aligned, offset=offset)
         self.pinned: Any = None  # the pinned_host mode's source: a jax.Array in the device's pinned host memory
         if key.mode == PINNED_HOST:
             from jax.sharding import SingleDeviceSharding
@@ -211,7 +215,8 @@ class JaxBackend(Backend):
         on_cpu = key.device == "cpu"
         name = cpu_name() if on_cpu else getattr(device, "device_kind", "CUDA GPU")
         sync = "the result fetched to the host with np.asarray" if key.op == "seed" else "jax.Array.block_until_ready()"
-        note = "on the CPU this is JAX's host-side copy of the NumPy array into a buffer of its own" if on_cpu else None
+        note = ("on the CPU this is JAX's host-side copy of the NumPy array into a buffer of its own, from a source"
+                f" {GLIBC_LARGE_OFFSET} bytes past 64 (JAX wraps a 64-byte-aligned one without copying)") if on_cpu else None
         transfer = HOST_TO_HOST if on_cpu else HOST_TO_DEVICE
         if key.direction == D2H:
             sync, transfer = "np.asarray waits for the copy and the fetch", DEVICE_TO_HOST

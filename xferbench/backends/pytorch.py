@@ -48,6 +48,15 @@ HOLD_MAX_S = 2.0
 ENQUEUE_GUESS_S = 50e-6  # per copy, before the first run has measured it: generous for PyTorch's dispatcher
 
 
+# Why MPS series carry no device clock. torch.mps.event.Event would cost the call it times: each
+# record() commits a command buffer of its own, elapsed_time() waits on another thread, and its
+# timestamps are CPU times taken in Metal's event callbacks (which, run out of order, made
+# elapsed_time() raise and lose the point), not a GPU clock. So MPS calls are timed by the host
+# clock alone, around the user's .to('mps') and torch.mps.synchronize().
+MPS_NO_DEVICE_CLOCK = ("torch.mps.event.Event is not a device clock: record() commits a command buffer of its own and"
+                       " its times are CPU times in Metal's callbacks, so the host clock alone times MPS calls")
+
+
 def pinned_size(nbytes: int) -> int:
     """What PyTorch's caching host allocator reserves for a pinned tensor: the next power of two."""
     return 1 << max(0, nbytes - 1).bit_length()
@@ -73,14 +82,10 @@ class _TorchCopy(Transfer):
     device: Any
 
     def _events(self) -> tuple[Any, Any] | None:
+        """A device clock where one exists: CUDA's events. MPS has none to offer (MPS_NO_DEVICE_CLOCK)."""
         torch = self.torch
         if self.kind == "cuda":
             return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if self.kind == "mps":
-            try:
-                return tuple(torch.mps.event.Event(enable_timing=True) for _ in range(2))  # type: ignore[return-value]
-            except (AttributeError, RuntimeError, TypeError):  # older PyTorch: no timed MPS events
-                return None
         return None
 
     def _synchronize(self) -> None:
@@ -385,9 +390,7 @@ class TorchBackend(Backend):
             name = _torch().cuda.get_device_name(_torch().device(key.device))
             sync, device_clock = "torch.cuda.synchronize", "torch.cuda.Event"
         elif kind == "mps":
-            timed_events = hasattr(getattr(_torch(), "mps", None), "event")
-            name, sync = f"Apple GPU (MPS) on {cpu_name()}", "torch.mps.synchronize"
-            device_clock = "torch.mps.event.Event" if timed_events else None
+            name, sync, device_clock = f"Apple GPU (MPS) on {cpu_name()}", "torch.mps.synchronize", None
         else:
             name, sync, device_clock = cpu_name(), "none needed: the CPU copy is synchronous", None
         if key.op == "seed":
@@ -395,6 +398,8 @@ class TorchBackend(Backend):
         clock = "time.perf_counter"
         # a CPU copy in PyTorch runs on its intra-op threads, unlike single-threaded np.copyto
         info: dict[str, Any] = {"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {}
+        if kind == "mps":
+            info["device_clock"] = MPS_NO_DEVICE_CLOCK
         if key.method == STREAMED:
             clock, sync, device_clock = "torch.cuda.Event pair around the copies queued on the held stream, per copy", "the end event synchronized", None
             info["hold"] = ("torch.cuda._sleep (a spin kernel), lengthened until the start event is still pending once every copy"
@@ -432,10 +437,10 @@ class TorchBackend(Backend):
     def host_bytes(self, spec: Spec) -> int:
         """Source, pinned copy (rounded up to a power of two by PyTorch's caching host allocator), the
         verification's read-back chunk, tensor's fresh host copy, and on the CPU the destination and the
-        seed op's float32 cast."""
+        seed op's float32 cast. An Apple GPU shares the host's memory, so its destination and cast count too."""
         nbytes = spec.nbytes
         pinned_copy = pinned_size(nbytes) if spec.series.mode in CUDA_ONLY_MODES else 0
-        on_cpu = spec.series.device == "cpu"
+        on_cpu = spec.series.device in ("cpu", "mps")
         fresh_copy = on_cpu or spec.series.mode == "tensor"  # the CPU's destination, or tensor's host copy
         seed_float = spec.series.op == "seed" and on_cpu
         staging = pinned_size(min(nbytes, VERIFY_CHUNK_BYTES))

@@ -2,17 +2,23 @@
 
 Modes: eager; function (tf.function); jit (tf.function(jit_compile=True)).
 Ops:
-- copy: tf.identity(x) under tf.device(target), then tf.test.experimental.sync_devices(), which
-  waits for the copy and nothing more (on the CPU no wait is needed, and sync_devices would add
-  about 40 µs per call);
+- copy: tf.identity(x) under tf.device(target), called under that scope too;
 - seed: the original report's tf.cast(x, tf.float32)[0, 0] with .numpy() on the result.
-TensorFlow turns the NumPy array into a CPU tensor of its own (a host copy) before any device copy,
-so on the CPU the path measures that host-side copy. There is no user-facing pinned path.
+
+What a call waits for (TensorFlow 2.13 to 2.21, from its source): eager and function calls return
+once their host-to-device copy is done (the copy's _Recv, or EagerCopyToDevice, completes only when
+the device's event manager has seen the copy end), and a jit call copies its argument the same way
+before XLA's launch, which is then only queued. So no device-wide sync is added: the one TensorFlow
+offers, tf.test.experimental.sync_devices(), waits on every device's compute stream rather than the
+copy's, and on a PluggableDevice (tensorflow-metal) it is a no-op.
+
+Before any device copy the batch is copied on the host: NumPy copies the array as TensorFlow converts
+it (every call, aligned or not), and TF_NewTensor copies that again unless it is aligned for Eigen.
+On the CPU the path is therefore a host-side copy. There is no user-facing pinned path.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from typing import Any
@@ -21,13 +27,19 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
-from xferbench.environment import cpu_name
+from xferbench.environment import cpu_name, pci_key
 from xferbench.errors import VerificationError
 from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
 
-SYNC_DEVICES = "tf.test.experimental.sync_devices()"
-SLICE_FETCH = "fetch of the last byte with .numpy()"
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
+COPY_WAITS = ("TensorFlow's own: the call returns once its host-to-device copy is done (the copy completes through"
+              " the device's event manager before the call's _Recv, or EagerCopyToDevice, returns); no device-wide sync is added")
+JIT_WAITS = ("TensorFlow's own for the copy: the argument's host-to-device copy is done before XLA's launch"
+             " (EagerCopyToDevice waits for it); the compiled computation is only queued, and no device-wide sync is added")
+# What a call does on the host before the DMA, said under every GPU series: the gap to torch is not all link.
+HOST_COPIES = ("each call copies the batch on the host before the device copy: NumPy copies the array as TensorFlow"
+               " converts it, and TensorFlow copies that again unless it is aligned for Eigen; the device copy then"
+               " starts from pageable memory")
 _configured = False
 
 
@@ -55,25 +67,40 @@ def tf_device(device: str) -> str:
     return f"/GPU:{device.split(':')[1] if ':' in device else 0}"
 
 
-def sync_for(device: str) -> str:
-    """How a copy to this device is waited for."""
+def sync_for(device: str, mode: str) -> str:
+    """What a copy's call waits for before it returns, by device and mode."""
     if device == "cpu" and _tf().config.experimental.get_synchronous_execution():
         return CPU_SYNC
-    return sync_method()
+    return JIT_WAITS if mode == "jit" else COPY_WAITS
 
 
-@functools.cache
-def sync_method() -> str:
-    """How a device copy is waited for: sync_devices where TensorFlow has it, else a dependent tiny fetch."""
-    tf = _tf()
-    sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
-    if sync is None:  # TensorFlow < 2.13
-        return SLICE_FETCH
+def onednn_enabled() -> bool | None:
+    """Whether TensorFlow uses oneDNN here (its CPU allocator is then a pool, which changes where a host
+    copy's page faults come from). It depends on TF_ENABLE_ONEDNN_OPTS and, unset, on the CPU's features;
+    None where this TensorFlow cannot say."""
     try:
-        sync()
-        return SYNC_DEVICES
-    except Exception:  # a pluggable device (tensorflow-metal) that cannot be synchronized this way
-        return SLICE_FETCH
+        from tensorflow.python.util import _pywrap_util_port
+
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        return None
+
+
+def physical_descriptions() -> dict[str, str]:
+    """Each GPU's physical description as TensorFlow gives it ('device: 0, name: ..., pci bus id:
+    0000:3b:00.0, compute capability: 9.0'), by TensorFlow's device name ('/device:GPU:0')."""
+    from tensorflow.python.client import device_lib
+
+    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices() if d.device_type == "GPU"}
+
+
+def desc_field(description: str, name: str) -> str | None:
+    """One 'name: value' field of a physical device description, or None."""
+    for part in description.split(", "):
+        key, sep, value = part.partition(": ")
+        if sep and key.strip() == name:
+            return value.strip() or None
+    return None
 
 
 def seed_cast_scope(tf: Any, device: str, batch_shape: tuple[int, ...]) -> bool:
@@ -91,13 +118,13 @@ def seed_cast_scope(tf: Any, device: str, batch_shape: tuple[int, ...]) -> bool:
 
 
 class TFTransfer(Transfer):
-    def __init__(self, spec: Spec, sync: str) -> None:
+    def __init__(self, spec: Spec) -> None:
         tf = self.tf = _tf()
         key = spec.series
-        self.label, self.seed, self.device, self.sync = key.label(), key.op == "seed", key.device, sync
+        self.label, self.seed, self.device = key.label(), key.op == "seed", key.device
         self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
         self.host_offset = address_offset(self.host)
-        target = tf_device(key.device)
+        target = self.target = tf_device(key.device)
 
         def copy(x: Any) -> Any:
             with tf.device(target):
@@ -114,14 +141,15 @@ class TFTransfer(Transfer):
             self.function = tf.function(body, jit_compile=key.mode == "jit")
 
     def _run(self) -> tuple[Any, Any]:
-        """One transfer and its wait: the device tensor, and the seed op's fetched result."""
-        moved = self.function(self.host)
+        """One transfer and its wait: the device tensor, and the seed op's fetched result.
+
+        The call itself runs under the target's device scope too: a jit_compile=True function ignores
+        the tf.device inside its body and runs where it is called, so without this every jit series
+        would run on GPU:0 whatever its device."""
+        with self.tf.device(self.target):
+            moved = self.function(self.host)
         if self.seed:
             return moved, moved.numpy()  # the report's fetch: it waits for the copy and the cast
-        if self.sync == SYNC_DEVICES:
-            self.tf.test.experimental.sync_devices()
-        elif self.sync == SLICE_FETCH:
-            self.tf.reshape(moved, [-1])[-1:].numpy()
         return moved, None
 
     def __call__(self) -> None:
@@ -130,9 +158,9 @@ class TFTransfer(Transfer):
     def verify(self) -> None:
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         moved, result = self._run()
-        expected = tf_device(self.device).strip("/").upper()  # CPU:0, GPU:1, ...
+        expected = self.target.strip("/").upper()  # CPU:0, GPU:1, ...
         if moved.device.rsplit("/", 1)[-1].upper() != f"DEVICE:{expected}":
-            raise VerificationError(f"{self.label}: the result is on {moved.device}, not on {tf_device(self.device)}")
+            raise VerificationError(f"{self.label}: the result is on {moved.device}, not on {self.target}")
         if self.seed:
             check_arrived(self.host[0, 0].astype(np.float32), result, f"{self.label} result")
             return
@@ -181,6 +209,9 @@ class TFBackend(Backend):
     def skip_reason(self, key: SeriesKey) -> str | None:
         if key.host_buffer == "pinned":
             return "TensorFlow has no user-facing pinned host memory; torch's pinned modes show what pinning buys"
+        if key.mode == "jit" and key.device == "mps":
+            return ("XLA has no compiler for tensorflow-metal's GPU (jit_compile=True fails with 'Could not find"
+                    " compiler for platform METAL'); eager and function run there")  # fmt: skip
         return None
 
     def direction_reason(self, key: SeriesKey) -> str | None:
@@ -200,41 +231,45 @@ class TFBackend(Backend):
             name = f"Apple GPU (tensorflow-metal) on {cpu_name()}"
         else:
             name = cpu_name()
-        sync = sync_for(key.device)
-        note = None
-        info: dict[str, Any] = {"tf_device": tf_device(key.device)}
+        sync = sync_for(key.device, key.mode)
+        notes = []
+        info: dict[str, Any] = {"tf_device": tf_device(key.device), "onednn": onednn_enabled()}
         if key.op == "seed":
             sync = "the result fetched to the host with .numpy()"
             if key.mode == "jit":
                 full = seed_cast_scope(tf, key.device, (2, *key.shape))
                 info["xla_casts_full_batch"] = full
                 if not full:
-                    note = (
-                        "XLA fuses the slice into the cast: only item [0, 0] is converted to float32,"
-                        " so this times the transfer plus a tiny cast, not a full-batch cast"
-                    )
-        if kind == "cpu" and not note:
-            note = "on the CPU this is TensorFlow's host-side copy of the NumPy array into a tensor of its own" + (
-                ", then the cast" if key.op == "seed" else ""
-            ) + ("; XLA may copy it once more" if key.mode == "jit" else "")
+                    notes.append("XLA fuses the slice into the cast: only item [0, 0] is converted to float32,"
+                                 " so this times the transfer plus a tiny cast, not a full-batch cast")  # fmt: skip
+        if kind == "cpu":
+            if not notes:
+                notes.append("on the CPU this is TensorFlow's host-side copy of the NumPy array into a tensor of its own"
+                             + (", then the cast" if key.op == "seed" else "") + ("; XLA may copy it once more" if key.mode == "jit" else ""))
+        else:
+            info["host_copies"] = HOST_COPIES
+            notes.append(HOST_COPIES + (" (on a Mac, memory the GPU shares)" if kind == "mps" else ""))
+            if key.host_buffer == "aligned":
+                notes.append("the aligned source changes only what NumPy's copy reads: TensorFlow receives that copy")
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
             clock="time.perf_counter",
             sync=sync,
             params=info,
-            note=note,
+            note="; ".join(notes) or None,
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """The source, TensorFlow's CPU copy of it, XLA's own copy and the verification's read-back;
-        on the CPU also the seed op's cast."""
+        """The source, NumPy's copy of it, TensorFlow's aligned copy of that and the verification's read-back;
+        XLA's own copy under jit; on the CPU and on a Mac (whose GPU shares the host's memory) the seed op's
+        cast too."""
         key = spec.series
-        seed_float = key.op == "seed" and key.device == "cpu"
-        return spec.nbytes * (3 + (key.mode == "jit") + 4 * seed_float)
+        seed_float = key.op == "seed" and key.device in ("cpu", "mps")
+        return spec.nbytes * (4 + (key.mode == "jit") + 4 * seed_float)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
-        return TFTransfer(spec, sync_for(spec.series.device))
+        return TFTransfer(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         return isinstance(error, (MemoryError, _tf().errors.ResourceExhaustedError))
@@ -242,24 +277,29 @@ class TFBackend(Backend):
     def environment(self) -> dict[str, Any]:
         tf = _tf()
         build = dict(tf.sysconfig.get_build_info())
+        gpus = tf.config.list_physical_devices("GPU")
+        described = physical_descriptions() if gpus else {}
         devices = []
-        for index, gpu in enumerate(tf.config.list_physical_devices("GPU")):
+        for index, gpu in enumerate(gpus):
             details = tf.config.experimental.get_device_details(gpu)
             device_id = "mps" if sys.platform == "darwin" else f"cuda:{index}"
             capability = details.get("compute_capability")
+            description = described.get(f"/device:GPU:{index}", "")
+            bus_id = desc_field(description, "pci bus id")
             devices.append(
                 {
                     "id": device_id,
                     "kind": device_id.split(":")[0],
                     "name": details.get("device_name", gpu.name),
                     "capability": ".".join(map(str, capability)) if capability else None,
+                    "pci_bus_id": bus_id if pci_key(bus_id) else None,  # NVML's facts, NUMA binding and the ceiling match by it
                 }
             )
         return {
             "version": tf.__version__,
-            "built_with_cuda": tf.test.is_built_with_cuda(),
             "cuda_build": build.get("cuda_version"),
             "cudnn_build": build.get("cudnn_version"),
-            "sync": sync_method(),
+            "build_compute_capabilities": build.get("cuda_compute_capabilities"),
+            "onednn": onednn_enabled(),
             "devices": devices,
         }
