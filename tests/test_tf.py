@@ -330,8 +330,10 @@ def test_onednn_state_is_recorded_as_tensorflow_decides_it() -> None:
     import subprocess
     import sys
 
+    from xferbench.backends.tensorflow import onednn_enabled
+
     script = "from xferbench.backends.tensorflow import onednn_enabled; print(onednn_enabled())"
-    said = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": value, "TF_CPP_MIN_LOG_LEVEL": "3"}).stdout.split()
-            for value in ("0", "1")]  # fmt: skip
-    assert said[0] == ["False"] and said[1][-1:] in (["True"], ["False"])  # on only where this build has oneDNN
+    off = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"})  # fmt: skip
+    assert off.stdout.split() == ["False"], off.stderr[-2000:]
+    assert isinstance(onednn_enabled(), bool)  # unset here: TensorFlow's own answer for this CPU

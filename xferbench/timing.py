@@ -2,7 +2,7 @@
 
 Per call: a path's call does one transfer and returns only once the data is on the device, so the
 host clock around it measures the whole synchronized transfer. A call may also return the device
-clock's view of the same transfer (CUDA/MPS events), which is kept beside it.
+clock's view of the same transfer (CUDA events), which is kept beside it.
 
 Streamed: a path queues many copies behind a held stream and returns the seconds its device events
 measured around them; each sample is that span divided by the copies, so launch and wait costs,
