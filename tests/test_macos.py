@@ -69,9 +69,10 @@ def test_an_apple_gpus_destination_counts_in_host_memory() -> None:
     from xferbench.backends.tensorflow import TFBackend
 
     tf = TFBackend()
-    seed_mps = tf.host_bytes(SeriesKey("tf", "eager", "seed", "mps", SHAPE).at(64))
-    assert seed_mps == tf.host_bytes(SeriesKey("tf", "eager", "seed", "cpu", SHAPE).at(64))
-    assert seed_mps > tf.host_bytes(SeriesKey("tf", "eager", "seed", "cuda:0", SHAPE).at(64))
+    for op in ("copy", "seed"):  # the Metal destination, and the seed op's cast, are host memory too
+        on_mps = tf.host_bytes(SeriesKey("tf", "eager", op, "mps", SHAPE).at(64))
+        assert on_mps > tf.host_bytes(SeriesKey("tf", "eager", op, "cuda:0", SHAPE).at(64))
+    assert tf.host_bytes(SeriesKey("tf", "eager", "copy", "mps", SHAPE).at(64)) == 5 * 64 * 8 * 8 * 3
 
 
 def test_xla_is_not_asked_to_compile_for_metal() -> None:
@@ -119,7 +120,7 @@ def test_an_uncertain_median_is_not_blamed_on_the_path_where_nothing_read_the_ma
 
     unread = series_with([point(128, 9000.0, wait=None, others=None, times=BIMODAL)])
     note = uncertain_note(noisy_points(unread))
-    assert "could not read other processes' CPU use" in note and "another process may cause it" in note
+    assert "no reading of other processes' CPU use was recorded" in note and "another process may cause it" in note
     assert "this path's own time varies" not in note
     quiet = series_with([point(128, 9000.0, times=BIMODAL)])
     assert "this path's own time varies" in uncertain_note(noisy_points(quiet))
@@ -128,7 +129,8 @@ def test_an_uncertain_median_is_not_blamed_on_the_path_where_nothing_read_the_ma
 def test_missing_checks_are_named_where_the_os_cannot_make_them(monkeypatch) -> None:
     from xferbench import environment
 
-    assert environment.unavailable_checks() == [] or not Path("/proc/stat").exists()
+    if os.access("/proc/stat", os.R_OK) and os.path.isdir("/proc/self/task"):
+        assert not any(m.startswith("busy-machine detection") for m in environment.unavailable_checks())
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(environment.os, "access", lambda path, mode: False)
     missing = environment.unavailable_checks()
@@ -136,14 +138,15 @@ def test_missing_checks_are_named_where_the_os_cannot_make_them(monkeypatch) -> 
     assert any("no sched_getaffinity" in m for m in missing)
     monkeypatch.setattr(environment, "sys", SimpleNamespace(platform="darwin"))
     assert environment.os_name() == "macOS"
+    assert any(m.startswith("how much memory is free: macOS gives only the installed total") for m in environment.unavailable_checks())
 
 
-def simulated_macos_sweep(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    out = tmp_path / "mac.json"
+def simulated_macos_sweep(tmp_path: Path, *args: str, name: str = "mac") -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / f"{name}.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SIMULATED_MACOS), os.environ.get("PYTHONPATH")])),
-           "COLUMNS": "100"}  # fmt: skip
-    r = subprocess.run([sys.executable, "-m", "xferbench", "sweep", *args, "--batch-sizes", "1,4", "--shape", "16x16x3",
-                        *FAST_ARGS, "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+           "PATH": f"{SIMULATED_MACOS / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100"}  # fmt: skip
+    r = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "--batch-sizes", "1,4", "--shape", "16x16x3", *FAST_ARGS,
+                        *args, "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
     return r, (json.loads(out.read_text()) if out.exists() else {})
 
 
@@ -165,12 +168,16 @@ def test_a_sweep_finishes_on_simulated_macos_and_says_what_it_cannot_check(tmp_p
                                                   if HAS_TF else [])  # fmt: skip
     r, result = simulated_macos_sweep(tmp_path, *frameworks)
     assert r.returncode == 0, r.stdout + r.stderr
+    # 32 GB a batch: more than the simulated Mac's 17.2 GB, and more than this machine could ever allocate
+    too_big, _ = simulated_macos_sweep(tmp_path, "-f", "host", "--shape", "30000x30000x3", "--batch-sizes", "12", name="big")
+    assert too_big.returncode == 2 and "GB of host memory but 17.2 GB is installed" in too_big.stderr, too_big.stderr
     assert "Traceback" not in r.stderr
     said = " ".join(r.stdout.split())
     assert "note: not available on macOS: busy-machine detection" in said
     assert "not available on macOS: the CPUs this process may run on (no sched_getaffinity)" in said
     env = result["environment"]
     assert env["process_cpus"] is None and env["transparent_hugepages"] is None
+    assert env["cpu"] == "Apple M2 (simulated)"  # from macOS's sysctl, as a Mac names its chip
     assert any(m.startswith("busy-machine detection") for m in env["unavailable_checks"])
     ran = {s["framework"] for s in result["series"] if s["status"] == "ok"}
     assert ran == {"host", "torch"} | ({"tf"} if HAS_TF else set())
@@ -178,3 +185,16 @@ def test_a_sweep_finishes_on_simulated_macos_and_says_what_it_cannot_check(tmp_p
         for p in series["points"]:
             if p["status"] == "ok":
                 assert p["others_cpus"] is None and p["run_wait"] is None  # nothing read, nothing claimed
+
+
+def test_jax_on_a_macs_cpu_is_skipped_as_it_would_alias(monkeypatch) -> None:
+    """A Mac's NumPy batch is page-aligned, which JAX on the CPU wraps without a copy: nothing to time,
+    rather than a copy from a placement no Mac array has."""
+    from xferbench.backends import jax
+
+    backend = jax.JaxBackend()
+    key = SeriesKey("jax", "device_put", "copy", "cpu", SHAPE)
+    assert backend.skip_reason(key) is None
+    monkeypatch.setattr(jax, "sys", SimpleNamespace(platform="darwin"))
+    assert "wraps such an array without copying" in backend.skip_reason(key)
+    assert backend.skip_reason(SeriesKey("jax", "device_put", "copy", "cuda:0", SHAPE)) is None

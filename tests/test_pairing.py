@@ -312,3 +312,15 @@ def test_three_files_ratio_each_to_the_first(tmp_path) -> None:
     assert eager[4:] == ["2.00×: faster at 2 of 10, no change at 8", "0.98×: slower at 2 of 10, no change at 8"]  # c peaks at 128, below the fall
     grid = {row[0]: row[1:] for row in table_after(text, "Ratio at each batch")}
     assert grid["512"][1] == "2.00× ▲ · 0.50× ▼"
+
+
+def test_tensorflows_onednn_state_stands_beside_its_version() -> None:
+    """oneDNN moves a TensorFlow CPU copy by several times: two runs that differ in it must show it."""
+    from xferbench.pairs import framework_version
+
+    env = {"frameworks": {"tf": {"version": "2.21.0", "cuda_build": "12.5.1", "onednn": False}}}
+    assert framework_version(env, "tf") == "2.21.0 (built with CUDA 12.5.1), oneDNN off"
+    env["frameworks"]["tf"]["onednn"] = True
+    assert framework_version(env, "tf") == "2.21.0 (built with CUDA 12.5.1), oneDNN on"
+    del env["frameworks"]["tf"]["onednn"]  # a file from before it was recorded
+    assert framework_version(env, "tf") == "2.21.0 (built with CUDA 12.5.1)"

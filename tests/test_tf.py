@@ -315,7 +315,7 @@ def test_tensorflows_gpu_is_matched_to_nvml_by_its_pci_address(monkeypatch) -> N
     seen = backend.TFBackend().environment()
     assert seen["devices"] == [{"id": "cuda:0", "kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "capability": "9.0",
                                 "pci_bus_id": "0000:3b:00.0"}]  # fmt: skip
-    assert seen["build_compute_capabilities"] and "built_with_cuda" not in seen  # True even for a CPU-only wheel
+    assert "build_compute_capabilities" in seen and "built_with_cuda" not in seen  # True even for a CPU-only wheel
     assert isinstance(seen["onednn"], bool)
     devices = [dict(d) for d in seen["devices"]]
     environment._attach_nvml(devices, {"gpus": [{"uuid": "GPU-5a1", "pci_bus_id": "00000000:3B:00.0", "index": 0}]})
@@ -337,3 +337,15 @@ def test_onednn_state_is_recorded_as_tensorflow_decides_it() -> None:
                          env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"})  # fmt: skip
     assert off.stdout.split() == ["False"], off.stderr[-2000:]
     assert isinstance(onednn_enabled(), bool)  # unset here: TensorFlow's own answer for this CPU
+
+
+def test_listing_gpus_for_their_pci_address_asks_for_memory_growth(monkeypatch) -> None:
+    """device_lib builds devices from a config of its own: without growth it would reserve every GPU's memory."""
+    from tensorflow.python.client import device_lib
+
+    from xferbench.backends import tensorflow as backend
+
+    asked = []
+    monkeypatch.setattr(device_lib, "list_local_devices", lambda config=None: asked.append(config) or [])
+    assert backend.physical_descriptions() == {}
+    assert asked[0].gpu_options.allow_growth is True

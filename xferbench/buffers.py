@@ -61,8 +61,10 @@ def make_source(shape: tuple[int, ...], aligned: bool = False, offset: int | Non
     one placement, or else a plain np.empty of the batch's size.
 
     The `numpy` source is what a user's batch of that size really gets from this machine's allocator:
-    glibc puts a large block 16 bytes past a page (16 mod 64), macOS's libmalloc on a page (0), and a
-    small one lands wherever the heap has room. Each point records the offset it got (host_offset).
+    glibc puts a block above its mmap threshold 16 bytes past a page (16 mod 64), macOS's libmalloc a
+    large one on a page (0), and a block below the threshold lands wherever the heap has room. glibc's
+    threshold rises to the largest mapped block freed (up to 32 MiB), so what earlier batch sizes
+    allocated can move a later one onto the heap. Each point records the offset it got (host_offset).
     """
     if aligned or offset is not None:
         buffer = aligned_empty(shape, offset=0 if aligned else offset or 0)

@@ -134,6 +134,9 @@ def unavailable_checks() -> list[str]:
                        " are read from Linux's /proc, so no point can be flagged as measured on a busy machine")
     if not hasattr(os, "sched_getaffinity"):
         missing.append("the CPUs this process may run on (no sched_getaffinity), so a cgroup or taskset limit is not recorded")
+    if sys.platform == "darwin":
+        missing.append("how much memory is free: macOS gives only the installed total, so the memory check stops"
+                       " only a batch larger than all of it")
     if sys.platform == "linux" and not os.path.isdir("/sys/devices/system/node"):
         missing.append("NUMA placement: the kernel's NUMA nodes are read from /sys")
     return missing

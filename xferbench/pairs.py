@@ -95,6 +95,8 @@ def framework_version(env: dict[str, Any], name: str) -> str:
     cuda = info.get("cuda") or info.get("cuda_build")
     if cuda:
         text += f" (built with CUDA {cuda})"
+    if info.get("onednn") is not None:  # TensorFlow's CPU allocator, and so a host copy's cost, depend on it
+        text += f", oneDNN {'on' if info['onednn'] else 'off'}"
     if info.get("python") and info["python"] != env.get("python"):
         text += f", Python {info['python']}"
     return text

@@ -6,7 +6,6 @@ import dataclasses
 import datetime
 import json
 import math
-import platform
 import re
 import sys
 import threading
@@ -16,6 +15,7 @@ from typing import Any
 
 from xferbench.backends import BACKENDS, OPS, Backend, SimLink, get_backend
 from xferbench.buffers import available_host_memory
+from xferbench.environment import os_name
 from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.numa import Binding, plan_binding
@@ -225,7 +225,7 @@ def on_macos() -> bool:
 def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     """Everything that can be checked without starting a framework."""
     if "mps" in device_parts(config.device) and not on_macos() and any(not b.fixed_device for b in backends):
-        raise XferbenchError(f"--device mps: MPS is the GPU of Apple silicon Macs, and this machine runs {platform.system()};"
+        raise XferbenchError(f"--device mps: MPS is the GPU of Apple silicon Macs, and this machine runs {os_name()};"
                              " drop --device mps (auto picks CUDA where there is a GPU, else the CPU)")  # fmt: skip
     for op in config.ops:
         if op not in OPS:

@@ -195,6 +195,9 @@ class JaxBackend(Backend):
             return f"the {key.op} op is the report's host-to-device expression; d2h times the fetch alone"
         if key.device == "cpu" and key.host_buffer == "aligned":
             return "on the CPU, jax.device_put of a 64-byte-aligned array is zero-copy (it aliases the buffer): nothing to time"
+        if key.device == "cpu" and sys.platform == "darwin":
+            return ("on macOS a NumPy batch starts on a page (64-byte aligned), and jax.device_put on the CPU wraps"
+                    " such an array without copying: nothing to time")  # fmt: skip
         return None
 
     def directions(self, mode: str) -> tuple[str, ...]:
@@ -216,7 +219,8 @@ class JaxBackend(Backend):
         name = cpu_name() if on_cpu else getattr(device, "device_kind", "CUDA GPU")
         sync = "the result fetched to the host with np.asarray" if key.op == "seed" else "jax.Array.block_until_ready()"
         note = ("on the CPU this is JAX's host-side copy of the NumPy array into a buffer of its own, from a source"
-                f" {GLIBC_LARGE_OFFSET} bytes past 64 (JAX wraps a 64-byte-aligned one without copying)") if on_cpu else None
+                f" {GLIBC_LARGE_OFFSET} bytes past a 64-byte boundary, where glibc puts a large block (JAX wraps a"
+                " 64-byte-aligned one without copying)") if on_cpu else None
         transfer = HOST_TO_HOST if on_cpu else HOST_TO_DEVICE
         if key.direction == D2H:
             sync, transfer = "np.asarray waits for the copy and the fetch", DEVICE_TO_HOST

@@ -88,10 +88,17 @@ def onednn_enabled() -> bool | None:
 
 def physical_descriptions() -> dict[str, str]:
     """Each GPU's physical description as TensorFlow gives it ('device: 0, name: ..., pci bus id:
-    0000:3b:00.0, compute capability: 9.0'), by TensorFlow's device name ('/device:GPU:0')."""
+    0000:3b:00.0, compute capability: 9.0'), by TensorFlow's device name ('/device:GPU:0').
+
+    device_lib builds devices from a session config of its own, and TensorFlow keeps one GPU allocator
+    per process: the eager context makes its GPUs first (with memory growth), and the config asks for
+    growth too, so listing never reserves the GPUs' memory."""
     from tensorflow.python.client import device_lib
 
-    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices() if d.device_type == "GPU"}
+    tf = _tf()
+    tf.config.list_logical_devices("GPU")
+    config = tf.compat.v1.ConfigProto(gpu_options=tf.compat.v1.GPUOptions(allow_growth=True))
+    return {d.name: d.physical_device_desc for d in device_lib.list_local_devices(config) if d.device_type == "GPU"}
 
 
 def desc_field(description: str, name: str) -> str | None:
@@ -145,7 +152,8 @@ class TFTransfer(Transfer):
 
         The call itself runs under the target's device scope too: a jit_compile=True function ignores
         the tf.device inside its body and runs where it is called, so without this every jit series
-        would run on GPU:0 whatever its device."""
+        would run on GPU:0 whatever its device (and on two logical CPUs a plain tf.function's result
+        came back on the first one too)."""
         with self.tf.device(self.target):
             moved = self.function(self.host)
         if self.seed:
@@ -245,6 +253,7 @@ class TFBackend(Backend):
         if kind == "cpu":
             if not notes:
                 notes.append("on the CPU this is TensorFlow's host-side copy of the NumPy array into a tensor of its own"
+                             " (NumPy's copy as TensorFlow converts it, then TensorFlow's of that unless aligned for Eigen)"
                              + (", then the cast" if key.op == "seed" else "") + ("; XLA may copy it once more" if key.mode == "jit" else ""))
         else:
             info["host_copies"] = HOST_COPIES
@@ -263,10 +272,10 @@ class TFBackend(Backend):
     def host_bytes(self, spec: Spec) -> int:
         """The source, NumPy's copy of it, TensorFlow's aligned copy of that and the verification's read-back;
         XLA's own copy under jit; on the CPU and on a Mac (whose GPU shares the host's memory) the seed op's
-        cast too."""
+        cast too, and on a Mac the destination."""
         key = spec.series
         seed_float = key.op == "seed" and key.device in ("cpu", "mps")
-        return spec.nbytes * (4 + (key.mode == "jit") + 4 * seed_float)
+        return spec.nbytes * (4 + (key.mode == "jit") + (key.device == "mps") + 4 * seed_float)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return TFTransfer(spec)
