@@ -66,10 +66,9 @@ def make_source(shape: tuple[int, ...], aligned: bool = False, offset: int | Non
     threshold rises to the largest mapped block freed (up to 32 MiB), so what earlier batch sizes
     allocated can move a later one onto the heap. Each point records the offset it got (host_offset).
     """
-    if aligned or offset is not None:
-        buffer = aligned_empty(shape, offset=0 if aligned else offset or 0)
-    else:
-        buffer = np.empty(shape, dtype=np.uint8)
+    if aligned:
+        offset = 0
+    buffer = np.empty(shape, dtype=np.uint8) if offset is None else aligned_empty(shape, offset=offset)
     fill_pattern(buffer)
     return buffer
 

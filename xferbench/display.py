@@ -233,12 +233,11 @@ def uncertain_note(noisy: list[Point], summary: Summary | None = None) -> str:
     point sets one of the curve's figures (`summary`), the note says so: no headline rests on it unsaid."""
     listed = ", ".join(f"{p.batch_size} (±{median_uncertainty(p.times_s):.0%}, n={p.n})" for p in noisy)
     if any(p.others_cpus is None and p.run_wait is None for p in noisy):  # no reading: nobody can be cleared
-        note = (f"the median is uncertain at batch {listed}: no reading of other processes' CPU use was recorded"
-                " there (macOS has no /proc to read it from), so another process may cause it as well as the path"
-                " itself (see p10–p90; every sample is in the file)")
+        why = ("no reading of other processes' CPU use was recorded there (macOS has no /proc to read it from),"
+               " so another process may cause it as well as the path itself")
     else:
-        note = (f"the median is uncertain at batch {listed}: this path's own time varies there, e.g. calls"
-                " split between two speeds (see p10–p90; every sample is in the file)")
+        why = "this path's own time varies there, e.g. calls split between two speeds"
+    note = f"the median is uncertain at batch {listed}: {why} (see p10–p90; every sample is in the file)"
     if summary is not None:
         sets = {"peak": summary.peak_batch_size, "saturation batch": summary.saturation_batch_size,
                 "cliff": summary.cliff_batch_size}  # fmt: skip
