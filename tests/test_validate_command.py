@@ -87,6 +87,10 @@ def executable(path: Path, text: str, python: bool = True) -> Path:
 
 @pytest.fixture
 def gpu_machine(tmp_path) -> dict[str, str]:
+    return gpu_machine_environment(tmp_path)
+
+
+def gpu_machine_environment(tmp_path: Path) -> dict[str, str]:
     """An environment in which a process sees one CUDA GPU: CuPy and NVML answer from the stand-ins,
     and nvidia-smi, nvbandwidth and bandwidthTest are on PATH."""
     shims = tmp_path / "shims"

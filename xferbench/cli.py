@@ -544,6 +544,9 @@ def fleet(
         raise typer.Exit(1)
 
 
+MAX_VALIDATE_MINUTES = 24 * 60  # a day: past any real validation, so a typo cannot start a run of weeks
+
+
 @app.command()
 def validate(
     folder: Annotated[Optional[Path], typer.Argument(help=f"Folder for everything the validation writes, to attach to a bug report; it must not hold a validation already. Default: {DEFAULT_FOLDER}/validate-HOST-TIME/", show_default=False)] = None,
@@ -551,6 +554,7 @@ def validate(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable or comma-separated: the frameworks swept. Default: every installed one (without cuda, no raw copy and no long link run).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Three batch sizes and few samples: a smoke test of the set-up, not a validation.")] = False,
     peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Repeatable: an nvbandwidth or bandwidthTest executable, known by its file name. Default: each one found on PATH.", show_default=False)] = None,
+    max_minutes: Annotated[Optional[float], typer.Option("--max-minutes", help="Fit the whole run into this many minutes: the plan is trimmed (nvbandwidth's samples, the peers' sizes, then the large sweep's sizes; never the raw ceiling or the link run), and what runs past its share is stopped. The verdict says what was left out.", show_default=False)] = None,
 ) -> None:
     """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
     from xferbench import environment, validation
@@ -563,9 +567,12 @@ def validate(
         if "cuda" not in environment.accelerator_kinds():
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
+        if max_minutes is not None and not (math.isfinite(max_minutes) and 0 < max_minutes <= MAX_VALIDATE_MINUTES):
+            raise XferbenchError(f"--max-minutes {max_minutes:g}: give minutes above 0 and at most {MAX_VALIDATE_MINUTES}"
+                                 " (a full validation takes about five)")  # fmt: skip
         peers, missing = validation.find_peers(peer or ())
         run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.strip().lower() for f in framework or ())),
-                                    quick, peers, missing)  # fmt: skip
+                                    quick, peers, missing, max_minutes)  # fmt: skip
         for name, why in missing.items():
             err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
         with running.terminated_as_interrupted():

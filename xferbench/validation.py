@@ -27,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xferbench import references, validate
+from xferbench import budget, references, validate
 from xferbench.display import rate, size
 from xferbench.environment import device_entry
 from xferbench.errors import XferbenchError
 from xferbench.peers import json_object
 from xferbench.results import Result, Series, load, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
+from xferbench.timing import TimingConfig
+from xferbench.validate import LARGE_BYTES
 
 # The two sweeps: xferbench's default batches of 256x256x3 images, and 1 MiB images (512x512x4) up
 # to 1 GiB per call, where launch costs vanish and the link alone sets the pace.
@@ -41,10 +43,12 @@ DEFAULT_SHAPE, LARGE_SHAPE = (256, 256, 3), (512, 512, 4)
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 LARGE_BATCHES = (1, 4, 16, 64, 128, 256, 512, 1024)
 QUICK_BATCHES = (1, 16, 256)  # both sweeps, with --quick: a smoke test, not a validation
+QUICK_TIMING = TimingConfig(max_samples=20)
 BOTH_METHODS = ("--timing", "per-call", "--timing", "streamed")
 # The long raw run: 256 MiB copies streamed for at least 10 s, so NVML's count of the bytes the GPU
 # received (or its throughput samples, 0.1 s apart, integrated) covers many gigabytes.
-LINK_RUN = ("-f", "cuda", "-m", "raw_pinned", "--timing", "streamed", "--shape", "512x512x4", "--batch-sizes", "256")
+LINK_BATCH = 256
+LINK_RUN = ("-f", "cuda", "-m", "raw_pinned", "--timing", "streamed", "--shape", "512x512x4", "--batch-sizes", str(LINK_BATCH))
 LINK_TIME, QUICK_LINK_TIME = ("--min-time", "10", "--max-time", "20"), ("--min-time", "2", "--max-time", "4")
 NVBANDWIDTH_TESTS = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce")
 PEER_TIMEOUT_S = 600.0  # one peer command; a hung tool must not hold the validation forever: after one, its others are skipped
@@ -87,6 +91,12 @@ class Validation:
     quick: bool = False
     peers: dict[str, str] = field(default_factory=dict)  # a peer's own name -> its executable
     missing: dict[str, str] = field(default_factory=dict)  # a peer not found -> what to do
+    max_minutes: float | None = None  # the whole run's budget (fit() trims the plan to it)
+    large_batches: tuple[int, ...] | None = None  # the large sweep's batches where trimmed
+    peer_sizes: str = "all"  # which of the sizes the peers measure: all, from 16 MiB, or the few kept last
+    nvbandwidth_samples: int | None = None  # nvbandwidth's -i where trimmed; None: its own default (3)
+    trimmed: list[str] = field(default_factory=list)  # what fit() left out, in words, for the plan and the verdict
+    took_s: float | None = None  # the whole run's seconds, for the verdict
 
     @property
     def index(self) -> int:
@@ -95,24 +105,130 @@ class Validation:
     @property
     def batches(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The batches of the default sweep (256x256x3 images) and of the large one (1 MiB images)."""
-        return (QUICK_BATCHES, QUICK_BATCHES) if self.quick else (DEFAULT_BATCHES, LARGE_BATCHES)
+        batches, large = (QUICK_BATCHES, QUICK_BATCHES) if self.quick else (DEFAULT_BATCHES, LARGE_BATCHES)
+        return batches, self.large_batches if self.large_batches is not None else large
 
     def sweeps(self) -> dict[str, list[str]]:
         """Each sweep's `xferbench sweep` arguments, by its file's stem."""
-        quick = ("--max-samples", "20") if self.quick else ()
+        quick = ("--max-samples", str(QUICK_TIMING.max_samples)) if self.quick else ()
         common = ["--device", self.device, *(f"--framework={f}" for f in self.frameworks), *BOTH_METHODS, *quick]
         batches, large = self.batches
         found = {"default": [*common, "--op=copy", "--op=seed", "--batch-sizes", ",".join(map(str, batches))],
                  "large": [*common, "--op=copy", "--shape", "512x512x4", "--batch-sizes", ",".join(map(str, large))]}  # fmt: skip
-        if not self.frameworks or "cuda" in self.frameworks:
+        if self.has_link_run:
             found["link"] = ["--device", self.device, *LINK_RUN, *(QUICK_LINK_TIME if self.quick else LINK_TIME)]
         return found
+
+    @property
+    def has_link_run(self) -> bool:
+        return not self.frameworks or "cuda" in self.frameworks
+
+    def sweep_plans(self) -> list[budget.SweepPlan]:
+        """The sweeps as the time estimate counts them: their series, batches, workers and timing."""
+        timing = QUICK_TIMING if self.quick else TimingConfig()
+        batches, large = self.batches
+        plans = []
+        for stem, shape, sizes, ops in (("default", DEFAULT_SHAPE, batches, ("copy", "seed")), ("large", LARGE_SHAPE, large, ("copy",))):
+            keys, used = budget.series_keys(self.frameworks, self.device, ops, (PER_CALL, STREAMED), shape)
+            plans.append(budget.SweepPlan(stem, tuple(keys), sizes, tuple(used), timing))
+        if self.has_link_run:
+            keys, used = budget.series_keys(("cuda",), self.device, ("copy",), (STREAMED,), LARGE_SHAPE, modes=("raw_pinned",))
+            link_s = float((QUICK_LINK_TIME if self.quick else LINK_TIME)[1])
+            plans.append(budget.SweepPlan("link", tuple(keys), (LINK_BATCH,), tuple(used), timing, fixed_s=link_s))
+        return plans
 
     def sizes(self) -> list[int]:
         """Every size in bytes that xferbench's sweeps move per call: the peers measure the same."""
         batches, large = self.batches
         found = {b * math.prod(DEFAULT_SHAPE) for b in batches} | {b * math.prod(LARGE_SHAPE) for b in large}
         return sorted(s for s in found if s <= MAX_PEER_BYTES)
+
+    def peer_commands(self) -> list[PeerCommand]:
+        """Every peer command the run will make, in order, with its estimated seconds: nvbandwidth at
+        each size that is a whole number of MiB (its -b is in MiB), bandwidthTest at each size in bytes."""
+        sizes = self.sizes()
+        if self.peer_sizes != "all":
+            sizes = [s for s in sizes if s >= budget.AGREEMENT_BYTES]
+        if self.peer_sizes == "few":
+            default_largest = max(self.batches[0]) * math.prod(DEFAULT_SHAPE)
+            sizes = [s for s in sizes if s in (budget.AGREEMENT_BYTES, default_largest, LARGE_BYTES, max(sizes))]
+        commands = []
+        if "nvbandwidth" in self.peers:
+            samples = ("-i", str(self.nvbandwidth_samples)) if self.nvbandwidth_samples else ()
+            for nbytes in (n for n in sizes if n % 2**20 == 0):
+                arguments = ["-j", "-b", str(nbytes // 2**20), *samples, "-t", *NVBANDWIDTH_TESTS]
+                seconds = budget.nvbandwidth_seconds(nbytes, len(NVBANDWIDTH_TESTS), self.nvbandwidth_samples)
+                commands.append(PeerCommand("nvbandwidth", arguments, nbytes, seconds))
+        if "bandwidthTest" in self.peers:
+            for memory in ("pinned", "pageable"):
+                for nbytes in sizes:
+                    arguments = [f"--device={self.index}", "--htod", f"--memory={memory}", "--mode=range", f"--start={nbytes}",
+                                 f"--end={nbytes}", f"--increment={nbytes}", "--csv"]  # fmt: skip
+                    commands.append(PeerCommand("bandwidthTest", arguments, nbytes, budget.bandwidthtest_seconds(nbytes, memory), memory))
+        return commands
+
+    def estimate_s(self) -> float:
+        """The whole run's estimated seconds: sweeps, peers, and the report and verdict at the end."""
+        return sum(p.seconds() for p in self.sweep_plans()) + sum(c.seconds for c in self.peer_commands()) + budget.FINISH_S
+
+    def fit(self) -> None:
+        """Trim the plan until its estimate fits max_minutes, in the documented order (budget.py), and
+        say in `trimmed` what was left out. The default sweep, the raw ceiling and the link run stay."""
+        if self.max_minutes is None:
+            return
+        budget_s = self.max_minutes * 60
+        everything = sorted({c.nbytes for c in self.peer_commands()})
+        if self.estimate_s() > budget_s and "nvbandwidth" in self.peers:
+            self.nvbandwidth_samples = 1
+            self.trimmed.append(f"nvbandwidth took 1 sample per size (-i 1), not its default {budget.NVBANDWIDTH_SAMPLES}")
+        for level in ("from16", "few"):
+            if self.estimate_s() > budget_s and everything:
+                self.peer_sizes = level
+        large, dropped = list(self.batches[1]), []
+        for batch in budget.LARGE_TRIM_ORDER:
+            if self.estimate_s() <= budget_s:
+                break
+            if batch in large and len(large) > 1:
+                large.remove(batch)
+                dropped.append(batch)
+                self.large_batches = tuple(large)
+        kept = sorted({c.nbytes for c in self.peer_commands()})
+        if self.peer_sizes != "all":
+            self.trimmed.append(f"the peers measured {len(kept)} of {len(everything)} sizes"
+                                f" ({', '.join(size_label(n) for n in kept) or 'none'})")  # fmt: skip
+        if dropped:
+            self.trimmed.append(f"the large sweep left out batches {', '.join(map(str, sorted(dropped)))} of 1 MiB images"
+                                f" (kept {', '.join(map(str, large))})")  # fmt: skip
+
+    def plan_lines(self) -> list[str]:
+        """The plan as printed before the run starts: each step, its size and its estimated time."""
+        lines = []
+        for plan in self.sweep_plans():
+            lines.append(f"  {plan.stem}.json: {len(plan.keys)} series x {len(plan.batches)} batches = {plan.points} points,"
+                         f" {len(plan.frameworks)} worker(s): about {budget.minutes(plan.seconds())}")  # fmt: skip
+        for name in self.peers:
+            mine = [c for c in self.peer_commands() if c.peer == name]
+            span = f" at {size_label(min(c.nbytes for c in mine))} to {size_label(max(c.nbytes for c in mine))}" if mine else ""
+            lines.append(f"  {name}: {len(mine)} runs{span}: about {budget.minutes(sum(c.seconds for c in mine))}")
+        lines.append(f"  the report, plots and verdict: about {budget.minutes(budget.FINISH_S)}")
+        total = self.estimate_s()
+        head = f"plan: about {budget.minutes(total)} in all"
+        if self.max_minutes is not None:
+            head += f", within --max-minutes {self.max_minutes:g}"
+            if total > self.max_minutes * 60:
+                head += " (more than it, trimmed as far as it goes: the run stops at the budget, and says what it did not finish)"
+        return [head + ":", *lines, *(f"  trimmed to fit: {t}" for t in self.trimmed)]
+
+
+@dataclass(frozen=True)
+class PeerCommand:
+    """One peer command of the plan."""
+
+    peer: str  # its own name
+    arguments: list[str]
+    nbytes: int
+    seconds: float  # estimated
+    memory: str = "pinned"  # bandwidthTest's host memory
 
 
 def find_peers(given: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -151,39 +267,70 @@ SAVE_GRACE_S = 5.0  # after Ctrl-C, how long a sweep that saw it too has to save
 STOP_WAIT_S = 60.0  # how long a sweep told to stop has to save and close its workers before it is killed
 
 
-def run_child_sweep(command: list[str], env: dict[str, str]) -> int:
-    """A sweep in a process of its own; its exit code. Stopped here (Ctrl-C, a kill), it is stopped the same
+def stop_sweep(process: subprocess.Popen[bytes], wait_s: float = STOP_WAIT_S) -> None:
+    """Stop a sweep as Ctrl-C does (SIGTERM), so it saves what it measured marked interrupted; kill it
+    only if it has not ended within `wait_s`."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def run_child_sweep(command: list[str], env: dict[str, str], limit_s: float | None = None) -> int | None:
+    """A sweep in a process of its own; its exit code, or None where it was stopped at `limit_s` seconds
+    (it saved what it measured, marked interrupted). Stopped here (Ctrl-C, a kill), it is stopped the same
     way and given the time to save what it measured, marked interrupted, before this process goes on
     stopping: subprocess.run would kill it after a quarter of a second, mid-save, leaving its workers."""
     from xferbench.running import Terminated
 
     process = subprocess.Popen(command, env=env)
     try:
-        return process.wait()
+        try:
+            return process.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            stop_sweep(process, budget.STOP_GRACE_S)
+            return None
     except KeyboardInterrupt as stop:
         try:  # a terminal's Ctrl-C reached the sweep too (one process group); a kill reached this process alone
             if not isinstance(stop, Terminated):
                 process.wait(timeout=SAVE_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)  # a sweep stops on SIGTERM as on Ctrl-C
-        try:
-            process.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_sweep(process)  # a sweep stops on SIGTERM as on Ctrl-C
         raise
 
 
-def run_sweeps(validation: Validation, echo: Echo) -> dict[str, Result | None]:
-    """Each sweep in a process of its own, as a user runs it; a sweep that wrote nothing is None."""
+def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None, notes: list[str] | None = None
+               ) -> dict[str, Result | None]:  # fmt: skip
+    """Each sweep in a process of its own, as a user runs it; a sweep that wrote nothing is None. With a
+    deadline (time.monotonic()), each sweep may run until the time the steps after it are estimated to
+    need; one that runs past that is stopped, keeping what it measured, and said in `notes`."""
     files: dict[str, Result | None] = {}
-    for stem, arguments in validation.sweeps().items():
+    plans = {p.stem: p.seconds() for p in validation.sweep_plans()}
+    peers_s = sum(c.seconds for c in validation.peer_commands()) + budget.FINISH_S
+    stems = list(validation.sweeps())
+    for at, (stem, arguments) in enumerate(validation.sweeps().items()):
         path = validation.folder / f"{stem}.json"
         command = [sys.executable, "-m", "xferbench", "sweep", *arguments, "-o", str(path)]
+        limit = None
+        if deadline is not None:
+            limit = deadline - time.monotonic() - peers_s - sum(plans.get(s, 0.0) for s in stems[at + 1:]) - budget.STOP_GRACE_S
+            if limit <= 0:
+                said = f"{stem}.json was not started: the run's --max-minutes budget was spent"
+                echo(f"warning: {said}")
+                (notes if notes is not None else []).append(said)
+                files[stem] = None
+                continue
         echo(f"$ {shlex.join(command)}")
-        code = run_child_sweep(command, {**os.environ, "PYTHONPATH": _python_path()})
+        code = run_child_sweep(command, {**os.environ, "PYTHONPATH": _python_path()}, limit)
+        if code is None:
+            said = (f"{stem}.json was stopped after {limit:.0f} s, keeping what it had measured, so that the rest of the run"
+                    " fits its --max-minutes budget")  # fmt: skip
+            echo(f"warning: {said}")
+            (notes if notes is not None else []).append(said)
         if code == 2 and stem == "default" and not path.exists():  # bad input (no such device, say): the sweep said why
             for name in ("nvidia-smi-q.txt", "nvidia-smi-topo.txt"):  # written by this run: the folder is left as it was found
                 (validation.folder / name).unlink(missing_ok=True)
@@ -254,17 +401,26 @@ class PeerRun:
     notes: list[str] = field(default_factory=list)
     spent_s: float = 0.0
     stopped: str | None = None  # why its remaining runs were skipped
+    deadline: float | None = None  # time.monotonic() by which its runs must end (--max-minutes), leaving the finish its time
 
-    def __call__(self, arguments: list[str]) -> tuple[int | None, float, str, list[str]] | None:
-        """Run it once; None once it has hung or spent its budget (the rest are skipped, and said)."""
+    def __call__(self, arguments: list[str], estimate_s: float = 0.0) -> tuple[int | None, float, str, list[str]] | None:
+        """Run it once; None once it has hung or spent its budget (the rest are skipped, and said), or where the
+        run's deadline leaves too little time for this command's estimate."""
         if self.stopped:
             return None
+        timeout = PEER_TIMEOUT_S
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left < estimate_s:
+                self.stopped = f"{self.name}'s remaining runs were skipped: the run's --max-minutes budget was spent"
+                return None
+            timeout = min(timeout, left)
         command = [*self.prefix, self.executable, *arguments]
-        code, seconds, text = _run(command, timeout_s=PEER_TIMEOUT_S, env={**os.environ, **self.environment})
+        code, seconds, text = _run(command, timeout_s=timeout, env={**os.environ, **self.environment})
         self.log(command, code, seconds)
         self.spent_s += seconds
         if code is None:
-            self.stopped = f"{self.name} did not finish a run within {PEER_TIMEOUT_S:g} s (or could not start); its remaining runs were skipped"
+            self.stopped = f"{self.name} did not finish a run within {timeout:.3g} s (or could not start); its remaining runs were skipped"
         elif self.spent_s > PEER_BUDGET_S:
             self.stopped = f"{self.name} took over {PEER_BUDGET_S / 60:g} minutes in all; its remaining runs were skipped"
         return code, seconds, text, command
@@ -302,19 +458,18 @@ def bandwidthtest_peer(executable: str, validation: Validation, log: CommandLog,
 
 
 def run_nvbandwidth(peer: PeerRun, validation: Validation) -> Path:
-    """nvbandwidth's copy-engine tests at every size xferbench moves that is a whole number of MiB
-    (its -b is in MiB), each run kept whole with its command, exit code and time, written as it ends."""
+    """nvbandwidth's copy-engine tests at every size of the plan, each run kept whole with its command,
+    exit code and time, written as it ends."""
     path = validation.folder / "peers" / "nvbandwidth.json"
     runs: list[dict[str, Any]] = []
-    for nbytes in (n for n in validation.sizes() if n % 2**20 == 0):
-        mib = nbytes // 2**20
-        done = peer(["-j", "-b", str(mib), "-t", *NVBANDWIDTH_TESTS])
+    for planned in (c for c in validation.peer_commands() if c.peer == "nvbandwidth"):
+        done = peer(planned.arguments, planned.seconds)
         if done is None:
             break
         code, seconds, text, command = done
-        run: dict[str, Any] = {"buffer_size_mib": mib, "buffer_size_bytes": nbytes, "command": shlex.join(command),
-                               "environment": peer.environment, "exit_code": code, "seconds": round(seconds, 2),
-                               "stdout_stderr_raw": text}  # fmt: skip
+        run: dict[str, Any] = {"buffer_size_mib": planned.nbytes // 2**20, "buffer_size_bytes": planned.nbytes,
+                               "command": shlex.join(command), "environment": peer.environment, "exit_code": code,
+                               "seconds": round(seconds, 2), "stdout_stderr_raw": text}  # fmt: skip
         run["output"] = json_object(text, ("nvbandwidth",))
         runs.append(run)
         path.write_text(json.dumps({"tool": "nvbandwidth", "binary": peer.executable, "runs": runs}, indent=1) + "\n")
@@ -323,19 +478,18 @@ def run_nvbandwidth(peer: PeerRun, validation: Validation) -> Path:
 
 def run_bandwidthtest(peer: PeerRun, validation: Validation) -> Path:
     """bandwidthTest's host-to-device copies from pinned and from pageable memory, in range mode at
-    exactly the bytes of each xferbench point, each run under its command and exit code, written as it ends."""
+    exactly the bytes of each size of the plan, each run under its command and exit code, written as it ends."""
     path = validation.folder / "peers" / "bandwidthTest.txt"
     path.write_text("")
-    for memory in ("pinned", "pageable"):
-        for nbytes in validation.sizes():
-            done = peer([f"--device={validation.index}", "--htod", f"--memory={memory}", "--mode=range", f"--start={nbytes}",
-                         f"--end={nbytes}", f"--increment={nbytes}", "--csv"])  # fmt: skip
-            if done is None:
-                return path
-            code, _, text, command = done
-            exit_line = "timed out or could not start" if code is None else str(code)
-            with path.open("a") as kept:
-                kept.write(f"### bandwidthTest {memory} {nbytes} B\n### $ {shlex.join(command)}\n### exit {exit_line}\n{text.rstrip()}\n\n")
+    for planned in (c for c in validation.peer_commands() if c.peer == "bandwidthTest"):
+        done = peer(planned.arguments, planned.seconds)
+        if done is None:
+            return path
+        code, _, text, command = done
+        exit_line = "timed out or could not start" if code is None else str(code)
+        with path.open("a") as kept:
+            kept.write(f"### bandwidthTest {planned.memory} {planned.nbytes} B\n### $ {shlex.join(command)}\n### exit {exit_line}\n"
+                       f"{text.rstrip()}\n\n")  # fmt: skip
     return path
 
 
@@ -486,6 +640,10 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
     lines = [f"# xferbench validation: {name} ({validation.device}) on {environment.get('host') or 'this machine'}", "",
              f"**{verdict}**: {why}. Made by xferbench {__version__} on {time.strftime('%Y-%m-%d')}"
              f"{' (--quick: a smoke test, not a validation)' if validation.quick else ''}.", ""]  # fmt: skip
+    if validation.max_minutes is not None:
+        took = f", took {budget.minutes(validation.took_s)}" if validation.took_s is not None else ""
+        trimmed = ": " + "; ".join(validation.trimmed) + "." if validation.trimmed else ": nothing was trimmed."
+        lines += [f"Run within --max-minutes {validation.max_minutes:g} (estimated {budget.minutes(validation.estimate_s())}{took}){trimmed}", ""]
     node = nvml.get("numa_node")
     facts = [("GPU", name), ("PCI address", nvml.get("pci_bus_id") or device.get("pci_bus_id")), ("UUID", nvml.get("uuid") or device.get("uuid")),
              ("driver", device.get("driver") or nvml.get("driver")), ("CUDA (driver)", device.get("cuda_driver")),
@@ -537,11 +695,16 @@ def refuse_used_folder(folder: Path) -> None:
 def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]:
     """The whole validation; returns the checks and the verdict's path. Raises XferbenchError for bad
     input found before anything was measured."""
+    started = time.monotonic()
     folder = validation.folder
     refuse_used_folder(folder)
+    validation.fit()
+    for line in validation.plan_lines():
+        echo(line)
+    deadline = None if validation.max_minutes is None else started + validation.max_minutes * 60
     folder.mkdir(parents=True, exist_ok=True)
     notes = run_nvidia_smi(folder, echo)
-    files = run_sweeps(validation, echo)
+    files = run_sweeps(validation, echo, deadline, notes)
     ours = [r for r in files.values() if r is not None]
     environment = ours[0].environment if ours else {}
     raw: dict[str, Path] = {}
@@ -552,6 +715,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]
         for name, executable in validation.peers.items():
             make, runner = runners[name]
             peer = make(executable, validation, log, environment)
+            peer.deadline = None if deadline is None else deadline - budget.FINISH_S
             echo(f"{name}: {executable}" + (f" ({'; '.join(peer.notes)})" if peer.notes else ""))
             raw[name] = runner(peer, validation)
             notes += peer.notes + ([peer.stopped] if peer.stopped else [])
@@ -573,6 +737,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]
         text = report.render(picks, empty, plot=first, out=folder / "report.md", title="xferbench GPU validation")
         report.save(text + "\n### Validation checks\n\n" + validate.render(checks), folder / "report.md")
     verdict = folder / "verdict.md"
+    validation.took_s = time.monotonic() - started
     verdict.write_text(verdict_page(validation, files, imported, checks, notes))
     return checks, verdict
 

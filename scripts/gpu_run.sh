@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# One command on a GPU machine that leaves the evidence: builds nvbandwidth and bandwidthTest from the
+# peers' kit, runs `xferbench validate` with them inside a time budget, runs the GPU tests, saves
+# nvidia-smi's view, and packs everything into at most 8 files under $OUT.
+#
+#   cp -r ../shared/peers .peers && echo /.peers/ >> .git/info/exclude    # once, beside a checkout
+#   OUT=/some/folder bash scripts/gpu_run.sh                               # from the repository root
+#
+# It uses the machine's own python3 as it is (numpy, pandas, matplotlib, typer, rich, pytest,
+# nvidia-ml-py, and whichever of PyTorch, CuPy and JAX are there): nothing is installed. Each step is
+# time-boxed, so the whole command ends within about 8 minutes with whatever was measured; a step that
+# fails or runs out of time leaves its partial output and its exit code in the pack (gpu-run.txt).
+#
+# Settings (environment, all optional):
+#   PEERS_KIT          the peers' kit (default .peers); none: the peers on PATH, if any
+#   VALIDATE_MINUTES   validate's --max-minutes (default 4.5)
+#   VALIDATE_ARGS      more arguments for validate (e.g. "--quick -f cuda")
+#   BUILD_S, TESTS_S, SMI_S   the time boxes of the build, the GPU tests and each nvidia-smi call
+#   GPU_TESTS          what pytest runs (default tests/test_gpu.py, without its validate --quick test)
+#   PYTHON             the interpreter (default python3)
+#   NVCC               the CUDA compiler for the peers (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
+#   GIT_COMMIT         the commit to record, where the checkout has no .git
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO" || exit 2
+if [ -z "${OUT:-}" ]; then
+  echo "error: set OUT to the folder the pack is written to, e.g. OUT=/tmp/pack bash scripts/gpu_run.sh" >&2
+  exit 2
+fi
+mkdir -p "$OUT" || { echo "error: cannot create OUT=$OUT" >&2; exit 2; }
+PYTHON=${PYTHON:-python3}
+KIT=${PEERS_KIT:-.peers}
+VALIDATE_MINUTES=${VALIDATE_MINUTES:-4.5}
+BUILD_S=${BUILD_S:-90}
+TESTS_S=${TESTS_S:-45}
+SMI_S=${SMI_S:-15}
+GPU_TESTS=${GPU_TESTS:-tests/test_gpu.py}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
+VALIDATE_BOX=$("$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 60) + 30)" "$VALIDATE_MINUTES") ||
+  { echo "error: VALIDATE_MINUTES=$VALIDATE_MINUTES is not a number of minutes" >&2; exit 2; }
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+SUMMARY=$OUT/gpu-run.txt
+STARTED=$(date +%s)
+
+note() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
+# step NAME BOX_S LOG CMD...: CMD with its output in LOG, killed (TERM, then KILL 10 s later) at BOX_S
+# seconds; one line in the summary with its status, exit code and seconds.
+step() {
+  local name=$1 box=$2 log=$3 t0 rc status
+  shift 3
+  t0=$(date +%s)
+  printf '== %s (at most %s s): %s\n' "$name" "$box" "$*" | tee -a "$SUMMARY"
+  timeout -k 10 "$box" "$@" >"$log" 2>&1
+  rc=$?
+  case $rc in
+    0) status=ok ;;
+    124 | 137) status="timed out after $box s (partial output kept)" ;;
+    *) status=failed ;;
+  esac
+  printf '%-14s %-44s exit %-3s %4s s\n' "$name" "$status" "$rc" "$(($(date +%s) - t0))" >>"$WORK/steps.txt"
+  note "   -> $status, exit $rc, $(($(date +%s) - t0)) s"
+  return 0
+}
+skip() {  # skip NAME REASON
+  printf '%-14s %-44s %s\n' "$1" "skipped" "$2" >>"$WORK/steps.txt"
+  note "== $1: skipped: $2"
+}
+
+{
+  echo "# xferbench GPU run, $(date -u +'%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: ${GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+  echo "host: $(uname -n); kernel $(uname -r); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  lscpu 2>/dev/null | grep -E '^(NUMA node|Socket)' || true
+  grep -E '^MemTotal' /proc/meminfo || true
+  echo "python: $(command -v "$PYTHON") $("$PYTHON" --version 2>&1)"
+  timeout 60 "$PYTHON" - <<'EOF' 2>&1
+from importlib import metadata, util
+for name, dist in (("numpy", "numpy"), ("torch", "torch"), ("cupy", "cupy-cuda13x"), ("cupy", "cupy-cuda12x"),
+                   ("jax", "jax"), ("jaxlib", "jaxlib"), ("pynvml", "nvidia-ml-py"), ("tensorflow", "tensorflow")):
+    try:
+        print(f"{dist}: {metadata.version(dist)}")
+    except metadata.PackageNotFoundError:
+        if util.find_spec(name) is None:
+            print(f"{dist}: not installed")
+EOF
+  echo "numactl: $(command -v numactl || echo 'not on PATH')"
+  echo "time boxes: nvidia-smi ${SMI_S} s each, peers' build ${BUILD_S} s, validate ${VALIDATE_BOX} s (--max-minutes ${VALIDATE_MINUTES}), GPU tests ${TESTS_S} s"
+  echo
+} >"$SUMMARY"
+cat "$SUMMARY"
+
+# 1. nvidia-smi's view of the machine, as it prints it.
+if command -v nvidia-smi >/dev/null; then
+  step nvidia-smi-q "$SMI_S" "$OUT/nvidia-smi-q.txt" nvidia-smi -q
+  step topo "$SMI_S" "$OUT/nvidia-smi-topo.txt" nvidia-smi topo -m
+else
+  skip nvidia-smi "nvidia-smi is not on PATH"
+fi
+
+# The driver's libcuda.so.1 for the peers, where the loader does not already find it.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  for dir in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu/nvidia; do
+    [ -e "$dir/libcuda.so.1" ] && export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" && break
+  done
+fi
+
+# 2. The peers, built from the kit.
+PEER_ARGS=()
+nvcc=${NVCC-$(command -v nvcc || true)}
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ ! -f "$KIT/build.sh" ]; then
+  skip peers-build "no peers' kit at $KIT (cp -r ../shared/peers .peers); validate uses the peers on PATH, if any"
+elif [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
+  skip peers-build "no nvcc${nvcc:+ at $nvcc} to build them with; validate uses the peers on PATH, if any"
+else
+  export PEERS_BUILD_ROOT=$WORK/peers-build NVCC=$nvcc
+  step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$KIT/build.sh"
+  for tool in nvbandwidth/nvbandwidth bandwidthTest/bandwidthTest; do
+    [ -x "$PEERS_BUILD_ROOT/$tool" ] && PEER_ARGS+=(--peer "$PEERS_BUILD_ROOT/$tool")
+  done
+  tar -czf "$OUT/peers-build.tar.gz" -C "$WORK" peers-build.log $(cd "$WORK" && ls -d peers-build/logs peers-build/build-info.txt 2>/dev/null)
+fi
+
+# 3. The validation, within its budget; its folder packed as one archive.
+# shellcheck disable=SC2086  # VALIDATE_ARGS is a list of words
+step validate "$VALIDATE_BOX" "$OUT/validate.log" "$PYTHON" -m xferbench validate "$WORK/validation" \
+  --max-minutes "$VALIDATE_MINUTES" "${PEER_ARGS[@]}" ${VALIDATE_ARGS:-}
+if [ -d "$WORK/validation" ]; then
+  tar -czf "$OUT/validation.tar.gz" -C "$WORK" validation
+else
+  note "   (validate wrote no folder)"
+fi
+
+# 4. The GPU tests (they skip cleanly where a framework sees no GPU).
+step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest -p no:cacheprovider -rA -m gpu \
+  -k "not validate_quick" $GPU_TESTS
+
+{
+  echo
+  echo "## steps (status, exit code, seconds)"
+  cat "$WORK/steps.txt"
+  echo
+  echo "## the pack"
+  (cd "$OUT" && ls -l)
+  echo "took $(($(date +%s) - STARTED)) s in all"
+} >>"$SUMMARY"
+tail -n +1 "$SUMMARY" | sed -n '/^## steps/,$p'
+rm -rf "$WORK"
+exit 0
