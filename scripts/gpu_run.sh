@@ -16,7 +16,8 @@
 #   VALIDATE_MINUTES   validate's --max-minutes (default 4.5)
 #   VALIDATE_ARGS      more arguments for validate (e.g. "--quick -f cuda")
 #   BUILD_S, TESTS_S, SMI_S   the time boxes of the build, the GPU tests and each nvidia-smi call
-#   GPU_TESTS          what pytest runs (default tests/test_gpu.py, without its validate --quick test)
+#   GPU_TESTS          the test files pytest runs (default tests/test_gpu.py)
+#   GPU_TESTS_SELECT   pytest's -k over them (default: all but the validate --quick test, which the validation repeats)
 #   PYTHON             the interpreter (default python3)
 #   NVCC               the CUDA compiler for the peers (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
 #   GIT_COMMIT         the commit to record, where the checkout has no .git
@@ -36,6 +37,7 @@ BUILD_S=${BUILD_S:-90}
 TESTS_S=${TESTS_S:-45}
 SMI_S=${SMI_S:-15}
 GPU_TESTS=${GPU_TESTS:-tests/test_gpu.py}
+GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-not validate_quick}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
 VALIDATE_BOX=$("$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 60) + 30)" "$VALIDATE_MINUTES") ||
   { echo "error: VALIDATE_MINUTES=$VALIDATE_MINUTES is not a number of minutes" >&2; exit 2; }
@@ -134,7 +136,7 @@ fi
 
 # 4. The GPU tests (they skip cleanly where a framework sees no GPU).
 step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest -p no:cacheprovider -rA -m gpu \
-  -k "not validate_quick" $GPU_TESTS
+  -k "$GPU_TESTS_SELECT" $GPU_TESTS
 
 {
   echo

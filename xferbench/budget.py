@@ -23,8 +23,13 @@ from xferbench.timing import TimingConfig
 PINNED_BPS = 25e9  # a pinned copy on a PCIe Gen4 x16 link, as measured
 PAGEABLE_BPS = 8e9  # a copy from pageable memory, staged by the driver through its own pinned buffers
 CALL_S = 100e-6  # launching and waiting for one call, beside its bytes
+# Beside its timed calls, a point allocates, fills and verifies its buffers, samples where its pages
+# sit and reads its counters: about 0.43 s a point, and about 1 s per GB more (1 GiB pinned buffers cost most), measured on an H200
+# virtual machine (16 cores) in the validation's own sweeps.
+POINT_S = 0.45
+HOST_BPS = 1e9
 SWEEP_START_S = 5.0  # `python -m xferbench sweep`: imports, the environment, NVML
-WORKER_START_S = 8.0  # a framework's worker: importing it and starting CUDA, once per framework per sweep
+WORKER_START_S = 5.0  # a framework's worker: importing it and starting CUDA, once per framework per sweep
 PEER_START_S = 2.0  # a peer's process: CUDA context, allocations, its pattern's fill and check
 MEMSET_BPS = 10e9  # bandwidthTest's untimed 256 MiB memset after each pageable copy
 MEMSET_BYTES = 256 * 2**20
@@ -69,12 +74,15 @@ def _pageable(key: SeriesKey) -> bool:
 
 
 def point_seconds(nbytes: int, rate: float, timing: TimingConfig, fixed_s: float | None = None) -> float:
-    """One point: its warm-up, its sampling to the minimums, and the one call that verifies its bytes.
-    Sampling past the minimums while a median is uncertain is not counted: on a quiet GPU it does not happen."""
+    """One point: its buffers, its warm-up, its sampling to the minimums (or its caps, whichever comes
+    first), and the one call that verifies its bytes. Sampling past the minimums while a median is
+    uncertain is not counted: on a quiet GPU it does not happen."""
     call = CALL_S + nbytes / rate
     warm = max(timing.warmup_s, timing.warmup_calls * call)
-    sample = fixed_s if fixed_s is not None else min(timing.max_time_s, max(timing.min_time_s, timing.min_samples * call))
-    return warm + sample + call
+    # sampling goes on to min_samples and min_time_s, but stops at max_samples or max_time_s
+    wanted = max(timing.min_time_s, timing.min_samples * call)
+    sample = fixed_s if fixed_s is not None else min(timing.max_time_s, wanted, max(timing.max_samples, timing.min_samples) * call)
+    return POINT_S + nbytes / HOST_BPS + warm + sample + call
 
 
 def series_keys(frameworks: Sequence[str], device: str, ops: Sequence[str], methods: Sequence[str], shape: tuple[int, ...],
