@@ -46,17 +46,19 @@ SUMMARY=$OUT/gpu-run.txt
 STARTED=$(date +%s)
 
 note() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
-# step NAME BOX_S LOG CMD...: CMD with its output in LOG, killed (TERM, then KILL 10 s later) at BOX_S
-# seconds; one line in the summary with its status, exit code and seconds.
+# step NAME BOX_S LOG CMD...: CMD with its output in LOG, stopped at BOX_S seconds (by $STOP_SIGNAL,
+# TERM unless set: a sweep saves on it; pytest writes its summary only on INT), killed 10 s later;
+# one line in the summary with its status, exit code and seconds ($EXIT_5 names what exit 5 means).
 step() {
   local name=$1 box=$2 log=$3 t0 rc status
   shift 3
   t0=$(date +%s)
   printf '== %s (at most %s s): %s\n' "$name" "$box" "$*" | tee -a "$SUMMARY"
-  timeout -k 10 "$box" "$@" >"$log" 2>&1
+  timeout -s "${STOP_SIGNAL:-TERM}" -k 10 "$box" "$@" >"$log" 2>&1
   rc=$?
   case $rc in
     0) status=ok ;;
+    5) status=${EXIT_5:-failed} ;;
     124 | 137) status="timed out after $box s (partial output kept)" ;;
     *) status=failed ;;
   esac
@@ -135,7 +137,7 @@ else
 fi
 
 # 4. The GPU tests (they skip cleanly where a framework sees no GPU).
-step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest -p no:cacheprovider -rA -m gpu \
+STOP_SIGNAL=INT EXIT_5="no test matched the selection" step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest -p no:cacheprovider -rA -m gpu \
   -k "$GPU_TESTS_SELECT" $GPU_TESTS
 
 {

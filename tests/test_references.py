@@ -117,12 +117,12 @@ def test_measured_for_filters_by_copy_size_kind_and_direction_even_without_a_cav
 
 
 def test_published_line_for_unknown_and_known_models() -> None:
-    assert published_line("NVIDIA L4", 20.0) == "20.0 GB/s; no published host-to-device figure for this model (NVIDIA L4)"
+    assert published_line("NVIDIA L4", 20.0) == "20.0 GB/s here; no published host-to-device figure for this model (NVIDIA L4)"
     assert published_line("NVIDIA B200", None) == "no published host-to-device figure for this model (NVIDIA B200)"
     one = published_line(H100_SXM5, 56.1)
-    assert one.startswith("56.1 GB/s, below every published figure; published for H100: 56.68–57.07 GB/s host to device")
+    assert one.startswith("56.1 GB/s here, below every published figure; published for H100: 56.68–57.07 GB/s host to device")
     assert one.endswith("1 source (https://github.com/NVIDIA/nvbandwidth/issues/6)")
-    assert published_line(H100_SXM5, 56.9) == published_line(H100_SXM5, None).join(["56.9 GB/s; ", ""])
+    assert published_line(H100_SXM5, 56.9) == published_line(H100_SXM5, None).join(["56.9 GB/s here; ", ""])
     several = published_line("NVIDIA GeForce RTX 4090", 30.0)
     assert "above every published figure" in several and "23.85–26.38 GB/s host to device, 2 sources" in several
     assert "device to host" in published_line("NVIDIA GeForce RTX 4090", None, "d2h")

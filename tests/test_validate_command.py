@@ -163,6 +163,9 @@ def test_without_a_gpu_validate_refuses_in_one_line(tmp_path, monkeypatch) -> No
 @pytest.mark.parametrize("args, message", [
     (["--device", "cpu"], "--device cpu: validate checks a CUDA GPU (cuda or cuda:N)"),
     (["--peer", "/bin/true"], "--peer /bin/true: not nvbandwidth or bandwidthTest"),
+    (["--max-minutes", "0"], "--max-minutes 0: give minutes above 0 and at most 1440"),
+    (["--max-minutes", "nan"], "--max-minutes nan: give minutes above 0"),
+    (["--max-minutes", "1441"], "--max-minutes 1441: give minutes above 0 and at most 1440"),
 ])  # fmt: skip
 def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
     from xferbench import environment

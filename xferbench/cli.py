@@ -564,12 +564,12 @@ def validate(
         kind, _, index = device.strip().lower().partition(":")
         if kind != "cuda" or (index and not index.isdigit()):
             raise XferbenchError(f"--device {device}: validate checks a CUDA GPU (cuda or cuda:N); `xferbench sweep` measures the others")
+        if max_minutes is not None and not (math.isfinite(max_minutes) and 0 < max_minutes <= MAX_VALIDATE_MINUTES):
+            raise XferbenchError(f"--max-minutes {max_minutes:g}: give minutes above 0 and at most {MAX_VALIDATE_MINUTES}"
+                                 " (validate prints its estimated duration before it starts)")  # fmt: skip
         if "cuda" not in environment.accelerator_kinds():
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
-        if max_minutes is not None and not (math.isfinite(max_minutes) and 0 < max_minutes <= MAX_VALIDATE_MINUTES):
-            raise XferbenchError(f"--max-minutes {max_minutes:g}: give minutes above 0 and at most {MAX_VALIDATE_MINUTES}"
-                                 " (a full validation takes about five)")  # fmt: skip
         peers, missing = validation.find_peers(peer or ())
         run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.strip().lower() for f in framework or ())),
                                     quick, peers, missing, max_minutes)  # fmt: skip

@@ -292,7 +292,7 @@ def print_series(console: Console, series: Series, result: Result | None = None)
         console.print(f"note: {series.label()}: {escape(uncertain_note(noisy, series.summary))}")
     published = published_note(series)
     if published:
-        console.print(f"published: {escape(published)}", highlight=False)
+        console.print(f"against published figures: {escape(published)}", highlight=False)
     for warning in series_warnings(series, result.environment if result else {}):
         console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()

@@ -354,7 +354,7 @@ def published_line(gpu_name: str, gbps: float | None, direction: str = H2D) -> s
     """One line placing a measured figure among the healthy published ones for this model; gbps None
     gives the published range alone."""
     rows = measured_for(gpu_name, direction)
-    here = "" if gbps is None else f"{gbps:.1f} GB/s"
+    here = "" if gbps is None else f"{gbps:.1f} GB/s here"
     if not rows:
         return f"{here}{'; ' if here else ''}no published {_WAYS[direction].replace(' ', '-')} figure for this model ({gpu_name})"
     low, high = min(r.low_gbps for r in rows), max(r.high_gbps for r in rows)

@@ -69,6 +69,14 @@ def errors_said(errors: Sequence[str]) -> str:
     return errors[0][:300] + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "") if errors else ""
 
 
+def take_header(series: Series, header: dict[str, Any]) -> None:
+    """The worker's view of a series' header fields. An unbound worker has no NUMA record of its own:
+    it keeps the one the sweep wrote when it chose not to bind (why not), rather than blanking it."""
+    for name in HEADER_FIELDS:
+        if name in header and not (name == "numa" and not header[name] and series.numa):
+            setattr(series, name, header[name])
+
+
 class WorkerDied(Exception):
     """The worker process ended in the middle of a series; the message says how and why."""
 
@@ -307,9 +315,7 @@ class WorkerRunner:
             if "point" in message and barrier is not None and message["point"]["batch_size"] not in met:
                 met.add(message["point"]["batch_size"])  # failed or skipped before it was ready: it meets the others now
                 barrier.meet(stall_s)
-            for name in HEADER_FIELDS:
-                if name in message.get("series", {}):
-                    setattr(series, name, message["series"][name])
+            take_header(series, message.get("series", {}))
             if "start" in message and on_start:
                 on_start(series, message["start"])
             elif "point" in message:
@@ -318,8 +324,7 @@ class WorkerRunner:
                 if on_point:
                     on_point(series, point)
             elif "done" in message:
-                for name in HEADER_FIELDS:
-                    setattr(series, name, message["done"][name])
+                take_header(series, message["done"])
                 self.busy = False
                 if barrier is not None:  # a series that could not set up sent no point: the others must not wait for it
                     for _ in [batch for batch in batch_sizes if batch not in met]:
