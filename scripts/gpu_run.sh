@@ -3,8 +3,11 @@
 # peers' kit, runs `xferbench validate` with them inside a time budget, runs the GPU tests, saves
 # nvidia-smi's view, and packs everything into at most 8 files under $OUT.
 #
-#   cp -r ../shared/peers .peers && echo /.peers/ >> .git/info/exclude    # once, beside a checkout
-#   OUT=/some/folder bash scripts/gpu_run.sh                               # from the repository root
+#   OUT=/some/folder bash scripts/gpu_run.sh          # from anywhere; the peers' kit in .peers
+#
+# The peers' kit is a folder whose build.sh builds nvbandwidth and bandwidthTest offline into
+# $PEERS_BUILD_ROOT/nvbandwidth/nvbandwidth and $PEERS_BUILD_ROOT/bandwidthTest/bandwidthTest; keep it
+# out of git (echo /.peers/ >> .git/info/exclude). Without one, validate uses the peers on PATH.
 #
 # It uses the machine's own python3 as it is (numpy, pandas, matplotlib, typer, rich, pytest,
 # nvidia-ml-py, and whichever of PyTorch, CuPy and JAX are there): nothing is installed. Each step is
@@ -13,7 +16,7 @@
 #
 # Settings (environment, all optional):
 #   PEERS_KIT          the peers' kit (default .peers); none: the peers on PATH, if any
-#   VALIDATE_MINUTES   validate's --max-minutes (default 4.5)
+#   VALIDATE_MINUTES   validate's --max-minutes (default 6: on an H200 that plan ran whole in 4.2 minutes)
 #   VALIDATE_ARGS      more arguments for validate (e.g. "--quick -f cuda")
 #   BUILD_S, TESTS_S, SMI_S   the time boxes of the build, the GPU tests and each nvidia-smi call
 #   GPU_TESTS          the test files pytest runs (default tests/test_gpu.py)
@@ -32,10 +35,10 @@ fi
 mkdir -p "$OUT" || { echo "error: cannot create OUT=$OUT" >&2; exit 2; }
 PYTHON=${PYTHON:-python3}
 KIT=${PEERS_KIT:-.peers}
-VALIDATE_MINUTES=${VALIDATE_MINUTES:-4.5}
-BUILD_S=${BUILD_S:-90}
-TESTS_S=${TESTS_S:-45}
-SMI_S=${SMI_S:-15}
+VALIDATE_MINUTES=${VALIDATE_MINUTES:-6}
+BUILD_S=${BUILD_S:-45}
+TESTS_S=${TESTS_S:-40}
+SMI_S=${SMI_S:-10}
 GPU_TESTS=${GPU_TESTS:-tests/test_gpu.py}
 GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-not validate_quick}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
@@ -114,7 +117,7 @@ PEER_ARGS=()
 nvcc=${NVCC-$(command -v nvcc || true)}
 [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
 if [ ! -f "$KIT/build.sh" ]; then
-  skip peers-build "no peers' kit at $KIT (cp -r ../shared/peers .peers); validate uses the peers on PATH, if any"
+  skip peers-build "no peers' kit at $KIT (a folder whose build.sh builds them); validate uses the peers on PATH, if any"
 elif [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
   skip peers-build "no nvcc${nvcc:+ at $nvcc} to build them with; validate uses the peers on PATH, if any"
 else
