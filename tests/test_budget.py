@@ -95,7 +95,7 @@ def test_the_trims_come_in_the_documented_order_and_spare_the_default_sweep_the_
     tiny = planned(0.0001, frameworks=("sim", "cuda"))
     assert tiny.large_batches == budget.LARGE_KEEP and "more than it, trimmed as far as it goes" in tiny.plan_lines()[0]
     kept = sorted({c.nbytes for c in tiny.peer_commands()})
-    assert kept and min(kept) >= budget.AGREEMENT_BYTES and max(kept) == 2**30  # the raw ceiling's size is still compared
+    assert kept and min(kept) >= validation.AGREEMENT_BYTES and max(kept) == 2**30  # the raw ceiling's size is still compared
     assert tiny.trimmed[-1] == "the large sweep left out batches 1, 4, 16, 64, 128, 512 of 1 MiB images (kept 256, 1024)"
 
 
@@ -175,9 +175,9 @@ def test_the_estimate_leaves_out_the_series_a_sweep_would_skip() -> None:
 def test_the_peers_keep_the_size_the_peer_check_starts_at() -> None:
     run = planned()
     run.peer_sizes = "from16"
-    assert min(c.nbytes for c in run.peer_commands()) == budget.AGREEMENT_BYTES
+    assert min(c.nbytes for c in run.peer_commands()) == validation.AGREEMENT_BYTES
     run.peer_sizes = "few"
-    assert sorted({c.nbytes for c in run.peer_commands()}) == [budget.AGREEMENT_BYTES, 512 * 196608, 256 * 2**20, 2**30]
+    assert sorted({c.nbytes for c in run.peer_commands()}) == [validation.AGREEMENT_BYTES, 512 * 196608, 256 * 2**20, 2**30]
 
 
 def test_each_sweep_may_run_until_what_comes_after_it_is_estimated_to_need(monkeypatch) -> None:

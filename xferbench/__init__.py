@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 
-
 def _source_version() -> str:
     """The version in the source tree's pyproject.toml, marked as such: a GPU image's own python3 runs
     xferbench from a checkout, and its result files must still say which xferbench made them."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xferbench.backends import BACKENDS
-from xferbench.spec import H2D, PER_CALL, STREAMED, SeriesKey
+from xferbench.spec import H2D, STREAMED, SeriesKey
 from xferbench.timing import TimingConfig
 
 # Rates and fixed costs the estimate assumes (B/s and seconds).
@@ -39,7 +39,6 @@ NVBANDWIDTH_SAMPLES = 3  # nvbandwidth's default samples per size (-i)
 FINISH_S = 30.0  # importing the peers' output, plotting each file, the report and the verdict
 STOP_GRACE_S = 20.0  # a sweep stopped at its time limit saves what it measured and closes its workers
 
-AGREEMENT_BYTES = 16 * 2**20  # the peer check compares sizes from here up
 LARGE_KEEP = (256, 1024)  # the large sweep's batches never trimmed: the methods check (from 256 MiB) and the raw ceiling
 LARGE_TRIM_ORDER = (128, 4, 64, 512, 1, 16)  # the large sweep's batches, in the order they are left out
 
@@ -63,14 +62,10 @@ class SweepPlan:
         total = SWEEP_START_S + WORKER_START_S * len(self.frameworks)
         item = math.prod(self.keys[0].shape) if self.keys else 0
         for key in self.keys:
-            rate = PAGEABLE_BPS if _pageable(key) else PINNED_BPS
+            rate = PINNED_BPS if key.host_buffer == "pinned" else PAGEABLE_BPS
             for batch in self.batches:
                 total += point_seconds(batch * item, rate, self.timing, self.fixed_s)
         return total
-
-
-def _pageable(key: SeriesKey) -> bool:
-    return key.host_buffer != "pinned"
 
 
 def point_seconds(nbytes: int, rate: float, timing: TimingConfig, fixed_s: float | None = None) -> float:
@@ -127,5 +122,5 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-__all__ = ["AGREEMENT_BYTES", "FINISH_S", "LARGE_KEEP", "LARGE_TRIM_ORDER", "STOP_GRACE_S", "SweepPlan", "bandwidthtest_seconds",
+__all__ = ["FINISH_S", "LARGE_KEEP", "LARGE_TRIM_ORDER", "STOP_GRACE_S", "SweepPlan", "bandwidthtest_seconds",
            "minutes", "nvbandwidth_seconds", "point_seconds", "series_keys"]  # fmt: skip

@@ -148,10 +148,10 @@ class Validation:
         each size that is a whole number of MiB (its -b is in MiB), bandwidthTest at each size in bytes."""
         sizes = self.sizes()
         if self.peer_sizes != "all":
-            sizes = [s for s in sizes if s >= budget.AGREEMENT_BYTES]
+            sizes = [s for s in sizes if s >= AGREEMENT_BYTES]
         if self.peer_sizes == "few":
             default_largest = max(self.batches[0]) * math.prod(DEFAULT_SHAPE)
-            sizes = [s for s in sizes if s in (budget.AGREEMENT_BYTES, default_largest, LARGE_BYTES, max(sizes))]
+            sizes = [s for s in sizes if s in (AGREEMENT_BYTES, default_largest, LARGE_BYTES, max(sizes))]
         commands = []
         if "nvbandwidth" in self.peers:
             samples = ("-i", str(self.nvbandwidth_samples)) if self.nvbandwidth_samples else ()
@@ -309,10 +309,12 @@ def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None
     deadline (time.monotonic()), each sweep may run until the time the steps after it are estimated to
     need; one that runs past that is stopped, keeping what it measured, and said in `notes`."""
     files: dict[str, Result | None] = {}
+    notes = [] if notes is None else notes
     plans = {p.stem: p.seconds() for p in validation.sweep_plans()}
     peers_s = sum(c.seconds for c in validation.peer_commands()) + budget.FINISH_S
-    stems = list(validation.sweeps())
-    for at, (stem, arguments) in enumerate(validation.sweeps().items()):
+    sweeps = validation.sweeps()
+    stems = list(sweeps)
+    for at, (stem, arguments) in enumerate(sweeps.items()):
         path = validation.folder / f"{stem}.json"
         command = [sys.executable, "-m", "xferbench", "sweep", *arguments, "-o", str(path)]
         limit = None
@@ -321,7 +323,7 @@ def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None
             if limit <= 0:
                 said = f"{stem}.json was not started: the run's --max-minutes budget was spent"
                 echo(f"warning: {said}")
-                (notes if notes is not None else []).append(said)
+                notes.append(said)
                 files[stem] = None
                 continue
         echo(f"$ {shlex.join(command)}")
@@ -330,7 +332,7 @@ def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None
             said = (f"{stem}.json was stopped after {limit:.0f} s, keeping what it had measured, so that the rest of the run"
                     " fits its --max-minutes budget")  # fmt: skip
             echo(f"warning: {said}")
-            (notes if notes is not None else []).append(said)
+            notes.append(said)
         if code == 2 and stem == "default" and not path.exists():  # bad input (no such device, say): the sweep said why
             for name in ("nvidia-smi-q.txt", "nvidia-smi-topo.txt"):  # written by this run: the folder is left as it was found
                 (validation.folder / name).unlink(missing_ok=True)
