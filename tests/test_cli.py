@@ -643,3 +643,104 @@ def test_plot_and_report_outputs_may_be_folders_and_are_regular_files_only(tmp_p
     r = invoke("report", str(sim), "-o", str(tmp_path / "link.md"))
     assert r.exit_code == 2 and "not a regular file" in r.stderr
     assert precious.read_text() == "keep"
+
+
+def busy_reading(monkeypatch) -> None:
+    """Every point measured in this process reads as taken beside other processes using 1.5 of 2 CPUs."""
+    from xferbench import contention
+
+    monkeypatch.setattr(contention, "usage", lambda before, after: contention.Usage(others_cpus=1.5, run_wait=0.4, cpus=2))
+
+
+def flat(text: str) -> str:
+    """Help or a table as running words: box borders gone, every run of whitespace one space."""
+    return " ".join(text.translate({ord(c): " " for c in "│╭╮╰╯─┃┏┓┗┛━┡┩╇┳┻╋┃"}).split())
+
+
+def paths_rows(text: str) -> dict[tuple[str, str, str], str]:
+    """paths' table as (framework, mode, device) -> its default sweep cell."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("│").split("│")] if line.startswith("│") else []
+        if len(cells) == 6 and cells[0]:
+            rows[(cells[0], cells[1], cells[3])] = cells[4]
+    return rows
+
+
+def test_mode_help_and_paths_say_what_the_planner_runs(fake_backend, monkeypatch) -> None:
+    """--mode's help and paths' default sweep column come from the choice make_plan makes, not from a copy of it."""
+    from xferbench.backends import mode_defaults
+    from xferbench.sweep import SweepConfig, make_plan
+
+    assert mode_defaults() in flat(invoke("sweep", "--help").stdout)  # the help is built from it
+    backend = fake_backend()
+    backend.modes = ("a", "b", "c")  # c: a mode of its own, left to --mode, as torch's tensor is
+    plan = make_plan(SweepConfig(frameworks=("fake",), batch_sizes=(1,)))
+    plan.close()
+    planned = [s.key.mode for s in plan.series]
+    assert planned == ["a", "b"]
+    said = mode_defaults()
+    assert f"fake: {', '.join(planned)}." in said and said.endswith("fake: c.")
+    monkeypatch.setattr("xferbench.environment.accelerator_kinds", lambda: [])
+    rows = paths_rows(runner.invoke(app, ["paths"], env={"COLUMNS": "250"}).stdout)
+    # fake is left out of a default sweep (as sim is): -f brings the planned modes, -m the rest
+    assert {mode: rows[("fake", mode, "cpu")] for mode in "abc"} == {"a": "-f fake", "b": "-f fake", "c": "-f fake -m c"}
+    if ("host", "numpy", "cpu") in rows:
+        assert rows[("host", "numpy", "cpu")] == "yes"
+    if HAS_TORCH:  # a default mode the CPU cannot run is planned, then skipped with its reason
+        assert (rows[("torch", "pageable", "cpu")], rows[("torch", "pinned", "cpu")]) == ("yes", "skipped")
+
+
+@pytest.mark.slow
+@needs_torch
+def test_sweep_help_and_paths_agree_with_the_plan_for_torch(monkeypatch) -> None:
+    from xferbench.backends import BACKENDS
+    from xferbench.sweep import SweepConfig, make_plan
+
+    plan = make_plan(SweepConfig(frameworks=("torch",), batch_sizes=(1,)))
+    plan.close()
+    planned = [s.key.mode for s in plan.series]
+    runs = [s.key.mode for s in plan.runnable]
+    help_text = flat(runner.invoke(app, ["sweep", "--help"], env={"COLUMNS": "250"}).stdout)
+    before, named = help_text.split(" Run only when named: ", 1)
+    default = before.rsplit("Default: ", 1)[1]
+    assert f"torch: {', '.join(planned)};" in default
+    others = [m for m in BACKENDS["torch"].modes if m not in planned]
+    assert others and f"torch: {', '.join(others)}." in named
+    rows = paths_rows(runner.invoke(app, ["paths"], env={"COLUMNS": "250"}).stdout)
+    torch = {mode: cell for (framework, mode, device), cell in rows.items() if framework == "torch" and device == plan.target}
+    assert [m for m, cell in torch.items() if cell == "yes"] == runs
+    assert [m for m, cell in torch.items() if cell == "skipped"] == [m for m in planned if m not in runs]
+    assert {m: cell for m, cell in torch.items() if m in others} == {m: f"-f torch -m {m}" for m in others}
+
+
+def test_ctrl_c_prints_the_tables_of_what_was_measured_then_exits_130(tmp_path, fake_backend, monkeypatch) -> None:
+    """sim's series ends, then Ctrl-C lands in fake's at batch 4: both tables, the busy block once, then the stop."""
+    busy_reading(monkeypatch)
+    fake_backend(raise_at={4: KeyboardInterrupt()})
+    r = invoke("sweep", "-f", "sim,fake", "-m", "link,a,b", "--batch-sizes", "1,2,4,8", "-o", "r.json", *FAST_ARGS)
+    assert r.exit_code == 130, r.output
+    saved = load(tmp_path / "r.json")
+    assert saved.status == "interrupted" and [len(s.ok_points()) for s in saved.series] == [4, 2]
+    tables = r.stdout
+    assert "sim/link/copy@sim · simulated link" in tables and "fake/a/copy@cpu · fake device" in tables
+    assert "note: fake/a/copy@cpu: stopped after 2 of 4 batch sizes" in tables
+    assert "not started: fake/b/copy@cpu" in tables
+    assert tables.count("warning: the machine was busy at 6 of 6 points") == 1
+    assert r.output.index("fake/a/copy@cpu · fake device") < r.output.index("interrupted: 6 measured point(s) saved to")
+
+
+def test_a_busy_sweep_keeps_its_lines_within_100_columns_and_says_busy_once(tmp_path, monkeypatch) -> None:
+    """On a wide terminal's width, every line a busy sweep prints but its tables fits 100 columns."""
+    busy_reading(monkeypatch)
+    r = runner.invoke(app, ["sweep", "-f", "sim,host", "-d", "h2d,d2h,bidir", "--timing", "per-call,streamed", "--shape", "8x8x3",
+                            "--batch-sizes", "1,2,4,8,16,32,64,128,256,512,1024,2048,4096", "-o", "r.json", *FAST_ARGS],
+                      env={"COLUMNS": "250"})  # fmt: skip
+    assert r.exit_code == 0, r.output
+    text = [line for line in (r.stdout + r.stderr).splitlines() if line[:1] not in "┏┃┡│└"]
+    assert "skipping host/numpy/copy/bidir@cpu: host/numpy has no bidir path; it copies h2d" in r.stdout  # status lines too
+    assert max(len(line) for line in text) <= 100, max(text, key=len)
+    assert r.stdout.count("the machine was busy") == 1 and "A busy machine moves figures" in r.stdout
+    block = flat(r.stdout.split("the machine was busy", 1)[1])
+    measured = [s for s in load(tmp_path / "r.json").series if s.ok_points()]
+    assert measured and all(f"{s.label()} every batch: others used up to 1.50 of 2 CPUs" in block for s in measured)

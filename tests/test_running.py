@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import signal
 
 import pytest
@@ -52,6 +53,27 @@ def test_an_interrupt_is_a_stopped_with_its_code_and_the_file_marked(plan, tmp_p
         signal.signal(signal.SIGTERM, previous[1])
     assert stopped.value.code == code and str(stopped.value) == f"{said}: 1 measured point(s) saved to {tmp_path / 'r.json'}"
     assert load(tmp_path / "r.json").status == "interrupted"
+
+
+def test_on_a_wide_terminal_the_progress_bar_stays_within_100_columns(plan, tmp_path, monkeypatch) -> None:
+    from xferbench import contention
+
+    monkeypatch.setattr(contention, "usage", lambda before, after: contention.Usage(others_cpus=1.5, run_wait=0.4, cpus=2))
+    out, err = Console(file=io.StringIO(), width=250), Console(file=io.StringIO(), width=250, force_terminal=True)
+    running.run_sweep(plan, OutputFile(tmp_path / "r.json"), out, err)
+    drawn = re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err.file.getvalue()))  # each frame the bar drew
+    assert any("sim/link/copy@sim batch 4" in line and "last: batch 4" in line and ", busy" in line for line in drawn)
+    assert max(len(line) for line in drawn) <= 100
+    # the longest a label and a last point get: the bar folds them, and keeps every character
+    label = "cuda/raw_pinned/copy/bidir/streamed/64-at-once+aligned@cuda:63 batch 1048576"
+    bar = running.progress_bar(err)
+    bar.add_task(label, total=64 * 64, completed=4000, last="last: batch 524288 123,456,789 MB/s, busy")
+    wide = Console(file=io.StringIO(), width=250, record=True)
+    wide.print(bar.get_renderable())
+    lines = wide.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 100 and "4000/4096" in lines[0]
+    width = min(lines[0].index(c) for c in "━╸" if c in lines[0])  # the description's column, left of the bar
+    assert "".join(line[:width] for line in lines).replace(" ", "") == label.replace(" ", "")
 
 
 def test_a_failed_save_is_a_stopped_with_code_1_and_the_points_kept(plan, tmp_path, monkeypatch) -> None:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xferbench.backends import BACKENDS
+from xferbench.backends import BACKENDS, default_backends
 from xferbench.spec import H2D, STREAMED, SeriesKey
 from xferbench.timing import TimingConfig
 
@@ -87,12 +87,11 @@ def series_keys(frameworks: Sequence[str], device: str, ops: Sequence[str], meth
     if frameworks:
         backends = [BACKENDS[f] for f in frameworks if f in BACKENDS and not BACKENDS[f].missing()]
     else:
-        backends = [b for b in BACKENDS.values() if b.in_default_sweep and not b.missing()]
+        backends = default_backends()
     keys, used = [], []
     for backend in backends:
         target = backend.fixed_device or device
-        chosen = [m for m in modes if m in backend.modes] if modes else backend.default_modes
-        for mode in chosen:
+        for mode in backend.chosen_modes(modes):
             for op in ops:
                 if op not in backend.ops:
                     continue

@@ -19,15 +19,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from xferbench import running
-from xferbench.backends import BACKENDS, SimLink, path_availability
+from xferbench.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, safe_name, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_unless_regular, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     MAX_BATCH,
     Plan,
     SweepConfig,
+    auto_device,
     make_plan,
     parse_batch_sizes,
     parse_shape,
@@ -109,15 +110,15 @@ def default_name(device: str) -> str:
 
 
 _DEFAULT_BATCHES = ",".join(map(str, DEFAULT_BATCH_SIZES))
-_MODES = "; ".join(f"{backend.name}: {', '.join(backend.modes)}" for backend in BACKENDS.values())
+_NOT_DEFAULT = ", ".join(b.name for b in BACKENDS.values() if not b.in_default_sweep)
 
 
 @app.command()
 def sweep(
-    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable or comma-separated: {', '.join(BACKENDS)}. Default: every installed one except sim.")] = None,
+    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable or comma-separated: {', '.join(BACKENDS)}. Default: every installed one except {_NOT_DEFAULT}.")] = None,
     device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N or mps; repeatable, each device in turn. auto picks CUDA, then MPS, then the CPU.", show_default=False)] = None,
     concurrent: Annotated[bool, typer.Option("--concurrent", help="With several devices: after each device alone, run each path on all of them at once (a worker per device, starting each point together), with each device's figure, their sum and each one's ratio to its solo run.")] = False,
-    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable. {_MODES}. Default: all of each framework's modes.")] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable or comma-separated. {mode_defaults()} A path the device cannot run is skipped; xferbench paths says which run by default.")] = None,
     jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's jit mode only (tf.function with jit_compile=True): shorthand for --framework tf --mode jit.")] = False,
     op: Annotated[Optional[list[str]], typer.Option("--op", help="Repeatable or comma-separated. copy (default): the transfer alone; seed: the original report's cast, slice and fetch.")] = None,
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.", show_default=_DEFAULT_BATCHES.replace(",", ", "))] = _DEFAULT_BATCHES,
@@ -377,6 +378,8 @@ def plot(
     host_buffer: SelectHostBuffer = None,
     timing: SelectTiming = None,
     direction: SelectDirection = None,
+    y_scale: Annotated[str, typer.Option("--y-scale", help="MB/s axis: auto (log once the medians span more than 10x), linear or log.")] = "auto",
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file (or the default one).")] = False,
 ) -> None:
     """Draw MB/s by batch size and time by bytes from result files (several files overlay)."""
     from xferbench import plot as plotting
@@ -384,11 +387,12 @@ def plot(
     try:
         path = output_path(out_path, plotting.default_path(files).name)[0]  # no --out: plot's own default, runs/STEM.png
         refuse_overwriting_input(path, files, "--out")
+        check_writable(path, overwrite=overwrite)  # a figure, like a result, is replaced only when asked; said before drawing
         picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing, direction))
         for left_out in empty:
             err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
         warn_damaged(picks)
-        path = plotting.save(plotting.figure(picks, title), path)
+        path = plotting.save(plotting.figure(picks, title, y_scale=y_scale), path)
     except XferbenchError as error:
         raise fail(str(error)) from None
     err.print(f"saved {path} ({len(picks)} series)", highlight=False)  # stderr, as report's "wrote": stdout is for data
@@ -400,6 +404,8 @@ def report(
     out_text: Annotated[Optional[str], typer.Option("--out", "-o", help="Write the Markdown here (a folder, ending in /, gets STEM.md). Default: print it.", show_default=False)] = None,
     plot_text: Annotated[Optional[str], typer.Option("--plot", help="Also draw the same series to this .png/.svg/.pdf (or a folder, ending in /) and link it.", show_default=False)] = None,
     title: Annotated[Optional[str], typer.Option(help="Report heading, and the plot's title with --plot.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out or --plot file.")] = False,
+    y_scale: Annotated[str, typer.Option("--y-scale", help="The --plot's MB/s axis: auto (log once the medians span more than 10x), linear or log.")] = "auto",
     framework: SelectFramework = None,
     mode: SelectMode = None,
     op: SelectOp = None,
@@ -408,7 +414,7 @@ def report(
     timing: SelectTiming = None,
     direction: SelectDirection = None,
 ) -> None:
-    """Write Markdown for a bug report from result files: environment, summary and every point."""
+    """Write Markdown for a bug report from result files: how each path changed, environment, summary and every point."""
     from xferbench import plot as plotting
     from xferbench import report as reporting
 
@@ -417,21 +423,26 @@ def report(
     out_path = output_path(out_text, f"{stem}.md")[0] if out_text is not None else None
     plot_path = output_path(plot_text, f"{stem}.png")[0] if plot_text is not None else None
     try:
-        if out_path is not None:
-            refuse_overwriting_input(out_path, files, "--out")
+        for target, option in ((out_path, "--out"), (plot_path, "--plot")):
+            if target is not None:
+                refuse_overwriting_input(target, files, option)
+                refuse_unless_regular(target, option)  # a link or a folder: said as such, even with --overwrite
+                refuse_existing(target, option, overwrite)
         if plot_path is not None:
-            refuse_overwriting_input(plot_path, files, "--plot")
             if out_path is not None and plot_path.resolve() == out_path.resolve():
                 raise XferbenchError(f"--plot {plot_path} is the same file as --out; give the plot a .png name")
         picks, empty = select(files, chosen)
         if plot_path is not None:
-            plotting.save(plotting.figure(picks, title), plot_path, "--plot")
+            plotting.save(plotting.figure(picks, title, y_scale=y_scale), plot_path, "--plot")
         text = reporting.render(picks, empty, plot=plot_path, out=out_path, selection=chosen, title=title)
         if out_path is None:
             sys.stdout.write(text)  # not click's echo: it writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins
         else:
             reporting.save(text, out_path)
             err.print(f"wrote {out_path}", highlight=False)
+        if plot_path is not None:  # GitHub shows no image from a local path: the reader must see the file itself
+            err.print(f"the report links {plot_path}: attach that image to the issue too (drag it into the comment box),"
+                      " as GitHub does not show local images", highlight=False)  # fmt: skip
     except XferbenchError as error:
         raise fail(str(error)) from None
     for left_out in empty:
@@ -455,6 +466,12 @@ def warn_damaged_points(path: str | Path, damaged: Sequence[str]) -> None:
                   highlight=False)  # fmt: skip
 
 
+def refuse_existing(path: Path, option: str, overwrite: bool) -> None:
+    """A report or figure already there may be the one an issue links: replaced only when asked, as sweep does."""
+    if path.exists() and not path.is_dir() and not overwrite:
+        raise XferbenchError(f"{path} already exists; choose another {option}, or add --overwrite to replace it")
+
+
 def refuse_overwriting_input(path: Path, files: list[Path], option: str) -> None:
     """An output path that is one of the result files would destroy the only evidence of a run."""
     if any(path.resolve() == f.resolve() for f in files):
@@ -467,20 +484,26 @@ def compare(
     new: Annotated[Path, typer.Argument(help="The result file to check against it.", show_default=False)],
     threshold: Annotated[str, typer.Option(help="Smallest change in MB/s that counts, e.g. 5%.")] = "5%",
     alpha: Annotated[str, typer.Option(help="Significance level of the rank test: a change counts when p is below it.")] = "0.01",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts, p-values, ratios and what differs as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts, p-values, ratios, each path's runs and what differs as JSON.")] = False,
+    fail_on: Annotated[str, typer.Option("--fail-on", help="What makes the exit status 1: 'slower' (a point significantly slower, or failed in NEW) or 'change' (any significant change, faster too).")] = "slower",
 ) -> None:
-    """Compare two result files point by point (Mann-Whitney U on the raw samples); exit 1 when a point is significantly slower or failed in NEW."""
+    """Compare two result files point by point (Mann-Whitney U on the raw samples) and say how each path changed.
+
+    Exit status: 0 nothing failed the check; 1 a point is significantly slower or failed in NEW (with
+    --fail-on change, also significantly faster); 2 bad input."""
     from xferbench import compare as comparing
 
     try:
+        if fail_on not in comparing.FAIL_ON:
+            raise XferbenchError(f"--fail-on {fail_on!r}: give 'slower' (fail on slower points only) or 'change' (fail on any change)")
         comparison = comparing.compare_files(base, new, comparing.parse_threshold(threshold), comparing.parse_alpha(alpha))
     except XferbenchError as error:
         raise fail(str(error)) from None
     if as_json:
-        typer.echo(json.dumps(comparing.to_dict(comparison, base, new), indent=1, allow_nan=False))
+        typer.echo(json.dumps(comparing.to_dict(comparison, base, new, fail_on), indent=1, allow_nan=False))
     else:  # piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line
-        out.print(comparing.render(comparison, base, new))
-    if comparison.regressed:
+        out.print(comparing.render(comparison, base, new, fail_on))
+    if comparison.fails(fail_on):
         raise typer.Exit(1)
 
 
@@ -699,13 +722,17 @@ def paths(show_all: SHOW_ALL = False) -> None:
     else:  # no GPU here: every framework reaches the CPU, and nothing else
         devices = {b.name: b.devices() if b.fixed_device else [] if b.cuda_only else ["cpu"] for b in installed}
     rows = path_availability(devices)
+    auto = auto_device(["cpu", *(d for b in installed if not b.fixed_device for d in devices.get(b.name, []))])
     here = {"cpu", "sim", *kinds}
     shown = rows if show_all else [row for row in rows if row.device.split(":")[0] in here]
-    table = Table("framework", "mode", "ops", "device", "status")
+    table = Table("framework", "mode", "ops", "device", "default sweep", "status")
     for row in shown:
         status = f"[red]unavailable[/]: {escape(row.reason)}" if row.reason else "[green]available[/]"
-        table.add_row(row.framework, row.mode, ", ".join(row.ops), row.device, status)
+        default = sweep_flags(BACKENDS[row.framework], row.mode, row.device, auto) or ("skipped" if row.reason else "yes")
+        table.add_row(row.framework, row.mode, ", ".join(row.ops), row.device, default, status)
     out.print(table)
+    out.print(f"default sweep: yes, a sweep without --framework, --mode and --device ({auto} here) runs the path; skipped,"
+              " it plans the path and says why it cannot run; else the options that run it.", highlight=False)
     hidden = sorted({row.device.split(":")[0] for row in rows} - here)
     if hidden and not show_all:
         out.print(f"[dim]{len(rows) - len(shown)} paths on devices this machine lacks ({', '.join(hidden)}) are not shown; --all lists them[/]", highlight=False)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import platform
+import textwrap
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -9,7 +13,7 @@ from rich.text import Text
 
 from xferbench.numa import plan_binding
 from xferbench.references import published_line
-from xferbench.results import Point, Result, Series
+from xferbench.results import BUSY_SHARE, Point, Result, Series
 from xferbench.concurrency import Group
 from xferbench.spec import BIDIR, D2H, H2D, STREAMED
 from xferbench.stats import Summary, median_uncertainty
@@ -19,6 +23,18 @@ BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, 
 UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note
 FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages; 16 MB of Apple silicon's 16 KiB)
 POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
+LINE = 100  # the widest a line of progress, a point, a warning or a note runs, however wide the terminal
+
+
+def fit(text: str, width: int = LINE, indent: str = "  ") -> str:
+    """Plain text wrapped at spaces to `width` columns, each further line indented, so a log read in a
+    narrow window or a review tool keeps its lines whole; a word longer than a line is split."""
+    return "\n".join(textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False)) or text
+
+
+def say(console: Console, text: str, **options: bool) -> None:
+    """Print a line of rich markup wrapped to the console's width or LINE, whichever is narrower."""
+    console.print(text, width=min(console.width, LINE), **options)  # type: ignore[arg-type]
 
 
 def seconds(value: float | None) -> str:
@@ -34,6 +50,16 @@ def rate(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def binary_size(nbytes: int) -> str:
+    """A size as the peers and axis ticks name it (512 MiB, 1 GiB, 256 KiB) where it is whole in binary
+    units (to a quarter), else in 10^n units as size() gives it."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        scale = 1 << shift
+        if nbytes >= scale:  # the largest unit it reaches: 1.875 MiB reads better as 1.97 MB than as 1920 KiB
+            return f"{nbytes / scale:g} {unit}" if nbytes % (scale // 4) == 0 else size(nbytes)
+    return size(nbytes)
 
 
 def size(nbytes: float | None) -> str:
@@ -206,18 +232,20 @@ def published_note(series: Series) -> str | None:
     return published_line(series.device_name or series.device, series.summary.peak_mbps / 1e3, series.direction)
 
 
-def point_line(series: Series, point: Point) -> str:
-    where = f"{series.label()} batch {point.batch_size}"
+def point_line(series: Series, point: Point, prefix: str = "") -> str:
+    """A point as it lands, for a log: one line, wrapped at LINE where a long label or error needs it."""
+    where = f"{prefix}{series.label()} batch {point.batch_size}"
     if point.status != "ok":
-        return f"{where}: {point.status}: {point.error}"
-    busy = f"; busy: other processes used {point.others_cpus:.2f} of {point.cpus} CPUs" if is_busy(point) else ""
-    return f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n}{busy})"
+        return fit(f"{where}: {point.status}: {point.error}")
+    busy = f"; busy: others used {point.others_cpus:.2f} of {point.cpus} CPUs" if is_busy(point) else ""
+    return fit(f"{where}: {rate(point.mbps)} MB/s ({seconds(point.median_s)}, n={point.n}{busy})")
 
 
 def point_brief(point: Point) -> str:
     """The last point, short enough to sit beside the progress bar."""
-    result = f"{rate(point.mbps)} MB/s" if point.status == "ok" else point.status
-    return f"last: batch {point.batch_size} {result}"
+    if point.status != "ok":
+        return f"last: batch {point.batch_size} {point.status}"
+    return f"last: batch {point.batch_size} {rate(point.mbps)} MB/s" + (", busy" if is_busy(point) else "")
 
 
 def noisy_points(series: Series) -> list[Point]:
@@ -228,13 +256,26 @@ def noisy_points(series: Series) -> list[Point]:
     return [p for p in series.ok_points() if not is_busy(p) and (median_uncertainty(p.times_s) or 0) > UNCERTAIN]
 
 
-def uncertain_note(noisy: list[Point], summary: Summary | None = None) -> str:
+def no_reading_reason(system: str | None) -> str:
+    """Why a point carries no busy reading: the OS has no /proc, or the file predates the reading."""
+    name = (system or "").split("-")[0].lower()
+    if name in ("macos", "darwin"):
+        return "macOS has no /proc to read it from"
+    if name == "windows":
+        return "Windows has no /proc to read it from"
+    if name == "linux":
+        return "the file was written before xferbench took that reading"
+    return "the file records none"
+
+
+def uncertain_note(noisy: list[Point], summary: Summary | None = None, system: str | None = None) -> str:
     """A finding about the path, not a fault of the machine: said as a note, not a warning. Where such a
-    point sets one of the curve's figures (`summary`), the note says so: no headline rests on it unsaid."""
+    point sets one of the curve's figures (`summary`), the note says so: no headline rests on it unsaid.
+    `system`: the OS the file recorded (platform.platform()), for why no busy reading was taken."""
     listed = ", ".join(f"{p.batch_size} (±{median_uncertainty(p.times_s):.0%}, n={p.n})" for p in noisy)
     if any(p.others_cpus is None and p.run_wait is None for p in noisy):  # no reading: nobody can be cleared
-        why = ("no reading of other processes' CPU use was recorded there (macOS has no /proc to read it from),"
-               " so another process may cause it as well as the path itself")
+        why = ("no reading of other processes' CPU use was recorded there"
+               f" ({no_reading_reason(system)}), so another process may cause it as well as the path itself")
     else:
         why = "this path's own time varies there, e.g. calls split between two speeds"
     note = f"the median is uncertain at batch {listed}: {why} (see p10–p90; every sample is in the file)"
@@ -259,42 +300,58 @@ def busy_points(series: Series) -> list[Point]:
     return [p for p in series.ok_points() if is_busy(p)]
 
 
-def busy_warning(series: Series) -> str | None:
-    """Which points a busy machine spoiled, and by how much, in one warning."""
-    busy = busy_points(series)
-    if not busy:
-        return None
+def busy_block(series: Sequence[Series], width: int = LINE) -> list[str]:
+    """Every point a busy machine spoiled, once per sweep: a line per series with its busy batches and
+    the worst reading among them, then the advice, once. Each point's own reading is in the file."""
+    spoiled = [(s, busy_points(s)) for s in series]
+    spoiled = [(s, points) for s, points in spoiled if points]
+    if not spoiled:
+        return []
+    count = sum(len(points) for _, points in spoiled)
+    total = sum(len(s.ok_points()) for s in series)
+    lines = [fit(f"warning: the machine was busy at {count} of {total} points (other processes used {BUSY_SHARE:.0%} of the"
+                 " CPUs or more):", width)]  # fmt: skip
+    for one, points in spoiled:
+        worst = max(points, key=lambda p: p.others_cpus or 0.0)
+        wait = max((p.run_wait or 0.0) for p in points)
+        waited = f"; this run waited up to {wait:.2f} s/s for one" if wait >= BUSY_WAIT else ""
+        batches = "every batch" if len(points) == len(one.ok_points()) > 1 else "batch " + ", ".join(str(p.batch_size) for p in points)
+        lines.append(fit(f"  {one.label()} {batches}: others used up to {worst.others_cpus:.2f} of {worst.cpus or '?'}"
+                         f" CPUs{waited}", width, "    "))  # fmt: skip
+    lines.append(fit("  A busy machine moves figures either way, by up to several times: measure again on a quiet machine."
+                     " Busy points are marked * in the tables; each one's reading is in the file (others_cpus, run_wait).",
+                     width))  # fmt: skip
+    return lines
 
-    def one(p: Point) -> str:
-        waited = f", and this process waited {p.run_wait:.2f} s/s for one" if (p.run_wait or 0) >= BUSY_WAIT else ""
-        return f"at batch {p.batch_size} other processes used {p.others_cpus:.2f} of its {p.cpus or '?'} CPUs{waited}"
 
-    listed = "; ".join(one(p) for p in busy[:4]) + (f"; and at {len(busy) - 4} more batches" if len(busy) > 4 else "")
-    return (f"the machine was busy: {listed}. A busy machine moves figures either way, by up to several"
-            " times: measure again on a quiet machine")
+def print_busy(console: Console, series: Sequence[Series]) -> None:
+    """The sweep's busy block (busy_block), in the warnings' colour."""
+    lines = busy_block(series, min(console.width, LINE))
+    if lines:
+        console.print("\n".join(lines), style="yellow", markup=False, highlight=False, soft_wrap=True)
+        console.print()
 
 
 def print_series(console: Console, series: Series, result: Result | None = None) -> None:
     """The series' table and warnings; with the result it came from, also its fractions of the link's
-    and of the raw copy's ceilings. The sweep's NUMA warning is printed once (numa_line)."""
+    and of the raw copy's ceilings. The sweep's NUMA warning is printed once (numa_line), and so is its
+    busy machine (print_busy)."""
     if series.status == "skipped":  # announced before measuring; nothing to show
         return
     console.print(series_table(series, result, console))
     if series.note:
-        console.print(f"[yellow]note: {series.label()}: {escape(series.note)}[/]")
+        say(console, f"[yellow]note: {series.label()}: {escape(series.note)}[/]")
     if series.status == "failed":
-        console.print(f"[bold red]FAILED {series.label()}: {escape(series.reason or '')}[/]")
-    busy = busy_warning(series)
-    if busy:
-        console.print(f"[bold yellow]warning: {series.label()}: {escape(busy)}[/]")
+        say(console, f"[bold red]FAILED {series.label()}: {escape(series.reason or '')}[/]")
     noisy = noisy_points(series)
     if noisy:
-        console.print(f"note: {series.label()}: {escape(uncertain_note(noisy, series.summary))}")
+        system = (result.environment.get("os") if result is not None else None) or platform.platform()
+        say(console, f"note: {series.label()}: {escape(uncertain_note(noisy, series.summary, system))}")
     published = published_note(series)
     if published:
-        console.print(f"against published figures: {escape(published)}", highlight=False)
+        say(console, f"against published figures: {escape(published)}", highlight=False)
     for warning in series_warnings(series, result.environment if result else {}):
-        console.print(f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
+        say(console, f"[bold yellow]warning: {series.label()}: {escape(warning)}[/]")
     console.print()
 
 

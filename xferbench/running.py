@@ -11,8 +11,11 @@ import sys
 import threading
 from typing import Iterator
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.constrain import Constrain
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 from xferbench import concurrency, display
 from xferbench.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
@@ -48,7 +51,7 @@ def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
         return f"All {measured} measured point(s), {unsaved} of them not in that file, are in {rescued}"
     ok = [(s, p) for s in result.series for p in s.points if p.status == "ok"]
     for series, point in ok[output.saved_points :] if unsaved > 0 else []:
-        err.print(f"unsaved: {display.point_line(series, point)}", highlight=False, markup=False)
+        err.print(display.point_line(series, point, "unsaved: "), highlight=False, markup=False, soft_wrap=True)
     return f"No file could take the {unsaved} point(s) measured since: they are printed above (their medians; the samples are lost)"
 
 
@@ -72,6 +75,44 @@ def terminated_as_interrupted(plan: Plan | None = None) -> Iterator[None]:
                 plan.close()
         finally:
             signal.signal(signal.SIGTERM, previous)
+
+
+class NarrowProgress(Progress):
+    """A progress bar no wider than display.LINE, however wide the terminal: a long description folds."""
+
+    def get_renderable(self) -> RenderableType:
+        return Constrain(super().get_renderable(), display.LINE)
+
+
+def progress_bar(err: Console) -> NarrowProgress:
+    """The bar a sweep shows on a terminal: the point being measured, the bar, the count, the time, the last
+    point. The bar takes what the text leaves of the line; a label too long for it folds onto a second line."""
+    columns = (TextColumn("{task.description}", table_column=Column(overflow="fold")),
+               BarColumn(bar_width=None, table_column=Column(ratio=1)), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[last]}", table_column=Column(overflow="fold")))  # fmt: skip
+    return NarrowProgress(*columns, console=err, transient=True, expand=True)
+
+
+def print_tables(out: Console, plan: Plan, result: Result) -> None:
+    """Each series' table with its notes, each concurrent run's table, then the busy machine once for the
+    whole sweep. After a stop, only what was measured, and which series the stop cut short."""
+    shown = [s for s in result.series if s.points or s.status == "failed"]
+    for series in shown:
+        display.print_series(out, series, result)
+    for group in concurrency.groups(result):
+        out.print(display.group_table(group))
+        out.print()
+    display.print_busy(out, shown)
+    if result.status != "interrupted":
+        return
+    wanted = len(plan.config.batch_sizes)
+    for series in shown:
+        if series.status == "ok" and len(series.points) < wanted:
+            display.say(out, f"[yellow]note: {escape(series.label())}: stopped after {len(series.points)} of {wanted} batch sizes[/]")
+    started = {s.key for s in result.series}
+    left = [p.key.label() for p in plan.runnable if p.key not in started]
+    if left:
+        display.say(out, f"[yellow]not started: {escape(', '.join(left))}[/]")
 
 
 def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_sampling: bool = True, tables: bool = True) -> Result:
@@ -102,31 +143,26 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
     target = plan.target
     names = {d["id"]: d["name"] for d in result.environment["devices"]}
     where = ", ".join(f"{device} ({names[device]})" if device in names else device for device in target.split("+"))
-    out.print(
-        f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where}, saving to {output.path}",
-        highlight=False,
-    )
+    display.say(out, escape(f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where},"
+                            f" saving to {output.path}"), highlight=False)  # fmt: skip
     for missing in result.environment.get("unavailable_checks") or []:
-        out.print(f"[yellow]note: not available on {environment.os_name()}: {escape(missing)}[/]", highlight=False)
+        display.say(out, f"[yellow]note: not available on {environment.os_name()}: {escape(missing)}[/]", highlight=False)
     for why in absent_frameworks(plan.config, target):
-        out.print(f"[dim]left out: {escape(why)}[/]", highlight=False)
+        display.say(out, f"[dim]left out: {escape(why)}[/]", highlight=False)
     for conflict in environment.package_conflicts(result.environment.get("versions") or {}):
-        err.print(f"[bold yellow]warning: {escape(conflict)}[/]", highlight=False)
+        display.say(err, f"[bold yellow]warning: {escape(conflict)}[/]", highlight=False)
     for planned in plan.series:
         if planned.skip:
-            out.print(f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
+            display.say(out, f"[dim]skipping {planned.key.label()}: {escape(planned.skip)}[/]", highlight=False)
     # Before measuring: the user may want to pin and start again. A line per device.
     numa = "\n".join(filter(None, (display.numa_line(result, device, plan.config.bind) for device in target.split("+"))))
     if numa:
-        err.print(numa, highlight=False)
+        display.say(err, numa, highlight=False)
 
     link_interval_s = INTERVAL_S if link_sampling else None
     try:
         if err.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[last]}"))  # fmt: skip
-            with Progress(*columns, console=err, transient=True) as progress:
+            with progress_bar(err) as progress:
                 task = progress.add_task("measuring", total=total, last="")
 
                 def on_start(series: Series, batch_size: int) -> None:
@@ -149,6 +185,10 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
             save(result)
         finally:
             signal.signal(signal.SIGINT, previous)
+        if tables:  # saved first: the tables are what was measured, and a second Ctrl-C only cuts them short
+            with contextlib.suppress(KeyboardInterrupt):
+                out.print()
+                print_tables(out, plan, result)
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
         how, code = how_stopped(stop)
         raise Stopped(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
@@ -156,17 +196,15 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
         result.environment["nvml_after"] = environment.nvml_health()
         save(result)
     out.print()
-    for series in result.series if tables else ():
-        display.print_series(out, series, result)
-    for group in concurrency.groups(result) if tables else ():
-        out.print(display.group_table(group))
-        out.print()
+    if tables:
+        print_tables(out, plan, result)
     if numa and "warning" in numa:  # a warning bears repeating under the tables; the binding line does not
-        out.print(numa, highlight=False)
+        display.say(out, numa, highlight=False)
     if output.moved_from:
-        err.print(f"[bold yellow]warning: {output.moved_from} was replaced by something else during the run;"
-                  f" this run's results are in {output.path}[/]", highlight=False)
-    out.print(f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else ""), highlight=False)
+        display.say(err, f"[bold yellow]warning: {escape(str(output.moved_from))} was replaced by something else during the"
+                         f" run; this run's results are in {escape(str(output.path))}[/]", highlight=False)  # fmt: skip
+    saved = f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else "")
+    display.say(out, escape(saved), highlight=False)
     return result
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xferbench.backends import BACKENDS, OPS, Backend, SimLink, get_backend
+from xferbench.backends import BACKENDS, OPS, Backend, SimLink, default_backends, get_backend
 from xferbench.buffers import available_host_memory
 from xferbench.environment import os_name
 from xferbench.errors import XferbenchError
@@ -144,12 +144,17 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
     for runner in movable:
         present += [d for d in runner.devices() if d not in present]
     if requested == "auto":
-        return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
+        return auto_device(present)
     device = "cuda:0" if requested == "cuda" else requested
     if device not in present:
         why = "; ".join(r.absent_reason(device, r.devices()) for r in movable)
         raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)}; {why}")
     return device
+
+
+def auto_device(present: Sequence[str]) -> str:
+    """What --device auto picks among the devices the frameworks reach: CUDA, then MPS, then the CPU."""
+    return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
 
 
 def device_parts(requested: str) -> list[str]:
@@ -205,7 +210,7 @@ def _select_backends(config: SweepConfig) -> list[Backend]:
             else:
                 backends.append(get_backend(name))
         return backends
-    return [b for b in BACKENDS.values() if b.in_default_sweep and not b.missing()]
+    return default_backends()
 
 
 def absent_frameworks(config: SweepConfig, target: str) -> list[str]:
@@ -297,8 +302,7 @@ def make_plan(config: SweepConfig) -> Plan:
                 present = targets = config.sim.device_ids()
             else:
                 targets = [backend.fixed_device] if backend.fixed_device else devices
-            modes = [m for m in config.modes if m in backend.modes] if config.modes else backend.default_modes
-            for mode in modes:
+            for mode in backend.chosen_modes(config.modes):
                 sources = backend.sources(mode)
                 kinds = sources if len(sources) == 1 else config.host_buffers or sources[:1]
                 for op in config.ops:

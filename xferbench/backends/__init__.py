@@ -21,6 +21,33 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (CudaBackend(), TorchBackend(
                                                     HostBackend(), SimBackend())}  # fmt: skip
 
 
+def default_backends() -> list[Backend]:
+    """The frameworks a sweep with no --framework runs: every installed one that runs by default."""
+    return [b for b in BACKENDS.values() if b.in_default_sweep and not b.missing()]
+
+
+def sweep_flags(backend: Backend, mode: str, device: str, auto: str) -> str | None:
+    """The options a sweep needs to run this path on `device`: None where a sweep without --framework,
+    --mode and --device selects it (the planner's own choice: in_default_sweep, chosen_modes, and
+    `auto`, the device --device auto resolves to)."""
+    flags = []
+    if mode not in backend.chosen_modes():
+        flags += [f"-f {backend.name}", f"-m {mode}"]
+    elif not backend.in_default_sweep:
+        flags.append(f"-f {backend.name}")
+    if not backend.fixed_device and device != auto:
+        flags.append(f"--device {device}")
+    return " ".join(flags) or None
+
+
+def mode_defaults() -> str:
+    """Each framework's modes, those a sweep runs unless --mode names others first: for --mode's help."""
+    run = "; ".join(f"{b.name}: {', '.join(b.chosen_modes())}" for b in BACKENDS.values())
+    named = "; ".join(f"{b.name}: {', '.join(m for m in b.modes if m not in b.chosen_modes())}"
+                      for b in BACKENDS.values() if set(b.modes) - set(b.chosen_modes()))  # fmt: skip
+    return f"Default: {run}." + (f" Run only when named: {named}." if named else "")
+
+
 def get_backend(name: str) -> Backend:
     """The registered backend of that name, installed; otherwise a one-line error that says what to do."""
     backend = BACKENDS.get(name)
@@ -75,6 +102,9 @@ __all__ = [
     "SeriesInfo",
     "SimLink",
     "Transfer",
+    "default_backends",
     "get_backend",
+    "mode_defaults",
     "path_availability",
+    "sweep_flags",
 ]

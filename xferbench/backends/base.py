@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,11 @@ class Backend(ABC):
     isolated: bool = False  # a GPU framework: runs in its own worker process, never beside another
     cuda_only: bool = False  # has no path but to a CUDA GPU (the raw reference, CuPy)
     host_buffers: tuple[str, ...] = ("numpy",)  # the --host-buffer kinds it takes; the first is its default
+
+    def chosen_modes(self, modes: Sequence[str] = ()) -> tuple[str, ...]:
+        """The modes a sweep runs: those of --mode (`modes`) this backend has, else its default_modes.
+        The planner, the time budget and the help all read it, so what they say is what runs."""
+        return tuple(m for m in modes if m in self.modes) if modes else self.default_modes
 
     def sources(self, mode: str) -> tuple[str, ...]:
         """The host buffers this mode can start from (a pinned mode has only its own)."""
