@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from conftest import FAST
 from xferbench.backends import SimLink
 from xferbench.cli import app
-from xferbench.plot import figure
+from xferbench.errors import XferbenchError
+from xferbench.plot import figure, series_labels
 from xferbench.results import Point, Result, Selection, Series, select
 from xferbench.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
@@ -19,8 +20,8 @@ from xferbench.timing import Samples
 BATCHES = (1, 4, 16, 64)
 
 
-def sim_file(path: Path, bandwidth_gbps: float = 25.0, host: str = "hostA") -> Path:
-    plan = make_plan(SweepConfig(frameworks=("sim",), batch_sizes=BATCHES, timing=FAST,
+def sim_file(path: Path, bandwidth_gbps: float = 25.0, host: str = "hostA", shape: tuple[int, ...] = (256, 256, 3)) -> Path:
+    plan = make_plan(SweepConfig(frameworks=("sim",), batch_sizes=BATCHES, timing=FAST, shape=shape,
                                  sim=SimLink(latency_us=10, bandwidth_gbps=bandwidth_gbps, jitter=0.05)))  # fmt: skip
     try:
         result = run_plan(plan, new_result(plan, {"host": host, "devices": []}), save=lambda r: None)
@@ -137,7 +138,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path) -> None:
         ([write(tmp_path / "f.json", json.dumps(failed))], "every selected series is empty"),
         ([good, "-f", "torch"], "no series matches the selection"),
         ([good, "-o", str(tmp_path / "x.gif")], "use a .png, .svg or .pdf name"),
-        ([good, "-o", "/proc/no-such-dir/x.png"], "cannot write the plot to"),
+        ([good, "-o", "/proc/no-such-dir/x.png"], "cannot write results to /proc/no-such-dir/x.png"),  # found before drawing
+        ([good, "--y-scale", "sqrt", "-o", str(tmp_path / "y.png")], "--y-scale sqrt: give auto, linear or log"),
     ]
     for args, message in cases:
         r = CliRunner().invoke(app, ["plot", *args])
@@ -263,7 +265,7 @@ def test_two_files_colour_each_path_and_style_each_file_named_by_what_differs(tm
     assert eager_a.get_linestyle() == torch_a.get_linestyle() != eager_b.get_linestyle() == torch_b.get_linestyle()  # a style per file
     texts = legend_texts(fig)
     assert texts[:4] == ["torch/pageable/copy · host-to-host", "tf/eager/copy · host-to-host", "before",
-                         "tunables: GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.ma…"]  # fmt: skip
+                         "tunables:\nGLIBC_TUNABLES=" + TUNABLES.replace(":", ":\n")]  # wrapped whole, never cut  # fmt: skip
     handles = fig.legends[0].legend_handles
     assert handles[3].get_linestyle() == eager_b.get_linestyle() and handles[1].get_color() == eager_a.get_color()
 
@@ -307,3 +309,167 @@ def test_tick_labels_keep_batch_171_and_never_crowd() -> None:
     assert labels[dense.index(171)] == "171" and labels[dense.index(170)] == labels[dense.index(172)] == ""
     shown = [t for t, label in zip(dense, labels) if label]
     assert all(math.log2(b / a) >= 0.4 for a, b in zip(shown, shown[1:]))
+
+
+def visible_texts(fig) -> list[str]:
+    """Every text a reader sees: legend entries, notes under the figure, titles, axis labels, tick labels and notes on the axes."""
+    texts = [text.get_text() for legend in fig.legends for text in legend.get_texts()] + [text.get_text() for text in fig.texts]
+    for axes in (a for a in fig.axes if a.get_visible()):
+        texts += [axes.get_title(), axes.get_xlabel(), axes.get_ylabel(), *(t.get_text() for t in axes.texts)]
+        texts += [t.get_text() for t in axes.get_xticklabels() + axes.get_yticklabels()]
+    return texts
+
+
+def marks(fig) -> dict[str, dict[str, list[float]]]:
+    """Each curve's hollow (busy) points, saturation ring and cliff triangle by x, keyed by the curve's label."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for line in fig.axes[0].get_lines():  # a curve, then its own marks
+        label = line.get_label()
+        if not label.startswith("_"):
+            current = found.setdefault(label, {"busy": [], "ring": [], "cliff": []})
+        elif label in ("_busy", "_cliff"):
+            current[label[1:]] += list(line.get_xdata())
+        elif line.get_marker() == "o" and line.get_markerfacecolor() == "none":
+            current["ring"] += list(line.get_xdata())
+    return found
+
+
+def busy_entry(fig) -> str:
+    (entry,) = [(text, handle) for text, handle in zip(legend_texts(fig), fig.legends[0].legend_handles) if "busy machine" in text]
+    assert entry[1].get_marker() == "o" and not entry[0].startswith("○")  # the symbol is the marker, drawn once
+    return entry[0].replace("\n", " ")
+
+
+def test_the_busy_key_states_the_rule_its_figures_follow(tmp_path) -> None:
+    from test_pairing import BATCHES as SWEEP, sweep_file
+
+    torch = Selection(frameworks=("torch",))
+    partly = figure(select([sweep_file(tmp_path / "partly.json", {}, busy=(8, 64, 512))], torch)[0])
+    ((label, drawn),) = marks(partly).items()
+    assert drawn["busy"] == [8, 64, 512] and drawn["ring"] and not set(drawn["ring"]) & {8, 64, 512}  # rests on clean points
+    assert busy_entry(partly) == "measured on a busy machine (left out of peak, saturation and cliff)"
+
+    every = figure(select([sweep_file(tmp_path / "every.json", {}, busy=SWEEP)], torch)[0])
+    ((label, drawn),) = marks(every).items()
+    assert drawn["busy"] == list(SWEEP) and set(drawn["ring"]) <= set(SWEEP)  # nothing clean to rest on
+    key = busy_entry(every)
+    assert "left out" not in key and key == f"measured on a busy machine: every point of {label}, so the peak, saturation and cliff marks rest on them"
+
+    fig = figure(select([tmp_path / "partly.json", tmp_path / "every.json"], torch)[0])
+    drawn = marks(fig)
+    only = "torch/pageable/copy @ AMD EPYC · host-to-host (every)"
+    assert set(drawn[only]["ring"]) <= set(drawn[only]["busy"]) and not set(drawn[only.replace("every", "partly")]["ring"]) & {8, 64, 512}
+    assert busy_entry(fig) == ("measured on a busy machine (left out of peak, saturation and cliff, except in"
+                               " torch/pageable/copy (every), where every point was busy and the marks rest on them)")  # fmt: skip
+
+    clean = figure(select([sweep_file(tmp_path / "clean.json", {})], torch)[0])
+    assert not any("busy" in text for text in visible_texts(clean)) and not marks(clean)["torch/pageable/copy @ AMD EPYC · host-to-host"]["busy"]
+
+
+def test_series_of_another_item_shape_are_drawn_by_bytes_per_call(tmp_path) -> None:
+    import peer_outputs as out
+    from xferbench.peers import read_nvbandwidth
+
+    runs = [(mib, out.nvbandwidth(out.passed(out.H2D_CE, f"{50 + mib / 100:.2f}"), mib=mib), 0) for mib in (1, 64, 512)]
+    raw = tmp_path / "nvbandwidth.json"
+    raw.write_text(out.kit_runs(*runs))
+    peer = tmp_path / "peer.json"
+    read_nvbandwidth([raw]).save(peer)  # 1 MiB items: its 512 MiB copy is "batch 512"
+    sweep = sim_file(tmp_path / "sweep.json")
+    picks, _ = select([sweep, peer])
+    assert {tuple(p.series.shape) for p in picks} == {(256, 256, 3), (512, 512, 4)}
+    fig = figure(picks)
+    rate = fig.axes[0]
+    curves = {line.get_label(): line for line in rate.get_lines() if not line.get_label().startswith("_")}
+    for pick, label in zip(picks, series_labels(picks)):
+        drawn = curves[label]
+        assert list(drawn.get_xdata()) == [p.bytes for p in pick.series.ok_points()]
+    assert list(curves[series_labels(picks)[1]].get_xdata()) == [2**20, 64 * 2**20, 512 * 2**20]  # not 1, 64, 512
+    assert rate.get_xlabel().startswith("bytes per call")
+    ticks = [t.get_text() for t in rate.get_xticklabels()]
+    assert {"1 MiB", "64 MiB"} <= set(ticks) and all(t.endswith(("B", "KiB", "MiB", "GiB")) for t in ticks)
+    # A --shape sweep beside the default one, and a cliff whose batch no tick names there: the mark says it.
+    other = cliff_file(tmp_path / "c.json", {1: 1000.0, 4: 10000.0, 16: 6000.0, 64: 2500.0})  # 1000x1000 items
+    fig = figure(select([sim_file(tmp_path / "wide.json", shape=(224, 224, 3)), other])[0])
+    assert fig.axes[0].get_xlabel().startswith("bytes per call") and "batch 16" in [t.get_text() for t in fig.axes[0].texts]
+    same = figure(select([sweep, sim_file(tmp_path / "again.json")])[0]).axes[0]  # one shape: batch sizes, as before
+    assert same.get_xlabel() == "batch size (images)" and list(same.get_xticks()) == list(BATCHES)
+
+
+def test_the_mbps_axis_goes_log_when_the_medians_span_more_than_ten_times(tmp_path) -> None:
+    wide = select([cliff_file(tmp_path / "w.json", {1: 653.0, 4: 4199.0, 16: 50000.0})])[0]
+    narrow = select([cliff_file(tmp_path / "n.json", {1: 1000.0, 4: 5000.0, 16: 10000.0})])[0]  # exactly 10x: linear
+
+    def scale(picks, **how) -> tuple[str, str, float]:
+        rate = figure(picks, **how).axes[0]
+        return rate.get_yscale(), rate.get_ylabel(), rate.get_ylim()[0]
+
+    log, label, _ = scale(wide)
+    assert log == "log" and label.startswith("MB/s, log scale")
+    linear, label, bottom = scale(narrow)
+    assert linear == "linear" and "log" not in label and bottom == 0
+    assert scale(wide, y_scale="linear")[0] == "linear" and scale(narrow, y_scale="log")[0] == "log"
+    with pytest.raises(XferbenchError, match="--y-scale sqrt: give auto, linear or log"):
+        figure(narrow, y_scale="sqrt")
+
+
+def test_a_long_difference_between_files_is_never_cut(tmp_path) -> None:
+    from test_pairing import TUNABLES, sweep_file
+    from xferbench.plot import LABEL_WIDTH
+
+    value = f"{TUNABLES}:glibc.malloc.mxfast=64"
+    assert len(value) == 100
+    a = sweep_file(tmp_path / "a.json", {}, seed=1)
+    b = sweep_file(tmp_path / "b.json", {"GLIBC_TUNABLES": value}, seed=2)
+    fig = figure(select([a, b], Selection(frameworks=("torch",)))[0])
+    texts = visible_texts(fig)
+    assert any(value in text.replace("\n", "") for text in texts)
+    assert not any("…" in text for text in texts)
+    assert all(len(line) <= LABEL_WIDTH for text in legend_texts(fig) for line in text.split("\n"))
+
+
+def test_a_wrapped_label_breaks_at_separators_and_keeps_every_character() -> None:
+    from xferbench.plot import wrapped
+
+    assert wrapped("b: GLIBC_TUNABLES=a.b=1:c.d=2", width=21) == "b:\nGLIBC_TUNABLES=a.b=1:\nc.d=2"
+    word = "x" * 130  # no separator to break at: split, nothing dropped
+    assert wrapped(f"file: {word}", width=60).split("\n") == ["file:", "x" * 60, "x" * 60, "x" * 10]
+    assert wrapped("short") == "short"
+
+
+def test_the_batch_of_a_cliff_is_always_labelled(tmp_path) -> None:
+    rates = {1: 1000.0, 16: 6000.0, 64: 9000.0, 128: 9500.0, 160: 9800.0, 170: 10000.0, 171: 5000.0, 172: 5000.0, 256: 5200.0}
+    picks, _ = select([cliff_file(tmp_path / "c.json", rates)])
+    assert picks[0].series.summary.cliff_batch_size == 171
+    rate = figure(picks).axes[0]
+    ticks = {tick: label.get_text() for tick, label in zip(rate.get_xticks(), rate.get_xticklabels())}
+    assert ticks[171] == "171" and ticks[170] == ticks[172] == ""
+    # Two cliffs a batch apart cannot both keep a tick: the one left without says its batch at its mark.
+    earlier = cliff_file(tmp_path / "e.json", rates | {170: 5000.0, 160: 10000.0})
+    fig = figure(select([tmp_path / "c.json", earlier])[0])
+    rate = fig.axes[0]
+    assert sorted(x for drawn in marks(fig).values() for x in drawn["cliff"]) == [170, 171]
+    shown = [label.get_text() for label in rate.get_xticklabels()] + [t.get_text().removeprefix("batch ") for t in rate.texts]
+    assert "170" in shown and "171" in shown
+
+
+def test_plot_replaces_an_existing_figure_only_with_overwrite(tmp_path, monkeypatch) -> None:
+    from xferbench import plot
+
+    run = sim_file(tmp_path / "run.json")
+    out = tmp_path / "fig.png"
+    out.write_bytes(b"mine")
+    drawn: list[object] = []
+    real = plot.figure
+    monkeypatch.setattr(plot, "figure", lambda *a, **k: drawn.append(a) or real(*a, **k))
+    r = CliRunner().invoke(app, ["plot", str(run), "-o", str(out)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.output
+    assert f"{out} already exists; choose another --out, or add --overwrite to replace it" in r.stderr
+    assert out.read_bytes() == b"mine" and not drawn  # refused before drawing
+    r = CliRunner().invoke(app, ["plot", str(run), "-o", str(out), "--overwrite", "--y-scale", "log"])
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes().startswith(b"\x89PNG") and len(drawn) == 1
+    assert CliRunner().invoke(app, ["plot", str(run)]).exit_code == 0  # the default, runs/run.png: refused the same way
+    r = CliRunner().invoke(app, ["plot", str(run)])
+    assert r.exit_code == 2 and "runs/run.png already exists; choose another --out, or add --overwrite" in r.stderr
+    assert CliRunner().invoke(app, ["plot", str(run), "--overwrite"]).exit_code == 0

@@ -74,6 +74,7 @@ def test_saved_after_every_point(tmp_path) -> None:
     [
         (None, "no such file"),
         ("{not json", "not JSON"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", "not an xferbench result file \\(not UTF-8 text\\)"),
         ('{"hello": 1}', "not an xferbench result"),
         ('[1, 2]', "not an xferbench result"),
         ('{"schema": "xferbench/2"}', "newer than this xferbench"),
@@ -93,7 +94,9 @@ def test_saved_after_every_point(tmp_path) -> None:
 )
 def test_load_rejects_bad_files(tmp_path, content, message) -> None:
     path = tmp_path / "bad.json"
-    if content is not None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
         path.write_text(content)
     with pytest.raises(XferbenchError, match=message) as error:
         load(path)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,8 @@ MANN_WHITNEY = "mann-whitney"
 OVERLAP = "p10-p90 overlap"
 TOO_FEW = "too few samples"
 SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE = "slower", "faster", "no change", "inconclusive"
+FAIL_ON_SLOWER, FAIL_ON_CHANGE = "slower", "change"  # compare --fail-on: what makes the exit status 1
+FAIL_ON = (FAIL_ON_SLOWER, FAIL_ON_CHANGE)
 CAVEAT = ("the test sees the noise within each run, not between runs: on real hardware, repeat both runs"
           " before trusting a verdict near the threshold")
 
@@ -141,6 +143,22 @@ class Comparison:
         """What makes the exit status 1: a point significantly slower, or one that failed in NEW."""
         return bool(self.slower or self.failed)
 
+    def fails(self, fail_on: str = FAIL_ON_SLOWER) -> bool:
+        """Whether a CI job should fail (exit 1): on a regression, or with `fail_on` "change" on any
+        significant change, faster ones too (a speed-up nobody expected is news as well)."""
+        return self.regressed or (fail_on == FAIL_ON_CHANGE and bool(self.faster))
+
+    @property
+    def paths(self) -> list[PathChange]:
+        return path_changes(self.rows, self.failed)
+
+    @property
+    def busy_points(self) -> dict[str, Any]:
+        """How many compared points each side measured on a busy machine, and whether that was every one."""
+        base, new = len(self.busy["base"]), len(self.busy["new"])
+        every = bool(self.rows) and all(r.busy for r in self.rows)
+        return {"base": base, "new": new, "compared": len(self.rows), "every_point": every}
+
     def _with(self, verdict: str) -> list[Row]:
         return [r for r in self.rows if r.verdict == verdict]
 
@@ -149,6 +167,123 @@ class Comparison:
         line = f"{counts} at threshold {self.threshold * 100:g}%"
         line += f"; {len(self.failed)} failed in NEW" if self.failed else ""
         return line + (f"; {len(self.unmatched)} measured in one file only" if self.unmatched else "")
+
+
+JUMP = 2.0  # neighbouring ratios this many times apart split a run: a cliff that moved or went stays in view
+MOST_RUNS = 4  # runs a path's sentence names; the rest are counted, and every batch is in the tables
+UNTESTED = "untested"  # a side keeps no raw samples (a peer's figures): a ratio of medians, no test
+STATES = {NO_CHANGE: "unchanged", UNTESTED: "untested (no raw samples)"}  # a verdict as "B is ..." says it
+
+
+@dataclass(frozen=True)
+class Run:
+    """Neighbouring batches of one path that share a verdict: "3.52–12.90× faster from batch 171 to 512"."""
+
+    verdict: str
+    batches: tuple[int, ...]
+    low: float  # the smallest and largest ratio (new / base MB/s) in the run
+    high: float
+    busy: int = 0  # points of the run measured on a busy machine, on either side
+
+    def describe(self, place: Callable[[int], str] | None = None) -> str:
+        """`place` names a batch where batches mean nothing to the reader (a peer's buffers: "512 MiB")."""
+        first, last = self.batches[0], self.batches[-1]
+        if place is None:
+            span = f"at batch {first}" if first == last else f"from batch {first} to {last}"
+        else:
+            span = f"at {place(first)}" if first == last else f"from {place(first)} to {place(last)}"
+        ratios = _ratio_range(self.low, self.high)
+        if self.verdict in (SLOWER, FASTER):
+            text = f"{ratios} {self.verdict} {span}"
+        else:  # "B is unchanged from batch 1 to 8 (0.99–1.02×)"
+            text = f"{STATES.get(self.verdict, self.verdict)} {span} ({ratios})"
+        return text + (f" ({self.busy} busy)" if self.busy else "")
+
+    @property
+    def strength(self) -> float:
+        """How far the run strays from no change, either way: the order a sentence names runs in."""
+        return max((abs(math.log(x)) for x in (self.low, self.high) if x > 0 and math.isfinite(x)), default=0.0)
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """One path's change from BASE to NEW: its runs, the largest change each way, and whether it regressed."""
+
+    path: str
+    runs: list[Run]
+    fastest: Row | None  # the largest significant speed-up, at its batch
+    slowest: Row | None  # the largest significant slowdown
+    failed: int = 0  # batches (or the whole series) measured in BASE that failed in NEW
+
+    @property
+    def regressed(self) -> bool:
+        return self.slowest is not None or bool(self.failed)
+
+    @property
+    def changed(self) -> bool:
+        return self.fastest is not None or self.regressed
+
+    def sentence(self, new: str = "NEW", place: Callable[[int], str] | None = None) -> str:
+        """What a maintainer can quote: the runs, strongest change first, then the largest change each way."""
+        order = {SLOWER: 0, FASTER: 0, NO_CHANGE: 1, INCONCLUSIVE: 2, UNTESTED: 3}
+        ranked = sorted(self.runs, key=lambda r: (order[r.verdict], -r.strength))
+        parts = [run.describe(place) for run in ranked[:MOST_RUNS]]
+        rest = ranked[MOST_RUNS:]
+        if rest:
+            parts.append(f"{len(rest)} more {'run' if len(rest) == 1 else 'runs'} (see the tables)")
+        text = f"{new} is " + "; ".join(parts) if parts else "no batch measured in both"
+        spot = place or (lambda batch: f"batch {batch}")
+        largest = [f"{row.ratio:.2f}× {row.verdict} at {spot(row.batch_size)}" for row in (self.fastest, self.slowest) if row]
+        text += f". Largest change: {', '.join(largest)}" if largest else ""
+        return text + (f". Failed in {new} at {self.failed} point(s) measured before" if self.failed else "") + "."
+
+
+def runs(rows: Sequence[Row]) -> list[Run]:
+    """One path's rows (in batch order) as runs of neighbouring batches that share a verdict, each run
+    split again where the ratio jumps JUMP times or more between neighbours."""
+    found: list[list[Row]] = []
+    for row in rows:
+        last = found[-1][-1] if found else None
+        jump = last is not None and _jumped(last.ratio, row.ratio)
+        if last is not None and last.verdict == row.verdict and not jump:
+            found[-1].append(row)
+        else:
+            found.append([row])
+    made = []
+    for group in found:
+        ratios = [r.ratio for r in group if math.isfinite(r.ratio)] or [math.nan]
+        made.append(Run(group[0].verdict, tuple(r.batch_size for r in group), min(ratios), max(ratios), sum(1 for r in group if r.busy)))
+    return made
+
+
+def path_changes(rows: Sequence[Row], failed: Sequence[Failure] = ()) -> list[PathChange]:
+    """Each path's runs and extremes, in the order the rows name the paths."""
+    by_path: dict[str, list[Row]] = {}
+    for row in rows:
+        by_path.setdefault(row.series, []).append(row)
+    for failure in failed:
+        by_path.setdefault(failure.series, [])
+    changes = []
+    for path, mine in by_path.items():
+        mine = sorted(mine, key=lambda r: r.batch_size)
+        faster = [r for r in mine if r.verdict == FASTER and math.isfinite(r.ratio)]
+        slower = [r for r in mine if r.verdict == SLOWER and math.isfinite(r.ratio)]
+        changes.append(PathChange(path, runs(mine), max(faster, key=lambda r: r.ratio, default=None),
+                                  min(slower, key=lambda r: r.ratio, default=None),
+                                  sum(1 for f in failed if f.series == path)))  # fmt: skip
+    return changes
+
+
+def _jumped(before: float, after: float) -> bool:
+    if not (before > 0 and after > 0 and math.isfinite(before) and math.isfinite(after)):
+        return False
+    return max(before, after) / min(before, after) >= JUMP
+
+
+def _ratio_range(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "-×"
+    return f"{low:.2f}×" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{high:.2f}×"
 
 
 def compare_point(series: str, base: Point, new: Point, threshold: float = 0.05, alpha: float = 0.01) -> Row:
@@ -241,8 +376,10 @@ def compare_files(
     return compare(load(base_path), load(new_path), threshold, alpha, (str(base_path), str(new_path)))
 
 
-def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> RenderableType:
-    """The table, the points measured on one side only, and the one-line summary, for the terminal."""
+def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str],
+           fail_on: str = FAIL_ON_SLOWER) -> RenderableType:  # fmt: skip
+    """The table, the points measured on one side only, each path's change in a sentence, and the
+    one-line summary, for the terminal."""
     # pragma: no mutate block (layout: scripts/mutation.sh plants bugs in logic; --json carries the same figures)
     table = Table()
     table.add_column("series", overflow="fold")  # the one column that may wrap: a narrow terminal folds names, not figures
@@ -286,7 +423,11 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
                               style="bold yellow"))  # fmt: skip
     if comparison.slower or comparison.faster:
         lines.append(Text(f"note: {CAVEAT}", style="dim"))
-    colour = "bold red" if comparison.regressed else "bold green"
+    lines.append(Text("each path, NEW against BASE:", style="bold"))
+    for change in comparison.paths:
+        colour = "bold red" if change.regressed else "green" if change.changed else "dim"
+        lines.append(Text(f"  {change.path}: {change.sentence('NEW')}", style=colour))
+    colour = "bold red" if comparison.fails(fail_on) else "bold green"
     lines.append(Text(comparison.summary() + f" (alpha {comparison.alpha:g})", style=colour))
     return Group(*lines)
 
@@ -313,11 +454,22 @@ def parse_alpha(text: str) -> float:
     return value
 
 
-def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The comparison for scripts and CI (compare --json): every verdict, p-value and ratio, and what differs."""
+def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path: str | os.PathLike[str],
+            fail_on: str = FAIL_ON_SLOWER) -> dict[str, Any]:  # fmt: skip
+    """The comparison for scripts and CI (compare --json): every verdict, p-value and ratio, each path's
+    runs, and what differs."""
 
     def number(value: float | None) -> float | None:
         return value if value is not None and math.isfinite(value) else None
+
+    def extreme(row: Row | None) -> dict[str, Any] | None:
+        return None if row is None else {"batch_size": row.batch_size, "ratio": number(row.ratio)}
+
+    paths = [{"path": c.path, "sentence": c.sentence("NEW"), "regressed": c.regressed,
+              "runs": [{"verdict": r.verdict, "batch_sizes": list(r.batches), "ratio_min": number(r.low),
+                        "ratio_max": number(r.high), "busy": r.busy} for r in c.runs],
+              "most_faster": extreme(c.fastest), "most_slower": extreme(c.slowest), "failed": c.failed}
+             for c in comparison.paths]  # fmt: skip
 
     return {
         "base": str(base_path),
@@ -325,8 +477,12 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
         "threshold": comparison.threshold,
         "alpha": comparison.alpha,
         "regressed": comparison.regressed,
+        "fail_on": fail_on,
+        "exit_status": 1 if comparison.fails(fail_on) else 0,
         "summary": comparison.summary(),
         "counts": {v: len(comparison._with(v)) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE)},
+        "busy_points": comparison.busy_points,
+        "paths": paths,
         "differences": [{"field": d.field, "base": d.values[0], "new": d.values[1]} for d in comparison.differences],
         "rows": [{"series": r.series, "batch_size": r.batch_size, "base_mbps": number(r.base_mbps),
                   "new_mbps": number(r.new_mbps), "ratio": number(r.ratio), "p_value": r.p_value, "method": r.method,
@@ -376,5 +532,5 @@ def _names(found: dict[SeriesKey, Series]) -> str:
     return ", ".join(_name(s) for s in found.values()) or "no measured series"
 
 
-__all__ = ["Comparison", "Failure", "Row", "Unmatched", "compare", "compare_files", "compare_point", "difference_lines",
-           "mann_whitney_u", "p_text", "parse_alpha", "parse_threshold", "render", "to_dict"]  # fmt: skip
+__all__ = ["FAIL_ON", "Comparison", "Failure", "PathChange", "Row", "Run", "Unmatched", "compare", "compare_files", "compare_point", "difference_lines",
+           "mann_whitney_u", "p_text", "parse_alpha", "parse_threshold", "path_changes", "render", "runs", "to_dict"]  # fmt: skip

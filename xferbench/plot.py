@@ -15,12 +15,12 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from xferbench.display import POOR_FIT
+from xferbench.display import POOR_FIT, binary_size
 from xferbench.environment import device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
-from xferbench.pairs import differences, path_name, tags
+from xferbench.pairs import TAG_WIDTH, Difference, differences, path_name
 from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, file_labels, refuse_unless_regular, write_whole
+from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, write_whole
 from xferbench.stats import CLIFF_FRACTION
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -116,7 +116,73 @@ def tick_labels(ticks: list[int], first: Sequence[int] = ()) -> list[str]:
 
 
 SMALL_MULTIPLES = 6  # past this many series, one MB/s panel per framework: a dozen curves on one axis are spaghetti
-BUSY_KEY = "○ measured on a busy machine (left out of peak, saturation and cliff)"
+BUSY_KEY = "measured on a busy machine"  # the key's hollow marker is its symbol: the text repeats none
+Y_SCALES = ("auto", "linear", "log")
+LOG_SPAN = 10  # auto: a log MB/s axis once the medians span more than this factor, or the small ones are a sliver
+LABEL_WIDTH = 60  # characters of a legend line: a longer entry wraps, never cut
+
+
+def busy_key(picks: list[Selected], labels: list[str]) -> str | None:
+    """The busy key's text, true to the figure: busy points are left out of peak, saturation and cliff
+    unless every point of a series was busy, and then its marks rest on them and the key names it."""
+    busy = [(pick, label) for pick, label in zip(picks, labels) if any(p.busy for p in pick.series.ok_points())]
+    if not busy:
+        return None
+    only = [label for pick, label in busy if pick.series.summary.busy_only]
+    named = " and ".join(only) if len(only) <= 2 else f"{len(only)} series"
+    if not only:
+        return f"{BUSY_KEY} (left out of peak, saturation and cliff)"
+    if len(only) == len(busy):
+        return f"{BUSY_KEY}: every point of {named}, so the peak, saturation and cliff marks rest on them"
+    return f"{BUSY_KEY} (left out of peak, saturation and cliff, except in {named}, where every point was busy and the marks rest on them)"
+
+
+def wrapped(text: str, width: int = LABEL_WIDTH) -> str:
+    """Lines of at most `width` characters, broken after a space, colon, semicolon or comma where one is:
+    a legend entry is wrapped, never cut (the whole GLIBC_TUNABLES value is what tells two files apart)."""
+    lines = [""]
+    for token in re.split(r"(?<=[\s:;,])", text):
+        if lines[-1].strip() and len((lines[-1] + token).rstrip()) > width:
+            lines.append("")
+        lines[-1] += token
+        while len(lines[-1].rstrip()) > width:  # one word longer than a line: split, nothing dropped
+            lines[-1:] = [lines[-1][:width], lines[-1][width:]]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _whole(found: Difference, index: int) -> str | None:
+    """Difference.describe with the value whole where describe cut it: the legend wraps it instead."""
+    text, value = found.describe(index), found.values[index]
+    cut = value[: TAG_WIDTH - 1] + "…"
+    return text[: -len(cut)] + value if text and len(value) > TAG_WIDTH and text.endswith(cut) else text
+
+
+def file_tags(labels: list[str], found: list[Difference], most: int = 2) -> list[str]:
+    """Each file's label with what sets it apart, uncut ("b: GLIBC_TUNABLES=glibc.malloc..."), as pairs.tags."""
+    named = []
+    for index, label in enumerate(labels):
+        parts = [text for d in found if (text := _whole(d, index))][:most]
+        named.append(f"{label}: {'; '.join(parts)}" if parts else label)
+    return named
+
+
+def size_ticks(sizes: list[int]) -> tuple[list[int], list[str]]:
+    """Powers of two across `sizes`, at most about ten, labelled as sizes read (1 MiB, 64 MiB, 1 GiB)."""
+    low, high = math.floor(math.log2(min(sizes))), math.ceil(math.log2(max(sizes)))
+    step = max(1, math.ceil((high - low) / 10))
+    ticks = [2**e for e in range(math.ceil(low / step) * step, high + 1, step)] or [2**low]
+    return ticks, [binary_size(t) for t in ticks]
+
+
+def log_rates(picks: list[Selected], y_scale: str) -> bool:
+    """Whether MB/s goes on a log axis: asked for, or (auto) the medians span more than LOG_SPAN times,
+    where a linear axis from 0 would flatten a change at the slow end into a sliver."""
+    if y_scale not in Y_SCALES:
+        raise XferbenchError(f"--y-scale {y_scale}: give auto, linear or log")
+    if y_scale != "auto":
+        return y_scale == "log"
+    rates = [p.mbps for pick in picks for p in pick.series.ok_points() if p.mbps is not None and p.mbps > 0]
+    return bool(rates) and max(rates) > LOG_SPAN * min(rates)
 
 
 def _styles(picks: list[Selected]) -> tuple[list[str], list[str], list[str]]:
@@ -136,9 +202,9 @@ def _styles(picks: list[Selected]) -> tuple[list[str], list[str], list[str]]:
 
 def _file_keys(picks: list[Selected], colours: list[str], files: list[tuple[Path, Result]], labels: list[str]) -> list[Line2D]:
     """Legend entries for several files: one per path in its colour (`colours`, each pick's), one per file
-    in its line style, named by what sets the file apart (differences between the files: "b: GLIBC_TUNABLES=…")."""
+    in its line style, named by what sets the file apart, whole (differences between the files: "b: GLIBC_TUNABLES=...")."""
     series = [[p.series for p in picks if p.result is result] for _, result in files]
-    named = tags(labels, differences([(result, mine) for (_, result), mine in zip(files, series)]))
+    named = file_tags(labels, differences([(result, mine) for (_, result), mine in zip(files, series)]))
     keys = {}
     for pick, colour in zip(picks, colours):
         path = path_name(pick.series) + (f" · {HOST_TO_HOST}" if pick.series.transfer == HOST_TO_HOST else "")
@@ -147,13 +213,16 @@ def _file_keys(picks: list[Selected], colours: list[str], files: list[tuple[Path
                                      marker=MARKERS[i % len(MARKERS)], label=name) for i, name in enumerate(named))]  # fmt: skip
 
 
-def figure(picks: list[Selected], title: str | None = None) -> Figure:
+def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "auto") -> Figure:
     """Panel 1: MB/s against batch size with the p10-p90 band, saturation and cliff markers and link ceiling.
     Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit.
     Past SMALL_MULTIPLES series, panel 1 becomes one panel per framework on shared axes, and panel 2 goes.
     From several files the legend keys each path by colour and each file by line style and what sets it apart.
-    A point measured on a busy machine is drawn hollow. Without a title, the figure is titled by its transfer
-    and devices (default_title)."""
+    Series of different item shapes, or a peer's, put bytes per call on panel 1's x axis (results.by_bytes): batch 512 of 1 MiB buffers is no
+    batch 512 of images. MB/s goes on a log axis as `y_scale` says (auto: log_rates). A point measured on a
+    busy machine is drawn hollow. Without a title, the figure is titled by its transfer and devices (default_title)."""
+    log = log_rates(picks, y_scale)
+    in_bytes = by_bytes(picks)
     labels = series_labels(picks)
     colours, styles, markers = _styles(picks)
     files = list({id(p.result): (p.path, p.result) for p in picks}.values())
@@ -175,37 +244,41 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
     else:
         rate_axes, time_axes = fig.subplots(1, 2)
         panels = {name: rate_axes for name in frameworks}
-    batches: set[int] = set()
+
+    def at_x(point: Point) -> int:
+        return point.bytes if in_bytes else point.batch_size
+
+    xs: set[int] = set()
     ceilings: dict[str, float] = {}
     cliffs: list[Line2D] = []  # a triangle per series with a cliff, its fall in the label
-    busy_seen = False
+    cliff_marks: list[tuple[Any, Point, str]] = []  # (axes, point, colour): each cliff's batch must be read off the figure
     for pick, label, colour, style, marker in zip(picks, labels, colours, styles, markers):
         series = pick.series
         axes = panels[series.framework]
         points = series.ok_points()
-        x = [p.batch_size for p in points]
-        batches.update(x)
+        x = [at_x(p) for p in points]
+        xs.update(x)
         cliff = cliff_note(series)
         if cliff is not None:  # said in the series' own legend entry: a key of its own would need matching by colour
             label = f"{label} · ▼ {cliff[1]}"
         axes.plot(x, [p.mbps for p in points], marker=marker, linestyle=style, color=colour, label=label)
         busy = [p for p in points if p.busy]
         if busy:  # hollow: the point's figure may show the machine, not the path
-            busy_seen = True
-            axes.plot([p.batch_size for p in busy], [p.mbps for p in busy], marker="o", markersize=7, markerfacecolor="white",
+            axes.plot([at_x(p) for p in busy], [p.mbps for p in busy], marker="o", markersize=7, markerfacecolor="white",
                       color=colour, linestyle="none", label="_busy")  # fmt: skip
         spread = [p for p in points if p.mbps_p10 is not None and p.mbps_p90 is not None]  # a peer's figure has none
         if spread:
-            axes.fill_between([p.batch_size for p in spread], [p.mbps_p10 for p in spread], [p.mbps_p90 for p in spread],
+            axes.fill_between([at_x(p) for p in spread], [p.mbps_p10 for p in spread], [p.mbps_p90 for p in spread],
                               color=colour, alpha=0.15)  # fmt: skip
         saturation = series.summary.saturation_batch_size
         at = next((p for p in points if p.batch_size == saturation), None)
         if at is not None:
-            axes.plot([at.batch_size], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
+            axes.plot([at_x(at)], [at.mbps], marker="o", markersize=9, markerfacecolor="none",
                       color=colour, linestyle="none")  # fmt: skip
         if cliff is not None:
-            axes.plot([cliff[0].batch_size], [cliff[0].mbps], marker="v", markersize=9, color=colour,
+            axes.plot([at_x(cliff[0])], [cliff[0].mbps], marker="v", markersize=9, color=colour,
                       linestyle="none", label="_cliff")  # fmt: skip
+            cliff_marks.append((axes, cliff[0], colour))
             where = f"{path_name(series)} ({file_of[id(pick.result)]})"  # the legend keys paths and files: no device here
             cliffs.append(Line2D([], [], marker="v", color=colour, linestyle=style, label=f"{where} · ▼ {cliff[1]}"))
         summary = series.summary
@@ -221,22 +294,35 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
         ceiling = pcie_ceiling(device_entry(pick.result.environment, series.device), series.link)
         if ceiling:
             ceilings[ceiling[1]] = ceiling[0] * 1e3  # GB/s -> MB/s
-    ticks = sorted(batches)
-    cliff_batches = [p.series.summary.cliff_batch_size for p in picks if p.series.summary.cliff_batch_size]
+    # The busy key names series as the legend does: from several files, by path and file.
+    key = busy_key(picks, [f"{path_name(p.series)} ({file_of[id(p.result)]})" for p in picks] if several else labels)
+    if in_bytes:
+        ticks, tick_texts = size_ticks(sorted(xs))
+    else:
+        ticks = sorted(xs)
+        tick_texts = tick_labels(ticks, [p.batch_size for _, p, _ in cliff_marks])
+    labelled = {t for t, text in zip(ticks, tick_texts) if text}
+    for axes, point, colour in cliff_marks:  # a batch whose tick gave way to a neighbour's, or any on a bytes axis
+        if in_bytes or point.batch_size not in labelled:
+            axes.annotate(f"batch {point.batch_size}", (at_x(point), point.mbps), xytext=(0, -16), textcoords="offset points",
+                          ha="center", fontsize=7, color=colour)  # fmt: skip
     marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
-    hollow = ", hollow: busy machine" if busy_seen else ""
+    hollow = ", hollow: busy machine" if key else ""
     what = f"throughput: band p10–p90, ring at saturation (95% of peak){marked}{hollow}"
     for number, (name, axes) in enumerate(dict.fromkeys(panels.items())):
         for text, mbps in ceilings.items():
             axes.axhline(mbps, color="grey", linestyle="--", linewidth=1, label=text)
         axes.set_xscale("log", base=2)
-        axes.set_xticks(ticks, tick_labels(ticks, cliff_batches), fontsize=8)
+        axes.set_xticks(ticks, tick_texts, fontsize=8)
         axes.tick_params(axis="x", labelbottom=True)  # shared axes hide inner labels: a panel above an empty slot keeps its own
         axes.minorticks_off()
-        axes.set_xlabel("batch size (images)")
+        axes.set_xlabel("bytes per call (not batches: items of other shapes, or a peer's buffers)" if in_bytes else "batch size (images)")
         if not multiples or number % 3 == 0:  # shared y: said once per row
-            axes.set_ylabel("MB/s (10^6 B of uint8 input per second, median)")
-        axes.set_ylim(bottom=0)
+            axes.set_ylabel(f"MB/s{', log scale' if log else ''} (10^6 B of uint8 input per second, median)")
+        if log:
+            axes.set_yscale("log")
+        else:
+            axes.set_ylim(bottom=0)
         axes.set_title(name if multiples else what, fontsize=9)
         axes.grid(True, alpha=0.3)
     first = next(iter(panels.values()))
@@ -247,11 +333,12 @@ def figure(picks: list[Selected], title: str | None = None) -> Figure:
         handles = [*keys, *(cliffs if several else []),
                    *(h for h, n in zip(handles, names) if n in ceilings)]  # fmt: skip
         names = [h.get_label() for h in handles]
-    if busy_seen:
-        handles.append(Line2D([], [], marker="o", markerfacecolor="white", color="grey", linestyle="none", label=BUSY_KEY))
-        names.append(BUSY_KEY)
-    # As many columns as the longest entry leaves room for: a legend wider than the figure is cut at both edges.
-    columns = max(1, min(3, 240 // (max(len(name) for name in names) + 8))) if names else 1
+    if key:
+        handles.append(Line2D([], [], marker="o", markerfacecolor="white", color="grey", linestyle="none", label=key))
+        names.append(key)
+    names = [wrapped(name) for name in names]
+    # As many columns as the longest line leaves room for: a legend wider than the figure is cut at both edges.
+    columns = max(1, min(3, 240 // (max(len(line) for name in names for line in name.split("\n")) + 8))) if names else 1
     fig.legend(handles, names, loc="outside lower center", ncols=columns, fontsize=8)
     if time_axes is not None:
         time_axes.set_xscale("log")

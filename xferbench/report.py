@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, measured_directions, noisy_points, published_note, rate, size, uncertain_note
+from xferbench.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
-from xferbench.compare import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER, Row, compare_point, p_text
+from xferbench.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Row, compare_point, p_text, path_changes
 from xferbench.pairs import differences, framework_version, pair, pair_key, placement
-from xferbench.results import Point, Result, Selected, Selection, Series, damaged_points, file_labels, refuse_unless_regular, write_whole
+from xferbench.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, write_whole
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.telemetry import (
@@ -117,7 +117,7 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
     return table(["field", *labels], [[row, *(c.get(row, MISSING) for c in columns)] for row in rows])
 
 
-def raw_ceiling(series: Series, result: Result) -> str:
+def raw_ceiling(series: Series, result: Result, in_bytes: bool = False) -> str:
     """What the "% of raw ceiling" column divides by on this series' device: the run's own raw copy."""
     reference = raw_series(series, result.series)
     peer = (result.environment.get("peer") or {}).get("tool")
@@ -129,7 +129,7 @@ def raw_ceiling(series: Series, result: Result) -> str:
     if not reference.summary.peak_mbps:
         return f"{RAW_LABEL} ran but measured nothing: {reference.reason or 'every point failed'}"
     name = reference.label().rsplit("@", 1)[0]  # per call or streamed, as the series it is read against
-    return f"{name} peaked at {rate(reference.summary.peak_mbps)} MB/s @ batch {reference.summary.peak_batch_size}"
+    return f"{name} peaked at {rate(reference.summary.peak_mbps)} MB/s @ {where_in(reference, reference.summary.peak_batch_size, in_bytes)}"
 
 
 def summary_table(
@@ -139,9 +139,11 @@ def summary_table(
     the "% of raw ceiling" column refers to, each with the devices it applies to (`files`: each
     pick's file label, or "" for a single file). `empty`: series with no measured point and their
     names, kept in the table so a failure cannot go unseen."""
-    best_of: dict[str, float] = {}  # per direction: a bidir total is no yardstick for one way
+    best_of: dict[tuple[str, ...], float] = {}  # like with like: one device, one transfer kind, one direction
     for p in picks:
-        best_of[p.series.direction] = max(best_of.get(p.series.direction, 0.0), p.series.summary.peak_mbps or 0.0)
+        best_of[_yardstick(p.series)] = max(best_of.get(_yardstick(p.series), 0.0), p.series.summary.peak_mbps or 0.0)
+    rivals = {key: sum(1 for p in picks if _yardstick(p.series) == key) for key in best_of}
+    in_bytes = by_bytes(picks)
     # A raw copy applies only to CUDA series: without one, the column would be all dashes.
     show_raw = any(p.series.device.startswith("cuda") for p in picks)
     # One device for every series: named in the report's opening line, not on every row.
@@ -158,7 +160,7 @@ def summary_table(
         of_link, gbps = fraction_of_link(series, pick.result.environment)
         of_raw = fraction_of_raw(series, pick.result.series)
         if series.device.startswith("cuda"):
-            raw.setdefault(raw_ceiling(series, pick.result), []).append(where)
+            raw.setdefault(raw_ceiling(series, pick.result, in_bytes), []).append(where)
         if summary.latency_s is None:
             latency = bandwidth = "-"
         else:
@@ -168,14 +170,15 @@ def summary_table(
             bandwidth += " (poor fit)" if (summary.fit_rel_rms or 0) > POOR_FIT else ""
         cliff = "no"
         if summary.cliff:
-            cliff = f"**yes**: <{CLIFF_FRACTION:.0%} of peak from batch {summary.cliff_batch_size}"
+            cliff = f"**yes**: <{CLIFF_FRACTION:.0%} of peak from {where_in(series, summary.cliff_batch_size, in_bytes)}"
             cliff += f" (worst −{summary.cliff_drop:.0%})" if summary.cliff_drop is not None else ""
+        best = best_of[_yardstick(series)]
         rows.append([
             name + (" **FAILED**" if series.status == "failed" else ""),
             *([series.device_name or series.device] if show_device else []),
-            f"{rate(peak)} @ {summary.peak_batch_size}" + (" (busy)" if summary.busy_only else ""),
-            f"{peak / best_of[series.direction]:.2f}×" if peak and best_of[series.direction] else "-",
-            str(summary.saturation_batch_size or "-"),
+            f"{rate(peak)} @ {at(series, summary.peak_batch_size, in_bytes)}" + (" (busy)" if summary.busy_only else ""),
+            f"{peak / best:.2f}×" if peak and best and rivals[_yardstick(series)] > 1 else "-",
+            at(series, summary.saturation_batch_size, in_bytes) if summary.saturation_batch_size else "-",
             latency,
             bandwidth,
             f"{of_link:.0%} of {gbps:.1f} GB/s" if of_link else "unknown",
@@ -186,27 +189,39 @@ def summary_table(
         failed = "**FAILED**" if pick.series.status == "failed" else "**no point measured**"
         rows.append([f"{name} {failed}", *([pick.series.device_name or pick.series.device] if show_device else []),
                      *["-"] * (8 if show_raw else 7)])  # fmt: skip
-    header = ["series", *(["device"] if show_device else []), "peak MB/s @ batch", "vs best", "saturates at batch", "latency (µs)",
+    unit = "bytes per call" if in_bytes else "batch"
+    header = ["series", *(["device"] if show_device else []), f"peak MB/s @ {unit}", "vs best of its device", f"saturates at {unit}", "latency (µs)",
               "asymptotic MB/s", "% of link (theoretical)", *(["% of raw ceiling"] if show_raw else []), "cliff"]  # fmt: skip
     right = [False, *([False] if show_device else []), *[True] * (len(header) - 2 - show_device), False]
     return table(header, rows, right), ceilings, raw
 
 
-def one_shape(picks: Sequence[Selected]) -> bool:
-    """Whether the series share one item shape: only then does a batch of one stand beside a batch of
-    another (a peer's 1 MiB items beside 256x256x3 images line up by bytes instead)."""
-    return len({tuple(pick.series.shape) for pick in picks}) == 1
+def _yardstick(series: Series) -> tuple[str, ...]:
+    """What "vs best" compares within: an A100's host-to-device copy is no yardstick for a CPU's memory copy."""
+    return (series.device_name or series.device, series.transfer or MISSING, series.direction)
+
+
+def at(series: Series, batch: int | None, in_bytes: bool) -> str:
+    """Where a figure lies: the batch, or the bytes per call of that batch."""
+    if batch is None or not in_bytes:
+        return str(batch) if batch is not None else "-"
+    nbytes = next((p.bytes for p in series.points if p.batch_size == batch), None)
+    return binary_size(nbytes) if nbytes else f"batch {batch}"
+
+
+def where_in(series: Series, batch: int | None, in_bytes: bool) -> str:
+    return at(series, batch, in_bytes) if in_bytes else f"batch {batch}"
 
 
 def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
     """MB/s per batch size with the series side by side, each with its ratio to the first series at
     the same batch: the table a comparison of two GPUs, paths or machines in a bug report turns on."""
-    by_batch = one_shape(picks)  # else a ratio is taken between equal sizes only
+    by_batch = not by_bytes(picks)  # else a ratio is taken between equal sizes only
     rates = [{(p.batch_size if by_batch else p.bytes): p.mbps for p in pick.series.ok_points() if p.mbps} for pick in picks]
     rows = []
     for batch in sorted({batch for measured in rates for batch in measured}):
         reference = rates[0].get(batch)
-        row = [str(batch) if by_batch else size(batch), rate(reference) if reference else ABSENT]
+        row = [str(batch) if by_batch else binary_size(batch), rate(reference) if reference else ABSENT]
         for measured in rates[1:]:
             mbps = measured.get(batch)
             ratio = f" ({mbps / reference:.2f}×)" if mbps and reference else ""
@@ -216,15 +231,18 @@ def comparison_table(picks: Sequence[Selected], names: list[str]) -> list[str]:
     return table(header, rows, [True] * len(header))
 
 
-MARKS = {SLOWER: "▼", FASTER: "▲", NO_CHANGE: "=", INCONCLUSIVE: "?"}
-UNTESTED = "untested"  # a side keeps no raw samples (a peer's figures): a ratio, but no test
+MARKS = {SLOWER: "▼", FASTER: "▲", NO_CHANGE: "=", INCONCLUSIVE: "?", UNTESTED: "(untested)"}
 
 
-def _tested(name: str, reference: Point, other: Point, threshold: float, alpha: float) -> Row | None:
-    """The same rank test and threshold as compare; None where a side has no raw samples to test."""
-    if not reference.times_s or not other.times_s:
-        return None
-    return compare_point(name, reference, other, threshold, alpha)
+def _tested(name: str, reference: Point, other: Point, threshold: float, alpha: float) -> Row:
+    """The same rank test and threshold as compare; where a side keeps no raw samples (a peer's
+    figures), the ratio of the medians, untested."""
+    if reference.times_s and other.times_s:
+        return compare_point(name, reference, other, threshold, alpha)
+    ratio = other.mbps / reference.mbps if reference.mbps and other.mbps else math.nan
+    busy = tuple(side for side, point in (("base", reference), ("new", other)) if point.busy)
+    return Row(name, reference.batch_size, reference.mbps or math.nan, other.mbps or math.nan, ratio, None, UNTESTED, False,
+               UNTESTED, busy)  # fmt: skip
 
 
 def _mbps_cell(point: Point | None) -> str:
@@ -233,16 +251,16 @@ def _mbps_cell(point: Point | None) -> str:
     return rate(point.mbps) + (" (busy)" if point.busy else "")
 
 
-def _peak_cell(series: Series | None) -> str:
+def _peak_cell(series: Series | None, in_bytes: bool = False) -> str:
     if series is None:
         return ABSENT
     summary = series.summary
-    return f"{rate(summary.peak_mbps)} @ {summary.peak_batch_size}" + (" (busy)" if summary.busy_only else "")
+    return f"{rate(summary.peak_mbps)} @ {at(series, summary.peak_batch_size, in_bytes)}" + (" (busy)" if summary.busy_only else "")
 
 
-def _counts(rows: Sequence[Row | None]) -> str:
+def _counts(rows: Sequence[Row]) -> str:
     """A path's verdicts over its batches in one phrase: "slower at 8 of 10, no change at 2"."""
-    verdicts = [r.verdict if r else UNTESTED for r in rows]
+    verdicts = [r.verdict for r in rows]
     counts = {v: verdicts.count(v) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE, UNTESTED) if v in verdicts}
     text = ", ".join(f"{v} at {n}" + (f" of {len(rows)}" if i == 0 else "") for i, (v, n) in enumerate(counts.items()))
     busy = sum(1 for r in rows if r and r.busy)
@@ -262,11 +280,12 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     if not paired:
         return [], []
     two = len(files) == 2
-    tests: list[list[dict[int, Row | None]]] = []  # per pair, per file: batch -> the test against the reference
+    in_bytes = by_bytes(picks)
+    tests: list[list[dict[int, Row]]] = []  # per pair, per file: batch -> the test against the reference
     for p in paired:
         reference = next(m for m in p.members if m is not None)
         ref_points = {q.batch_size: q for q in reference.ok_points()}
-        per_member: list[dict[int, Row | None]] = []
+        per_member: list[dict[int, Row]] = []
         for member in p.members:
             points = {q.batch_size: q for q in member.ok_points()} if member is not None and member is not reference else {}
             per_member.append({b: _tested(p.name, ref_points[b], q, threshold, alpha) for b, q in points.items() if b in ref_points})
@@ -283,12 +302,20 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
         if busy:
             lines += [f"{label} was measured on a busy machine at {busy} of {sum(len(one.ok_points()) for one in series)}"
                       " points (see the notes): their figures may show the machine, not the change.", ""]  # fmt: skip
-    header = ["path", *(f"peak {label}" for label in labels)]
-    header += [f"{labels[1]} / {labels[0]} at peak", "verdict by batch"] if two else [f"{label} / first" for label in labels[1:]]
+    sentences = []
+    for p, per_member in zip(paired, tests):
+        for index, member in enumerate(p.members):
+            if member is None or not per_member[index]:
+                continue
+            change = path_changes([per_member[index][b] for b in sorted(per_member[index])])[0]
+            place = (lambda batch, m=member: at(m, batch, True)) if in_bytes else None
+            sentences.append(f"- `{p.name}`{'' if two else f' ({labels[index]})'}: {change.sentence(labels[index], place)}")
+    header = ["path", *(f"peak {label}" + (" @ bytes per call" if in_bytes else "") for label in labels)]
+    header += [f"{labels[1]} / {labels[0]}, peak to peak", "verdict by batch"] if two else [f"{label} / first, peak to peak" for label in labels[1:]]
     rows = []
     for p, per_member in zip(paired, tests):
         reference = next(m for m in p.members if m is not None)
-        row = [f"`{p.name}`", *(_peak_cell(m) for m in p.members)]
+        row = [f"`{p.name}`", *(_peak_cell(m, in_bytes) for m in p.members)]
         for index, member in enumerate(p.members):
             if member is None or member is reference:
                 if not two and index > 0:
@@ -298,10 +325,15 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             verdict = _counts([per_member[index][b] for b in sorted(per_member[index])])
             row += [f"{ratio:.2f}×", verdict] if two else [f"{ratio:.2f}×: {verdict}"]
         rows.append(row)
+    shown = [m for p in paired for m in p.members if m is not None]
+    rule = f" {peak_rule(shown)}" if peak_rule(shown) else ""
     lines += [f"### Each path{f', {labels[1]} against {labels[0]}' if two else ', against the first file that has it'}", "",
-              f"Peak MB/s @ batch in each file; the ratio of the peaks; and the rank test at each batch measured in both"
-              f" (as `xferbench compare`: a change counts past {threshold:.0%} when p < {alpha:g}). Peaks leave out"
-              " points measured on a busy machine.", "", *table(header, rows, [False, *[True] * (len(header) - 2), not two]), ""]  # fmt: skip
+              f"What changed at each batch measured in both, by the rank test of `xferbench compare` (a change counts past"
+              f" {threshold:.0%} when p < {alpha:g}); neighbouring batches with one verdict make a run, split where the"
+              f" ratio jumps {JUMP:g}× or more:", "", *sentences, "",
+              f"Each file's peak MB/s @ batch, and the ratio of the two peaks wherever each lies (the runs above compare"
+              f" like with like, batch by batch).{rule}", "",
+              *table(header, rows, [False, *[True] * (len(header) - 2), not two]), ""]  # fmt: skip
     batches = sorted({b for per_member in tests for tested in per_member for b in tested})
     grid = []
     for batch in batches:
@@ -310,11 +342,12 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             tested = [t[batch] for t in per_member if batch in t]
             cells.append(" · ".join(_grid_cell(t) for t in tested) or ABSENT)
         grid.append([str(batch), *cells])
+    busy_mark = " * a side measured on a busy machine;" if any(t.busy for m in tests for tested in m for t in tested.values()) else ""
     lines += ["### Ratio at each batch", "",
               f"MB/s of {' · '.join(labels[1:])} over {labels[0] if two else 'the first file that has the path'} at the same"
               " batch, with the verdict:"
               f" {MARKS[SLOWER]} slower, {MARKS[FASTER]} faster, {MARKS[NO_CHANGE]} no change, {MARKS[INCONCLUSIVE]}"
-              f" inconclusive; * a side measured on a busy machine; {ABSENT}: not in both.", "",
+              f" inconclusive;{busy_mark} {ABSENT}: not in both.", "",
               *table(["batch", *(f"`{p.name}`" for p in paired)], grid, [True] * (len(paired) + 1)), ""]  # fmt: skip
     block_header = ["path", "batch", *(f"{label} MB/s" for label in labels)]
     block_header += [f"{labels[1]} / {labels[0]}", "p", "verdict"] if two else [f"{label} / first" for label in labels[1:]]
@@ -326,17 +359,17 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             tested = [per_member[i].get(batch) for i in range(len(p.members))]
             if two:
                 t = tested[1]
-                row += [f"{t.ratio:.2f}×" if t and math.isfinite(t.ratio) else _ratio(points, batch),
+                row += [f"{t.ratio:.2f}×" if t and math.isfinite(t.ratio) else ABSENT,
                         (p_text(t.p_value) if t.p_value is not None else t.method) if t else ABSENT,
-                        t.verdict if t else (UNTESTED if batch in points[0] and batch in points[1] else ABSENT)]  # fmt: skip
+                        t.verdict if t else ABSENT]  # fmt: skip
             else:
                 row += [f"{t.ratio:.2f}× {t.verdict}" if t else ABSENT for t in tested[1:]]
             block_rows.append(row)
     answer, lines = lines, []
     lines += ["### MB/s by batch, path by path", "",
               f"Median MB/s in each file; the ratio to {labels[0] if two else 'the first file'}; the rank test's p-value"
-              " and verdict on the raw samples. (busy): measured while other processes used a quarter of the CPUs or"
-              " more.", "", *table(block_header, block_rows, [False, *[True] * (len(block_header) - 1)]), ""]  # fmt: skip
+              " and verdict on the raw samples." + (" (busy): measured while other processes used a quarter of the CPUs"
+                                                    " or more." if busy_mark else ""), "", *table(block_header, block_rows, [False, *[True] * (len(block_header) - 1)]), ""]  # fmt: skip
     alone = [p for p in found if not p.paired]
     label_of = {id(result): label for (_, result), label in zip(files, labels)}
 
@@ -351,17 +384,26 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     return answer, lines
 
 
+def peak_rule(series: Sequence[Series]) -> str:
+    """The rule busy points follow, said only as it holds for these series: left out of the figures,
+    except in a series whose every point was busy (its figures rest on them, marked (busy))."""
+    busy = [s for s in series if s.summary.busy_batch_sizes]
+    if not busy:
+        return ""
+    only = [s for s in busy if s.summary.busy_only]
+    if not only:
+        return "Points measured on a busy machine are left out of the peaks."
+    if len(only) == len(series):
+        return "Every point was measured on a busy machine, so every peak rests on busy points (marked (busy))."
+    return ("Points measured on a busy machine are left out of the peaks, except where every point of a series was busy:"
+            " those peaks, marked (busy), rest on busy points.")
+
+
 def _grid_cell(tested: Row | None) -> str:
     if tested is None:
-        return UNTESTED
+        return ABSENT
     ratio = f"{tested.ratio:.2f}×" if math.isfinite(tested.ratio) else "-"
     return f"{ratio} {MARKS[tested.verdict]}" + ("*" if tested.busy else "")
-
-
-def _ratio(points: list[dict[int, Point]], batch: int) -> str:
-    """A ratio from the medians alone, where no test could be made (no raw samples)."""
-    a, b = points[0].get(batch), points[1].get(batch)
-    return f"{b.mbps / a.mbps:.2f}×" if a and b and a.mbps and b.mbps else ABSENT
 
 
 def at_once_section(picks: Sequence[Selected], files: list[tuple[Path, Result]], labels: list[str]) -> list[str]:
@@ -474,7 +516,7 @@ def _notes(picks: Sequence[Selected], names: list[str], files: list[tuple[Path, 
     for pick, name in zip(picks, names):
         noisy = noisy_points(pick.series)
         if noisy:
-            notes.append(f"- {name}: {uncertain_note(noisy, pick.series.summary)}")
+            notes.append(f"- {name}: {uncertain_note(noisy, pick.series.summary, pick.result.environment.get('os'))}")
     for path, result in files:  # named and left out of every figure and verdict above
         damaged = damaged_points(result)
         if damaged:
@@ -502,11 +544,18 @@ def busy_notes(picks: Sequence[Selected], files: list[tuple[Path, Result]], seve
                            for series, points in busy)  # fmt: skip
         listed = "every point" if len(every) == total else listed
         where = f"{path} was" if several else "the machine was"
+        only = [series.label() for series, _ in busy if series.summary.busy_only]
+        if len(every) == total:
+            rule = "every figure here rests on them"
+        elif only:
+            rule = (f"left out of peak, saturation, cliff and fit, except in {', '.join(only)}, where every point was busy"
+                    " and the figures rest on them")  # fmt: skip
+        else:
+            rule = "left out of peak, saturation, cliff and fit"
         notes.append(f"- **warning** {where} busy at {len(every)} of {total} points: {listed}. Other processes used a"
                      f" quarter of the CPUs or more (at worst {worst.others_cpus:.2f} of its {worst.cpus or '?'}, at"
-                     f" {worst_series.label()} batch {worst.batch_size}); a busy machine moves figures either way, by up to several times. Those"
-                     " points are marked (busy), left out of peak, saturation, cliff and fit unless every point of a"
-                     " series was busy; measure again on a quiet machine.")  # fmt: skip
+                     f" {worst_series.label()} batch {worst.batch_size}); a busy machine moves figures either way, by up to"
+                     f" several times. Those points are marked (busy), {rule}; measure again on a quiet machine.")  # fmt: skip
     return notes
 
 
@@ -570,7 +619,7 @@ def render(
                    for e in empty]  # fmt: skip
     summary, ceilings, raw = summary_table(picks, names, where, empty_names)
     lines += ["### Summary" + (" of each series" if paired else ""), "", *summary, "",
-              f"Peak and saturation (the smallest batch reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
+              f"Peak and saturation (the smallest {'size' if by_bytes(picks) else 'batch'} reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
               " latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.", "",
               "Link ceilings (per direction):",
               *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in ceilings.items()), ""]  # fmt: skip
@@ -581,15 +630,15 @@ def render(
     if published:
         lines += ["Published figures for the same GPU model (healthy host↔device copies others measured; xferbench's"
                   " docs/published-figures.md gives each with its source and date):", *published, ""]  # fmt: skip
-    if len(picks) > 1 and one_shape(picks) and not paired:
+    if len(picks) > 1 and not by_bytes(picks) and not paired:
         lines += ["### MB/s by batch size", "",
                   "Median MB/s at each batch size, series side by side; (×): the ratio to the first series,"
                   f" the reference, at the same batch; {ABSENT}: not measured at that batch.", "",
                   *comparison_table(picks, names), ""]  # fmt: skip
     elif len(picks) > 1 and not paired:  # items of several shapes: a batch of one is no batch of another
         lines += ["### MB/s by bytes per call", "",
-                  "Median MB/s at each size, series side by side (their items differ in shape, so sizes, not batches,"
-                  f" line up); (×): the ratio to the first series, the reference, at the same size; {ABSENT}: not"
+                  "Median MB/s at each size, series side by side (their items differ in shape, or a peer counts"
+                  f" buffers, not images: sizes, not batches, line up); (×): the ratio to the first series, the reference, at the same size; {ABSENT}: not"
                   " measured at that size.", "", *comparison_table(picks, names), ""]  # fmt: skip
     lines += at_once_section(picks, files, labels)
     if notes and not paired:

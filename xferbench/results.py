@@ -17,6 +17,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
@@ -445,14 +446,16 @@ def load(path: str | os.PathLike[str]) -> Result:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise XferbenchError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise XferbenchError(f"{path}: cannot read: {error}") from None
+    except UnicodeDecodeError:  # an image, an archive: the wrong file given, not a damaged result
+        raise XferbenchError(f"{path}: not an xferbench result file (not UTF-8 text); give the .json a sweep wrote") from None
+    except OSError as error:
+        raise XferbenchError(f"{path}: cannot read: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
-        raise XferbenchError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+        raise XferbenchError(f"{path}: not an xferbench result file (not JSON: {error.msg} at line {error.lineno})") from None
     schema = data.get("schema") if isinstance(data, dict) else None
     name, _, version = str(schema).partition("/")
     if name != SCHEMA_NAME or not version.isdigit():
-        raise XferbenchError(f"{path}: not an xferbench result (no 'schema': '{SCHEMA}' field)")
+        raise XferbenchError(f"{path}: not an xferbench result file (no 'schema': '{SCHEMA}' field)")
     if int(version) > SCHEMA_VERSION:
         from xferbench import __version__
 
@@ -585,6 +588,14 @@ def file_labels(files: list[tuple[Path, Result]]) -> list[str]:
         if all(labels) and len(set(labels)) == len(labels):
             return [str(label) for label in labels]
     return [str(p) for p, _ in files]
+
+
+def by_bytes(picks: Sequence[Selected]) -> bool:
+    """Whether sizes, not batches, locate the figures of these series (in tables and on a plot's axis):
+    their items differ in shape, or a peer's buffers are among them (counted in items of its own, a
+    peer's "batch 512" may be 512 MiB: no batch of images)."""
+    shapes = {tuple(pick.series.shape) for pick in picks}
+    return len(shapes) > 1 or any((pick.result.environment.get("peer") or {}).get("tool") for pick in picks)
 
 
 def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[Selected], list[Selected]]:
