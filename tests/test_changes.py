@@ -115,7 +115,10 @@ def test_a_jump_within_one_verdict_splits_the_run_and_the_sentence_is_bounded() 
     found = runs(rows)
     assert [(r.batches, r.low, r.high, r.busy) for r in found] == [((64, 128, 170), 2.53, 2.80, 0), ((171, 256), 8.84, 10.18, 1)]
     assert found[1].describe() == "8.84–10.18× faster from batch 171 to 256 (1 busy)"
-    assert runs([row(1, 1.0, FASTER), row(2, 1.99, FASTER)])[0].batches == (1, 2)  # just under the jump: one run
+    assert runs([row(1, 1.0, FASTER), row(2, 1.49, FASTER)])[0].batches == (1, 2)  # just under the jump: one run
+    assert len(runs([row(1, 1.0, FASTER), row(2, 1.5, FASTER)])) == 2
+    # a batch that failed between two faster ones: no run spans it
+    assert [r.batches for r in runs([row(1, 1.2, FASTER), row(4, 1.2, FASTER)], gaps=[2])] == [(1,), (4,)]
     assert [r.batches for r in runs([row(1, 1.3, FASTER), row(2, 1.02, NO_CHANGE)])] == [(1,), (2,)]  # a new verdict: a new run
     jagged = [row(b, 1.5 if i % 2 else 0.6, FASTER if i % 2 else SLOWER) for i, b in enumerate((1, 2, 4, 8, 16, 32, 64))]
     (change,) = path_changes(jagged)
@@ -182,7 +185,7 @@ def test_compare_prints_each_paths_runs_and_json_carries_them(cliff_pair) -> Non
     assert "faster from batch 171 to 512" in line and "slower from batch 16 to 170" in line
     data = json.loads(runner.invoke(app, ["compare", *map(str, cliff_pair), "--json"]).stdout)
     (path,) = data["paths"]
-    assert path["path"] == "tf/eager/copy@cpu" and path["regressed"] is True and path["failed"] == 0
+    assert path["path"] == "tf/eager/copy@cpu" and path["regressed"] is True and path["failed"] == []
     assert [(r["verdict"], r["batch_sizes"]) for r in path["runs"]] == [("slower", [16, 32, 64, 128, 160, 170]),
                                                                        ("faster", [171, 172, 192, 256, 512])]  # fmt: skip
     assert path["most_faster"]["batch_size"] in range(171, 513) and path["most_faster"]["ratio"] > 8
@@ -312,3 +315,52 @@ def test_the_committed_tensorflow_report_and_the_readmes_excerpt_are_what_report
     excerpt = readme.split("<!-- report-excerpt:", 1)[1].split("\n", 1)[1].split("<!-- /report-excerpt -->")[0]
     quoted = "\n".join(line.removeprefix(">").removeprefix(" ") for line in excerpt.strip().splitlines())
     assert quoted.startswith("### Each path") and "\n" + quoted + "\n" in made
+
+
+def test_a_batch_that_failed_in_one_file_is_named_and_no_run_spans_it(tmp_path) -> None:
+    batches = (1, 4, 16, 64, 128, 256, 512)
+    base = save(tmp_path / "a.json", [curve("eager", {b: 5000.0 for b in batches}, seed=1)])
+    broken = curve("eager", {b: 4000.0 for b in batches}, seed=2)
+    for point in broken.points:
+        if point.batch_size in (64, 128):
+            point.status, point.error, point.times_s = "error", "CUDA out of memory", []
+    broken.refresh_summary()
+    new = save(tmp_path / "b.json", [broken])
+    (change,) = changes_of(base, new)
+    assert [r.batches for r in change.runs] == [(1, 4, 16), (256, 512)] and change.failed == (64, 128)
+    assert change.sentence("B").endswith(". Failed in B at batch 64, batch 128, measured before.") and change.regressed
+    text = report.render(*select([base, new]))
+    line = next(x for x in text.splitlines() if x.startswith("- `tf/eager/copy`: "))
+    assert "from batch 1 to 16" in line and "from batch 256 to 512" in line and "Failed in b at batch 64, batch 128" in line
+    grid = {r.split(" | ")[0].strip("| "): r.split(" | ")[1].strip(" |") for r in text.split("### Ratio at each batch")[1].split("\n\n")[2].splitlines()[2:]}
+    assert grid["64"] == grid["128"] == "FAILED" and grid["16"].endswith("▼")
+    block = [r for r in text.split("### MB/s by batch, path by path")[1].splitlines() if r.startswith("|  | 64 |")]
+    assert block and block[0].endswith("| FAILED: CUDA out of memory |")
+    assert "slower at 5 of 7, failed at 2" in text
+    whole = save(tmp_path / "c.json", [Series.of(SeriesKey("tf", "eager", "copy", "cpu", SHAPE))])
+    data = json.loads(whole.read_text())
+    data["series"][0].update(status="failed", reason="the worker died")
+    whole.write_text(json.dumps(data))
+    (gone,) = changes_of(base, whole)
+    assert gone.failed == (None,) and gone.sentence("C").endswith("The whole series failed in C.")
+
+
+def test_two_peers_files_are_compared_size_by_size_in_every_table(tmp_path) -> None:
+    """Two nodes' nvbandwidth outputs: their "batches" are 1 MiB items, so every table names sizes."""
+    import peer_outputs as out
+    from xferbench.peers import read_nvbandwidth
+
+    paths = []
+    for name, base in (("node1", 50.0), ("node2", 40.0)):
+        runs = [(mib, out.nvbandwidth(out.passed(out.H2D_CE, f"{base + mib / 100:.2f}"), mib=mib), 0) for mib in (3, 12, 96)]
+        raw = tmp_path / f"{name}.txt"
+        raw.write_text(out.kit_runs(*runs))
+        paths.append(tmp_path / f"{name}.json")
+        read_nvbandwidth([raw]).save(paths[-1])
+    text = report.render(*select(paths))
+    grid = text.split("### Ratio at each size")[1].split("\n\n")[2].splitlines()
+    assert grid[0].startswith("| bytes per call |") and [r.split(" | ")[0] for r in grid[2:]] == ["| 3 MiB", "| 12 MiB", "| 96 MiB"]
+    block = text.split("### MB/s by size, path by path")[1].split("\n\n")[2].splitlines()
+    assert block[0].startswith("| path | bytes per call |") and block[2].split(" | ")[1] == "3 MiB"
+    assert "node2 is untested (no raw samples) from 3 MiB to 96 MiB (" in text
+    assert "MB/s @ 96 MiB</summary>" in text and "@ batch" not in text

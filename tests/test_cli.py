@@ -680,7 +680,9 @@ def test_mode_help_and_paths_say_what_the_planner_runs(fake_backend, monkeypatch
     planned = [s.key.mode for s in plan.series]
     assert planned == ["a", "b"]
     said = mode_defaults()
-    assert f"fake: {', '.join(planned)}." in said and said.endswith("fake: c.")
+    # fake, like sim, is left out of a default sweep: the help says which option brings its defaults
+    assert f"fake: {', '.join(planned)} (with -f fake)." in said and said.endswith("fake: c.")
+    assert "sim: link (with -f sim)" in said and "host: numpy;" in said
     monkeypatch.setattr("xferbench.environment.accelerator_kinds", lambda: [])
     rows = paths_rows(runner.invoke(app, ["paths"], env={"COLUMNS": "250"}).stdout)
     # fake is left out of a default sweep (as sim is): -f brings the planned modes, -m the rest

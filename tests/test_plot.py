@@ -391,7 +391,10 @@ def test_series_of_another_item_shape_are_drawn_by_bytes_per_call(tmp_path) -> N
     # A --shape sweep beside the default one, and a cliff whose batch no tick names there: the mark says it.
     other = cliff_file(tmp_path / "c.json", {1: 1000.0, 4: 10000.0, 16: 6000.0, 64: 2500.0})  # 1000x1000 items
     fig = figure(select([sim_file(tmp_path / "wide.json", shape=(224, 224, 3)), other])[0])
-    assert fig.axes[0].get_xlabel().startswith("bytes per call") and "batch 16" in [t.get_text() for t in fig.axes[0].texts]
+    # on a bytes axis the cliff is named by its size (batch 16 of 1000x1000 items), never by a batch
+    assert fig.axes[0].get_xlabel().startswith("bytes per call") and "16 MB" in [t.get_text() for t in fig.axes[0].texts]
+    assert not any("batch" in t.get_text() for t in fig.axes[0].texts)
+    assert any("cliff: −40% at 16 MB" in t.get_text() for t in fig.legends[0].get_texts())
     same = figure(select([sweep, sim_file(tmp_path / "again.json")])[0]).axes[0]  # one shape: batch sizes, as before
     assert same.get_xlabel() == "batch size (images)" and list(same.get_xticks()) == list(BATCHES)
 
@@ -405,7 +408,7 @@ def test_the_mbps_axis_goes_log_when_the_medians_span_more_than_ten_times(tmp_pa
         return rate.get_yscale(), rate.get_ylabel(), rate.get_ylim()[0]
 
     log, label, _ = scale(wide)
-    assert log == "log" and label.startswith("MB/s, log scale")
+    assert log == "log" and label == "median MB/s (10^6 B/s), log scale"
     linear, label, bottom = scale(narrow)
     assert linear == "linear" and "log" not in label and bottom == 0
     assert scale(wide, y_scale="linear")[0] == "linear" and scale(narrow, y_scale="log")[0] == "log"

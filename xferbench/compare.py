@@ -169,7 +169,7 @@ class Comparison:
         return line + (f"; {len(self.unmatched)} measured in one file only" if self.unmatched else "")
 
 
-JUMP = 2.0  # neighbouring ratios this many times apart split a run: a cliff that moved or went stays in view
+JUMP = 1.5  # neighbouring ratios this many times apart split a run: a cliff that moved or went stays in view
 MOST_RUNS = 4  # runs a path's sentence names; the rest are counted, and every batch is in the tables
 UNTESTED = "untested"  # a side keeps no raw samples (a peer's figures): a ratio of medians, no test
 STATES = {NO_CHANGE: "unchanged", UNTESTED: "untested (no raw samples)"}  # a verdict as "B is ..." says it
@@ -213,7 +213,7 @@ class PathChange:
     runs: list[Run]
     fastest: Row | None  # the largest significant speed-up, at its batch
     slowest: Row | None  # the largest significant slowdown
-    failed: int = 0  # batches (or the whole series) measured in BASE that failed in NEW
+    failed: tuple[int | None, ...] = ()  # batches measured in BASE that failed in NEW; None: the whole series
 
     @property
     def regressed(self) -> bool:
@@ -235,16 +235,22 @@ class PathChange:
         spot = place or (lambda batch: f"batch {batch}")
         largest = [f"{row.ratio:.2f}× {row.verdict} at {spot(row.batch_size)}" for row in (self.fastest, self.slowest) if row]
         text += f". Largest change: {', '.join(largest)}" if largest else ""
-        return text + (f". Failed in {new} at {self.failed} point(s) measured before" if self.failed else "") + "."
+        if None in self.failed:
+            text += f". The whole series failed in {new}"
+        elif self.failed:
+            text += f". Failed in {new} at {', '.join(spot(b) for b in self.failed if b is not None)}, measured before"
+        return text + "."
 
 
-def runs(rows: Sequence[Row]) -> list[Run]:
+def runs(rows: Sequence[Row], gaps: Sequence[int] = ()) -> list[Run]:
     """One path's rows (in batch order) as runs of neighbouring batches that share a verdict, each run
-    split again where the ratio jumps JUMP times or more between neighbours."""
+    split again where the ratio jumps JUMP times or more between neighbours, or where a batch between
+    them (`gaps`: one that failed) has no ratio: no run spans a failure."""
     found: list[list[Row]] = []
     for row in rows:
         last = found[-1][-1] if found else None
         jump = last is not None and _jumped(last.ratio, row.ratio)
+        jump = jump or (last is not None and any(last.batch_size < gap < row.batch_size for gap in gaps))
         if last is not None and last.verdict == row.verdict and not jump:
             found[-1].append(row)
         else:
@@ -268,9 +274,10 @@ def path_changes(rows: Sequence[Row], failed: Sequence[Failure] = ()) -> list[Pa
         mine = sorted(mine, key=lambda r: r.batch_size)
         faster = [r for r in mine if r.verdict == FASTER and math.isfinite(r.ratio)]
         slower = [r for r in mine if r.verdict == SLOWER and math.isfinite(r.ratio)]
-        changes.append(PathChange(path, runs(mine), max(faster, key=lambda r: r.ratio, default=None),
-                                  min(slower, key=lambda r: r.ratio, default=None),
-                                  sum(1 for f in failed if f.series == path)))  # fmt: skip
+        lost = tuple(sorted((f.batch_size for f in failed if f.series == path), key=lambda b: -1 if b is None else b))
+        changes.append(PathChange(path, runs(mine, [b for b in lost if b is not None]),
+                                  max(faster, key=lambda r: r.ratio, default=None), min(slower, key=lambda r: r.ratio, default=None),
+                                  lost))  # fmt: skip
     return changes
 
 
@@ -468,7 +475,7 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
     paths = [{"path": c.path, "sentence": c.sentence("NEW"), "regressed": c.regressed,
               "runs": [{"verdict": r.verdict, "batch_sizes": list(r.batches), "ratio_min": number(r.low),
                         "ratio_max": number(r.high), "busy": r.busy} for r in c.runs],
-              "most_faster": extreme(c.fastest), "most_slower": extreme(c.slowest), "failed": c.failed}
+              "most_faster": extreme(c.fastest), "most_slower": extreme(c.slowest), "failed": list(c.failed)}
              for c in comparison.paths]  # fmt: skip
 
     return {

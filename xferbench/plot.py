@@ -75,9 +75,10 @@ def default_title(picks: list[Selected]) -> str:
     return "; ".join(parts)
 
 
-def cliff_note(series: Series) -> tuple[Point, str] | None:
+def cliff_note(series: Series, in_bytes: bool = False) -> tuple[Point, str] | None:
     """The first batch below CLIFF_FRACTION of the peak and how far it fell there (and at worst, when
-    it fell further later): the figures a bug report about the fall quotes. None without a cliff."""
+    it fell further later): the figures a bug report about the fall quotes. None without a cliff.
+    `in_bytes`: the figure places points by bytes per call, so the cliff is named by its size."""
     summary = series.summary
     if not summary.cliff or not summary.peak_mbps:
         return None
@@ -85,10 +86,15 @@ def cliff_note(series: Series) -> tuple[Point, str] | None:
     if at is None or at.mbps is None:
         return None
     drop = 1 - at.mbps / summary.peak_mbps
-    text = f"cliff: −{drop:.0%} at batch {at.batch_size}"
+    text = f"cliff: −{drop:.0%} at {place_text(at, in_bytes)}"
     if summary.cliff_drop is not None and f"{summary.cliff_drop:.0%}" != f"{drop:.0%}":
         text += f" (worst −{summary.cliff_drop:.0%})"
     return at, text
+
+
+def place_text(point: Point, in_bytes: bool) -> str:
+    """A point's place as the x axis reads it: "batch 171", or "64 MiB" on a bytes axis."""
+    return binary_size(point.bytes) if in_bytes else f"batch {point.batch_size}"
 
 
 def default_path(paths: list[Path]) -> Path:
@@ -258,7 +264,7 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
         points = series.ok_points()
         x = [at_x(p) for p in points]
         xs.update(x)
-        cliff = cliff_note(series)
+        cliff = cliff_note(series, in_bytes)
         if cliff is not None:  # said in the series' own legend entry: a key of its own would need matching by colour
             label = f"{label} · ▼ {cliff[1]}"
         axes.plot(x, [p.mbps for p in points], marker=marker, linestyle=style, color=colour, label=label)
@@ -302,9 +308,12 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
         ticks = sorted(xs)
         tick_texts = tick_labels(ticks, [p.batch_size for _, p, _ in cliff_marks])
     labelled = {t for t, text in zip(ticks, tick_texts) if text}
+    noted: dict[tuple[int, int], int] = {}  # (panel, x) -> notes already there: the next goes lower, never on top
     for axes, point, colour in cliff_marks:  # a batch whose tick gave way to a neighbour's, or any on a bytes axis
         if in_bytes or point.batch_size not in labelled:
-            axes.annotate(f"batch {point.batch_size}", (at_x(point), point.mbps), xytext=(0, -16), textcoords="offset points",
+            below = noted.get((id(axes), at_x(point)), 0)
+            noted[(id(axes), at_x(point))] = below + 1
+            axes.annotate(place_text(point, in_bytes), (at_x(point), point.mbps), xytext=(0, -16 - 10 * below), textcoords="offset points",
                           ha="center", fontsize=7, color=colour)  # fmt: skip
     marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
     hollow = ", hollow: busy machine" if key else ""
@@ -316,9 +325,9 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
         axes.set_xticks(ticks, tick_texts, fontsize=8)
         axes.tick_params(axis="x", labelbottom=True)  # shared axes hide inner labels: a panel above an empty slot keeps its own
         axes.minorticks_off()
-        axes.set_xlabel("bytes per call (not batches: items of other shapes, or a peer's buffers)" if in_bytes else "batch size (images)")
+        axes.set_xlabel("bytes per call" if in_bytes else "batch size (images)")
         if not multiples or number % 3 == 0:  # shared y: said once per row
-            axes.set_ylabel(f"MB/s{', log scale' if log else ''} (10^6 B of uint8 input per second, median)")
+            axes.set_ylabel(f"median MB/s (10^6 B/s){', log scale' if log else ''}")
         if log:
             axes.set_yscale("log")
         else:

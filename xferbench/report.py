@@ -17,8 +17,8 @@ from xferbench.display import FAULTY, POOR_FIT, binary_size, measured_directions
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
-from xferbench.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Row, compare_point, p_text, path_changes
-from xferbench.pairs import differences, framework_version, pair, pair_key, placement
+from xferbench.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
+from xferbench.pairs import Pair, differences, framework_version, pair, pair_key, placement
 from xferbench.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, write_whole
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
@@ -33,6 +33,7 @@ from xferbench.telemetry import (
 )
 
 MISSING = "—"  # the file does not record it
+FAILED = "FAILED"  # measured in the reference file, an error in this one
 NA = "n/a"  # it does not apply to this device
 ABSENT = "–"  # the series has no measured point at this batch size
 BLANK = " "  # an empty cell ("" reads as MISSING): a path named once at the head of its rows
@@ -258,11 +259,11 @@ def _peak_cell(series: Series | None, in_bytes: bool = False) -> str:
     return f"{rate(summary.peak_mbps)} @ {at(series, summary.peak_batch_size, in_bytes)}" + (" (busy)" if summary.busy_only else "")
 
 
-def _counts(rows: Sequence[Row]) -> str:
-    """A path's verdicts over its batches in one phrase: "slower at 8 of 10, no change at 2"."""
-    verdicts = [r.verdict for r in rows]
-    counts = {v: verdicts.count(v) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE, UNTESTED) if v in verdicts}
-    text = ", ".join(f"{v} at {n}" + (f" of {len(rows)}" if i == 0 else "") for i, (v, n) in enumerate(counts.items()))
+def _counts(rows: Sequence[Row], failed: int = 0) -> str:
+    """A path's verdicts over its batches in one phrase: "slower at 8 of 10, no change at 2, failed at 1"."""
+    verdicts = [r.verdict for r in rows] + [FAILED.lower()] * failed
+    counts = {v: verdicts.count(v) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE, UNTESTED, FAILED.lower()) if v in verdicts}
+    text = ", ".join(f"{v} at {n}" + (f" of {len(verdicts)}" if i == 0 else "") for i, (v, n) in enumerate(counts.items()))
     busy = sum(1 for r in rows if r and r.busy)
     return (text + (f" ({busy} busy)" if busy else "")) or "no batch in common"
 
@@ -282,6 +283,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     two = len(files) == 2
     in_bytes = by_bytes(picks)
     tests: list[list[dict[int, Row]]] = []  # per pair, per file: batch -> the test against the reference
+    errors: list[list[dict[int, str]]] = []  # per pair, per file: batch the reference measured -> the error here
     for p in paired:
         reference = next(m for m in p.members if m is not None)
         ref_points = {q.batch_size: q for q in reference.ok_points()}
@@ -290,6 +292,9 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             points = {q.batch_size: q for q in member.ok_points()} if member is not None and member is not reference else {}
             per_member.append({b: _tested(p.name, ref_points[b], q, threshold, alpha) for b, q in points.items() if b in ref_points})
         tests.append(per_member)
+        errors.append([{q.batch_size: q.error or q.status for q in m.points if q.status != "ok" and q.batch_size in ref_points}
+                     if m is not None and m is not reference else {} for m in p.members])  # fmt: skip
+    unit, units = ("size", "sizes") if in_bytes else ("batch", "batches")
     lines = ["### What differs", ""]
     found_differences = differences([(result, series) for (_, result), series in zip(files, per_file)])
     if found_differences:
@@ -303,17 +308,18 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             lines += [f"{label} was measured on a busy machine at {busy} of {sum(len(one.ok_points()) for one in series)}"
                       " points (see the notes): their figures may show the machine, not the change.", ""]  # fmt: skip
     sentences = []
-    for p, per_member in zip(paired, tests):
+    for pairs_seen, (p, per_member) in enumerate(zip(paired, tests)):
         for index, member in enumerate(p.members):
-            if member is None or not per_member[index]:
+            if member is None or not (per_member[index] or errors[pairs_seen][index]):
                 continue
-            change = path_changes([per_member[index][b] for b in sorted(per_member[index])])[0]
+            failures = [Failure(p.name, b, error) for b, error in errors[pairs_seen][index].items()]
+            change = path_changes([per_member[index][b] for b in sorted(per_member[index])], failures)[0]
             place = (lambda batch, m=member: at(m, batch, True)) if in_bytes else None
             sentences.append(f"- `{p.name}`{'' if two else f' ({labels[index]})'}: {change.sentence(labels[index], place)}")
     header = ["path", *(f"peak {label}" + (" @ bytes per call" if in_bytes else "") for label in labels)]
-    header += [f"{labels[1]} / {labels[0]}, peak to peak", "verdict by batch"] if two else [f"{label} / first, peak to peak" for label in labels[1:]]
+    header += [f"{labels[1]} / {labels[0]}, peak to peak", f"verdict by {unit}"] if two else [f"{label} / first, peak to peak" for label in labels[1:]]
     rows = []
-    for p, per_member in zip(paired, tests):
+    for p, per_member, failed in zip(paired, tests, errors):
         reference = next(m for m in p.members if m is not None)
         row = [f"`{p.name}`", *(_peak_cell(m, in_bytes) for m in p.members)]
         for index, member in enumerate(p.members):
@@ -322,51 +328,61 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
                     row.append(ABSENT if member is None else "reference")
                 continue
             ratio = (member.summary.peak_mbps or 0) / (reference.summary.peak_mbps or 1)
-            verdict = _counts([per_member[index][b] for b in sorted(per_member[index])])
+            verdict = _counts([per_member[index][b] for b in sorted(per_member[index])], len(failed[index]))
             row += [f"{ratio:.2f}×", verdict] if two else [f"{ratio:.2f}×: {verdict}"]
         rows.append(row)
     shown = [m for p in paired for m in p.members if m is not None]
     rule = f" {peak_rule(shown)}" if peak_rule(shown) else ""
     lines += [f"### Each path{f', {labels[1]} against {labels[0]}' if two else ', against the first file that has it'}", "",
-              f"What changed at each batch measured in both, by the rank test of `xferbench compare` (a change counts past"
-              f" {threshold:.0%} when p < {alpha:g}); neighbouring batches with one verdict make a run, split where the"
-              f" ratio jumps {JUMP:g}× or more:", "", *sentences, "",
-              f"Each file's peak MB/s @ batch, and the ratio of the two peaks wherever each lies (the runs above compare"
-              f" like with like, batch by batch).{rule}", "",
+              f"What changed at each {unit} measured in both, by the rank test of `xferbench compare` (a change counts past"
+              f" {threshold:.0%} when p < {alpha:g}); neighbouring {units} with one verdict make a run, split where the"
+              f" ratio jumps {JUMP:g}× or more or a {unit} failed:", "", *sentences, "",
+              f"Each file's peak MB/s @ {'bytes per call' if in_bytes else 'batch'}, and the ratio of the two peaks wherever"
+              f" each lies (the runs above compare like with like, {unit} by {unit}).{rule}", "",
               *table(header, rows, [False, *[True] * (len(header) - 2), not two]), ""]  # fmt: skip
-    batches = sorted({b for per_member in tests for tested in per_member for b in tested})
+    # A row per batch, or per size where sizes locate the figures (each pair's batch of that size)
+    keys = [{b: (_bytes_of(p, b) if in_bytes else b) for per_member, failed in zip(tested_pair, failed_pair)
+             for b in (*per_member, *failed)} for p, tested_pair, failed_pair in zip(paired, tests, errors)]  # fmt: skip
     grid = []
-    for batch in batches:
+    for key in sorted({k for positions in keys for k in positions.values()}):
         cells = []
-        for per_member in tests:
-            tested = [t[batch] for t in per_member if batch in t]
-            cells.append(" · ".join(_grid_cell(t) for t in tested) or ABSENT)
-        grid.append([str(batch), *cells])
+        for per_member, failed, positions in zip(tests, errors, keys):
+            batch = next((b for b, k in positions.items() if k == key), None)
+            marks = [_grid_cell(t[batch]) if batch in t else FAILED for t, f in zip(per_member, failed) if batch in t or batch in f]
+            cells.append(" · ".join(marks) or ABSENT)
+        grid.append([binary_size(key) if in_bytes else str(key), *cells])
     busy_mark = " * a side measured on a busy machine;" if any(t.busy for m in tests for tested in m for t in tested.values()) else ""
-    lines += ["### Ratio at each batch", "",
+    failed_mark = f" {FAILED}: measured in the first, failed here;" if any(f for per_file in errors for f in per_file) else ""
+    untested = f" {MARKS[UNTESTED]}: a side keeps no raw samples (a peer's figures);" if any(
+        t.verdict == UNTESTED for m in tests for tested in m for t in tested.values()) else ""  # fmt: skip
+    lines += [f"### Ratio at each {unit}", "",
               f"MB/s of {' · '.join(labels[1:])} over {labels[0] if two else 'the first file that has the path'} at the same"
-              " batch, with the verdict:"
+              f" {unit}, with the verdict:"
               f" {MARKS[SLOWER]} slower, {MARKS[FASTER]} faster, {MARKS[NO_CHANGE]} no change, {MARKS[INCONCLUSIVE]}"
-              f" inconclusive;{busy_mark} {ABSENT}: not in both.", "",
-              *table(["batch", *(f"`{p.name}`" for p in paired)], grid, [True] * (len(paired) + 1)), ""]  # fmt: skip
-    block_header = ["path", "batch", *(f"{label} MB/s" for label in labels)]
+              f" inconclusive;{untested}{busy_mark}{failed_mark} {ABSENT}: not in both.", "",
+              *table(["bytes per call" if in_bytes else "batch", *(f"`{p.name}`" for p in paired)], grid,
+                     [True] * (len(paired) + 1)), ""]  # fmt: skip
+    block_header = ["path", "bytes per call" if in_bytes else "batch", *(f"{label} MB/s" for label in labels)]
     block_header += [f"{labels[1]} / {labels[0]}", "p", "verdict"] if two else [f"{label} / first" for label in labels[1:]]
     block_rows = []
-    for p, per_member in zip(paired, tests):
+    for p, per_member, failed in zip(paired, tests, errors):
         points = [{q.batch_size: q for q in m.ok_points()} if m is not None else {} for m in p.members]
-        for number, batch in enumerate(sorted({b for found in points for b in found})):
-            row = [f"`{p.name}`" if number == 0 else BLANK, str(batch), *(_mbps_cell(found.get(batch)) for found in points)]
+        for number, batch in enumerate(sorted({b for found in (*points, *failed) for b in found})):
+            where = binary_size(_bytes_of(p, batch)) if in_bytes else str(batch)
+            row = [f"`{p.name}`" if number == 0 else BLANK, where,
+                   *(_mbps_cell(found.get(batch)) if batch not in gone else FAILED for found, gone in zip(points, failed))]
             tested = [per_member[i].get(batch) for i in range(len(p.members))]
             if two:
                 t = tested[1]
+                verdict = f"{FAILED}: {cell(failed[1][batch])}" if batch in failed[1] else t.verdict if t else ABSENT
                 row += [f"{t.ratio:.2f}×" if t and math.isfinite(t.ratio) else ABSENT,
-                        (p_text(t.p_value) if t.p_value is not None else t.method) if t else ABSENT,
-                        t.verdict if t else ABSENT]  # fmt: skip
+                        (p_text(t.p_value) if t.p_value is not None else t.method) if t else ABSENT, verdict]  # fmt: skip
             else:
-                row += [f"{t.ratio:.2f}× {t.verdict}" if t else ABSENT for t in tested[1:]]
+                row += [f"{t.ratio:.2f}× {t.verdict}" if t else FAILED if batch in gone else ABSENT
+                        for t, gone in zip(tested[1:], failed[1:])]  # fmt: skip
             block_rows.append(row)
     answer, lines = lines, []
-    lines += ["### MB/s by batch, path by path", "",
+    lines += [f"### MB/s by {unit}, path by path", "",
               f"Median MB/s in each file; the ratio to {labels[0] if two else 'the first file'}; the rank test's p-value"
               " and verdict on the raw samples." + (" (busy): measured while other processes used a quarter of the CPUs"
                                                     " or more." if busy_mark else ""), "", *table(block_header, block_rows, [False, *[True] * (len(block_header) - 1)]), ""]  # fmt: skip
@@ -397,6 +413,12 @@ def peak_rule(series: Sequence[Series]) -> str:
         return "Every point was measured on a busy machine, so every peak rests on busy points (marked (busy))."
     return ("Points measured on a busy machine are left out of the peaks, except where every point of a series was busy:"
             " those peaks, marked (busy), rest on busy points.")
+
+
+def _bytes_of(found: Pair, batch: int) -> int:
+    """The bytes per call of a pair's batch (every member shares the item shape)."""
+    member = next(m for m in found.members if m is not None)
+    return batch * math.prod(member.shape)
 
 
 def _grid_cell(tested: Row | None) -> str:
@@ -433,7 +455,7 @@ def at_once_section(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             "", *lines]  # fmt: skip
 
 
-def detail(series: Series, name: str) -> list[str]:
+def detail(series: Series, name: str, in_bytes: bool = False) -> list[str]:
     """The original report's columns for every batch, folded away so the summary stays on screen."""
     device_clock = any(p.device_mbps for p in series.points)
     # As in the terminal table: page faults per call explain host-side cliffs, shown only where they happen.
@@ -454,7 +476,7 @@ def detail(series: Series, name: str) -> list[str]:
         row += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if faults else []
         rows.append(row)
     summary = series.summary
-    title = f"{name}: peak {rate(summary.peak_mbps)} MB/s @ batch {summary.peak_batch_size}"
+    title = f"{name}: peak {rate(summary.peak_mbps)} MB/s @ {where_in(series, summary.peak_batch_size, in_bytes)}"
     how = (f"{series.device_name or series.device}; {series.transfer or MISSING}; {'x'.join(map(str, series.shape))}"
            f" uint8 per item from {series.host_buffer}; timed {series.method}; clock {series.clock or MISSING};"
            f" sync {series.sync or MISSING}" + (f"; device clock {series.device_clock}" if series.device_clock else ""))  # fmt: skip
@@ -662,7 +684,7 @@ def render(
                   command, "```", ""]  # fmt: skip
     lines += ["### Per-batch detail", ""]
     for pick, name in zip(picks, names):
-        lines += detail(pick.series, name)
+        lines += detail(pick.series, name, by_bytes(picks))
     return "\n".join(lines).rstrip() + "\n"
 
 

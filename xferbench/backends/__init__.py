@@ -42,7 +42,8 @@ def sweep_flags(backend: Backend, mode: str, device: str, auto: str) -> str | No
 
 def mode_defaults() -> str:
     """Each framework's modes, those a sweep runs unless --mode names others first: for --mode's help."""
-    run = "; ".join(f"{b.name}: {', '.join(b.chosen_modes())}" for b in BACKENDS.values())
+    run = "; ".join(f"{b.name}: {', '.join(b.chosen_modes())}" + ("" if b.in_default_sweep else f" (with -f {b.name})")
+                    for b in BACKENDS.values())  # fmt: skip
     named = "; ".join(f"{b.name}: {', '.join(m for m in b.modes if m not in b.chosen_modes())}"
                       for b in BACKENDS.values() if set(b.modes) - set(b.chosen_modes()))  # fmt: skip
     return f"Default: {run}." + (f" Run only when named: {named}." if named else "")
