@@ -682,10 +682,11 @@ SHOW_ALL = Annotated[bool, typer.Option("--all", help="Start every installed fra
 
 
 @contextlib.contextmanager
-def installed_frameworks() -> Iterator[dict[str, Runner]]:
-    """A runner per installed framework (a worker process for each GPU framework), closed after use."""
+def installed_frameworks(failed: dict[str, str] | None = None) -> Iterator[dict[str, Runner]]:
+    """A runner per installed framework (a worker process for each GPU framework), closed after use;
+    one that cannot start is left out and its error kept in `failed`, by name."""
     try:
-        runners = start_runners([b for b in BACKENDS.values() if not b.missing()])
+        runners = start_runners([b for b in BACKENDS.values() if not b.missing()], failed=failed if failed is not None else {})
     except XferbenchError as error:
         raise fail(str(error)) from None
     try:
@@ -701,10 +702,14 @@ def env(show_all: SHOW_ALL = False) -> None:
     from xferbench import environment
 
     views: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
     if show_all or environment.accelerator_kinds():  # importing every framework takes seconds: only where it adds devices
-        with installed_frameworks() as runners:
+        with installed_frameworks(failed) as runners:
             views = {name: runner.environment() for name, runner in runners.items()}
-    print(json.dumps(environment.capture(views), indent=2))
+    captured = environment.capture(views)
+    if failed:  # installed, yet it cannot start: said here, as a sweep says it
+        captured["frameworks_failed"] = failed
+    print(json.dumps(captured, indent=2))
 
 
 @app.command()
@@ -716,12 +721,13 @@ def paths(show_all: SHOW_ALL = False) -> None:
 
     kinds = environment.accelerator_kinds()
     installed = [b for b in BACKENDS.values() if not b.missing()]
+    failed: dict[str, str] = {}
     if kinds or show_all:  # only a framework can say whether it reaches the GPU
-        with installed_frameworks() as runners:
+        with installed_frameworks(failed) as runners:
             devices = {name: runner.devices() for name, runner in runners.items()}
     else:  # no GPU here: every framework reaches the CPU, and nothing else
         devices = {b.name: b.devices() if b.fixed_device else [] if b.cuda_only else ["cpu"] for b in installed}
-    rows = path_availability(devices)
+    rows = path_availability(devices, failed)
     auto = auto_device(["cpu", *(d for b in installed if not b.fixed_device for d in devices.get(b.name, []))])
     here = {"cpu", "sim", *kinds}
     shown = rows if show_all else [row for row in rows if row.device.split(":")[0] in here]

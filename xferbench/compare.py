@@ -29,7 +29,7 @@ from rich.text import Text
 
 from xferbench.display import rate
 from xferbench.errors import XferbenchError
-from xferbench.pairs import Difference, differences, pair, path_name
+from xferbench.pairs import Difference, differences, pair, path_name, unlike
 from xferbench.results import Point, Result, Series, damaged_points, load
 from xferbench.spec import SeriesKey
 from xferbench.stats import point_stats
@@ -129,6 +129,7 @@ class Comparison:
     busy: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # compared points measured on a busy machine
     differences: list[Difference] = field(default_factory=list)  # recorded fields whose values differ between the files
     damaged: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # points left out: damaged in the file
+    unlike: dict[str, list[str]] = field(default_factory=dict)  # path -> the kinds of copy BASE and NEW make, where they differ
 
     @property
     def slower(self) -> list[Row]:
@@ -350,6 +351,9 @@ def compare(
             comparison.unmatched.append(Unmatched(_name(series), None, "base"))
             continue
         name = _pair_label(series, other)
+        kinds = unlike([series, other])
+        if kinds:
+            comparison.unlike[name] = kinds
         if not _points(other):
             comparison.failed.append(Failure(_name(series), None, other.reason or "no point measured"))
             continue
@@ -433,10 +437,18 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
     lines.append(Text("each path, NEW against BASE:", style="bold"))
     for change in comparison.paths:
         colour = "bold red" if change.regressed else "green" if change.changed else "dim"
-        lines.append(Text(f"  {change.path}: {change.sentence('NEW')}", style=colour))
+        lines.append(Text(f"  {change.path}: {unlike_prefix(comparison.unlike.get(change.path))}{change.sentence('NEW')}", style=colour))
     colour = "bold red" if comparison.fails(fail_on) else "bold green"
     lines.append(Text(comparison.summary() + f" (alpha {comparison.alpha:g})", style=colour))
     return Group(*lines)
+
+
+def unlike_prefix(kinds: Sequence[str] | None) -> str:
+    """Before a path's sentence where BASE and NEW make unlike copies: what the ratio compares."""
+    if not kinds:
+        return ""
+    return (f"unlike copies (BASE: {kinds[0]}; NEW: {kinds[1]}), so the ratio compares the time until a batch is"
+            " usable on each device: ")
 
 
 def difference_lines(found: Sequence[Difference], most: int = 8) -> list[str]:
@@ -472,7 +484,8 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
     def extreme(row: Row | None) -> dict[str, Any] | None:
         return None if row is None else {"batch_size": row.batch_size, "ratio": number(row.ratio)}
 
-    paths = [{"path": c.path, "sentence": c.sentence("NEW"), "regressed": c.regressed,
+    paths = [{"path": c.path, "sentence": unlike_prefix(comparison.unlike.get(c.path)) + c.sentence("NEW"), "regressed": c.regressed,
+              "unlike": comparison.unlike.get(c.path, []),
               "runs": [{"verdict": r.verdict, "batch_sizes": list(r.batches), "ratio_min": number(r.low),
                         "ratio_max": number(r.high), "busy": r.busy} for r in c.runs],
               "most_faster": extreme(c.fastest), "most_slower": extreme(c.slowest), "failed": list(c.failed)}

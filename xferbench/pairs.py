@@ -15,7 +15,7 @@ from typing import Any
 
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry
 from xferbench.results import Result, Series
-from xferbench.spec import SeriesKey
+from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_HOST, SIMULATED, SeriesKey
 
 MISSING = "—"  # the file does not record it
 UNSET = "unset"  # a recorded setting the run did not have
@@ -25,6 +25,29 @@ TAG_WIDTH = 48  # characters of a value in a legend's file tag before it is cut 
 def path_name(series: Series) -> str:
     """The path without its device: tf/eager/copy, torch/pinned/copy/d2h, cuda/raw_pinned/copy+numpy."""
     return series.label().rsplit("@", 1)[0]
+
+
+def copy_kind(series: Series) -> str:
+    """What one call of the series really moves, in words: two series pair across devices, and a copy
+    within Apple silicon's one memory is no PCIe transfer, nor a CPU's memory copy."""
+    device = series.device.split(":")[0]
+    if series.transfer == SIMULATED or device == "sim":
+        return "a simulated link (no data moves)"
+    if device == "mps":
+        return "a copy within unified memory (Apple GPU, MPS)"
+    if series.transfer == HOST_TO_HOST or device == "cpu":
+        return "a host-to-host copy (CPU, no GPU)"
+    if device == "cuda":
+        way = {DEVICE_TO_HOST: "device-to-host", BIDIRECTIONAL: "bidirectional"}.get(series.transfer or "", "host-to-device")
+        return f"a {way} transfer over the GPU's link (CUDA)"
+    return f"a {series.transfer or 'transfer'} on {device}"
+
+
+def unlike(members: Sequence[Series | None]) -> list[str]:
+    """The kinds of copy a pair's members make, when they are not all the same (else empty): their
+    ratio is then time until a batch is usable on each device, not the same copy measured twice."""
+    kinds = list(dict.fromkeys(copy_kind(m) for m in members if m is not None))
+    return kinds if len(kinds) > 1 else []
 
 
 def pair_key(series: Series) -> SeriesKey:
@@ -128,6 +151,7 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
     env = result.environment
     gpus = [device_entry(env, d) for d in dict.fromkeys(s.device for s in series) if d.startswith("cuda")]
     found = {
+        "what is copied": _joined([copy_kind(s) for s in series]),
         "device": _joined([s.device_name or s.device for s in series]),
         "driver": _joined([d.get("driver") for d in gpus]),
         "CUDA (driver)": _joined([d.get("cuda_driver") for d in gpus]),
@@ -164,7 +188,7 @@ class Difference:
             return None if value in (UNSET, MISSING) else f"{self.field}={_cut(value)}"
         if value == MISSING:
             return None
-        return _cut(value) if self.field == "device" else f"{self.field} {_cut(value)}"
+        return _cut(value) if self.field in ("device", "what is copied") else f"{self.field} {_cut(value)}"
 
 
 def _cut(text: str) -> str:
@@ -192,5 +216,5 @@ def tags(labels: Sequence[str], found: Sequence[Difference], most: int = 2) -> l
     return named
 
 
-__all__ = ["Difference", "Pair", "differences", "facts", "framework_version", "pair", "pair_key", "path_name",
-           "placement", "tags"]  # fmt: skip
+__all__ = ["Difference", "Pair", "copy_kind", "differences", "facts", "framework_version", "pair", "pair_key", "path_name",
+           "placement", "tags", "unlike"]  # fmt: skip

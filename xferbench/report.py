@@ -18,7 +18,7 @@ from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceili
 from xferbench.errors import XferbenchError
 from xferbench.concurrency import groups
 from xferbench.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
-from xferbench.pairs import Pair, differences, framework_version, pair, pair_key, placement
+from xferbench.pairs import Pair, copy_kind, differences, framework_version, pair, pair_key, placement, unlike
 from xferbench.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, write_whole
 from xferbench.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.stats import CLIFF_FRACTION, SATURATION_FRACTION
@@ -315,13 +315,19 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             failures = [Failure(p.name, b, error) for b, error in errors[pairs_seen][index].items()]
             change = path_changes([per_member[index][b] for b in sorted(per_member[index])], failures)[0]
             place = (lambda batch, m=member: at(m, batch, True)) if in_bytes else None
-            sentences.append(f"- `{p.name}`{'' if two else f' ({labels[index]})'}: {change.sentence(labels[index], place)}")
+            kinds = unlike(p.members)
+            what = ("; ".join(f"{labels[i]}: {copy_kind(m)}" for i, m in enumerate(p.members) if m is not None)
+                    if kinds else "")  # fmt: skip
+            said = change.sentence(labels[index], place)
+            if kinds:  # never a bare "faster" between unlike copies: what the ratio compares comes first
+                said = f"unlike copies ({what}), so the ratio compares the time until a batch is usable on each device: {said}"
+            sentences.append(f"- {pair_cell(p)}{'' if two else f' ({labels[index]})'}: {said}")
     header = ["path", *(f"peak {label}" + (" @ bytes per call" if in_bytes else "") for label in labels)]
     header += [f"{labels[1]} / {labels[0]}, peak to peak", f"verdict by {unit}"] if two else [f"{label} / first, peak to peak" for label in labels[1:]]
     rows = []
     for p, per_member, failed in zip(paired, tests, errors):
         reference = next(m for m in p.members if m is not None)
-        row = [f"`{p.name}`", *(_peak_cell(m, in_bytes) for m in p.members)]
+        row = [pair_cell(p), *(_peak_cell(m, in_bytes) for m in p.members)]
         for index, member in enumerate(p.members):
             if member is None or member is reference:
                 if not two and index > 0:
@@ -360,7 +366,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
               f" {unit}, with the verdict:"
               f" {MARKS[SLOWER]} slower, {MARKS[FASTER]} faster, {MARKS[NO_CHANGE]} no change, {MARKS[INCONCLUSIVE]}"
               f" inconclusive;{untested}{busy_mark}{failed_mark} {ABSENT}: not in both.", "",
-              *table(["bytes per call" if in_bytes else "batch", *(f"`{p.name}`" for p in paired)], grid,
+              *table(["bytes per call" if in_bytes else "batch", *(pair_cell(p) for p in paired)], grid,
                      [True] * (len(paired) + 1)), ""]  # fmt: skip
     block_header = ["path", "bytes per call" if in_bytes else "batch", *(f"{label} MB/s" for label in labels)]
     block_header += [f"{labels[1]} / {labels[0]}", "p", "verdict"] if two else [f"{label} / first" for label in labels[1:]]
@@ -369,12 +375,13 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
         points = [{q.batch_size: q for q in m.ok_points()} if m is not None else {} for m in p.members]
         for number, batch in enumerate(sorted({b for found in (*points, *failed) for b in found})):
             where = binary_size(_bytes_of(p, batch)) if in_bytes else str(batch)
-            row = [f"`{p.name}`" if number == 0 else BLANK, where,
+            row = [pair_cell(p) if number == 0 else BLANK, where,
                    *(_mbps_cell(found.get(batch)) if batch not in gone else FAILED for found, gone in zip(points, failed))]
             tested = [per_member[i].get(batch) for i in range(len(p.members))]
             if two:
                 t = tested[1]
                 verdict = f"{FAILED}: {cell(failed[1][batch])}" if batch in failed[1] else t.verdict if t else ABSENT
+                verdict += " (unlike copies)" if t and unlike(p.members) and t.verdict in (SLOWER, FASTER) else ""
                 row += [f"{t.ratio:.2f}×" if t and math.isfinite(t.ratio) else ABSENT,
                         (p_text(t.p_value) if t.p_value is not None else t.method) if t else ABSENT, verdict]  # fmt: skip
             else:
@@ -413,6 +420,11 @@ def peak_rule(series: Sequence[Series]) -> str:
         return "Every point was measured on a busy machine, so every peak rests on busy points (marked (busy))."
     return ("Points measured on a busy machine are left out of the peaks, except where every point of a series was busy:"
             " those peaks, marked (busy), rest on busy points.")
+
+
+def pair_cell(found: Pair) -> str:
+    """A pair's name in a table: its path, marked where its members make unlike copies."""
+    return f"`{found.name}`" + (" (unlike copies)" if unlike(found.members) else "")
 
 
 def _bytes_of(found: Pair, batch: int) -> int:

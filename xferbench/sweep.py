@@ -181,8 +181,14 @@ def resolve_devices(requested: str, runners: Sequence[Runner]) -> list[str]:
     return gpus
 
 
-def start_runners(backends: Sequence[Backend], pythons: dict[str, str] | None = None) -> dict[str, Runner]:
-    """A worker process for each GPU framework (started together, so their imports overlap), else in-process."""
+def start_runners(backends: Sequence[Backend], pythons: dict[str, str] | None = None,
+                  failed: dict[str, str] | None = None) -> dict[str, Runner]:  # fmt: skip
+    """A worker process for each GPU framework (started together, so their imports overlap), else in-process.
+
+    A framework that cannot start (an import that raises, as a plugin built for another TensorFlow
+    does) stops everything with its one-line error, unless `failed` is given: then it is left out,
+    its error kept there by name, and the others go on (a default sweep must not lose torch to a
+    broken tensorflow)."""
     pythons = pythons or {}
     runners: dict[str, Runner] = {}
     try:
@@ -191,9 +197,16 @@ def start_runners(backends: Sequence[Backend], pythons: dict[str, str] | None = 
                 runners[backend.name] = WorkerRunner(backend, pythons.get(backend.name))
             else:
                 runners[backend.name] = LocalRunner(backend)
-        for runner in runners.values():
+        for name, runner in list(runners.items()):
             if isinstance(runner, WorkerRunner):
-                runner.hello()  # a framework that fails to import says so here, before anything is measured
+                try:
+                    runner.hello()  # a framework that fails to import says so here, before anything is measured
+                except XferbenchError as error:
+                    if failed is None:
+                        raise
+                    runner.close()
+                    del runners[name]
+                    failed[name] = str(error)
     except BaseException:
         for runner in runners.values():
             runner.close()
@@ -292,15 +305,18 @@ def make_plan(config: SweepConfig) -> Plan:
     """
     backends = _select_backends(config)
     _check_static(config, backends)
-    runners = start_runners(backends, config.pythons)
+    failed: dict[str, str] | None = None if config.frameworks else {}  # named with -f, a failure is the answer
+    runners = start_runners(backends, config.pythons, failed)
     try:
         devices = resolve_devices(config.device, list(runners.values()))
         series = []
         for backend in backends:
-            present = runners[backend.name].devices()
-            if backend.name == "sim":
+            if failed and backend.name in failed:  # planned, and skipped with its error: a result file names it
+                present, targets = [], [backend.fixed_device] if backend.fixed_device else devices
+            elif backend.name == "sim":
                 present = targets = config.sim.device_ids()
             else:
+                present = runners[backend.name].devices()
                 targets = [backend.fixed_device] if backend.fixed_device else devices
             for mode in backend.chosen_modes(config.modes):
                 sources = backend.sources(mode)
@@ -314,7 +330,9 @@ def make_plan(config: SweepConfig) -> Plan:
                                 if config.concurrent and len(targets) > 1:  # each device alone, then all at once
                                     keys += [dataclasses.replace(key, concurrent=len(targets)) for key in keys]
                                 for key in keys:
-                                    series.append(PlannedSeries(key, backend, _skip_reason(runners[backend.name], key, present)))
+                                    skip = failed[backend.name] if failed and backend.name in failed else \
+                                        _skip_reason(runners[backend.name], key, present)  # fmt: skip
+                                    series.append(PlannedSeries(key, backend, skip))
         plan = Plan(config, devices[0], series, runners, devices)
         if config.concurrent and not any(s.key.concurrent > 1 for s in series):
             where = ", ".join(dict.fromkeys(s.key.device for s in series)) or "no device"

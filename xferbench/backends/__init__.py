@@ -68,14 +68,15 @@ class PathAvailability(NamedTuple):
     reason: str | None  # why the path cannot run there; None when it can
 
 
-def path_availability(devices: Mapping[str, list[str]]) -> list[PathAvailability]:
+def path_availability(devices: Mapping[str, list[str]], failed: Mapping[str, str] | None = None) -> list[PathAvailability]:
     """Every framework/mode on every device kind, with the reason wherever it cannot run here.
 
-    `devices` holds what each installed framework reaches, as its own process saw it.
+    `devices` holds what each installed framework reaches, as its own process saw it; `failed`, the
+    error of each installed framework that could not start.
     """
     rows = []
     for backend in BACKENDS.values():
-        missing = backend.missing()
+        missing = backend.missing() or (failed or {}).get(backend.name)
         present = [] if missing else devices[backend.name]
         if backend.fixed_device:
             listed = [backend.fixed_device]
