@@ -147,3 +147,56 @@ def test_fleet_names_a_damaged_point_and_does_not_judge_by_it(tmp_path) -> None:
     (row,) = [line for line in said.stdout.splitlines() if line.startswith("│ odd")]
     assert "30,000" not in row and "straggler" not in row  # the damaged 30 GB/s set no figure and no flag
     assert "raw ceiling damaged in the file" in " ".join(said.stdout.split())
+
+
+def test_a_point_whose_bytes_are_not_its_batch_times_its_item_is_left_out(tmp_path) -> None:
+    """Bytes and MB/s both doubled read as twice the speed; a report once printed 177% of the link from it."""
+    path = sweep_file(tmp_path / "a.json", {})
+    data = json.loads(path.read_text())
+    point = data["series"][0]["points"][-1]  # torch, batch 512
+    point["bytes"] *= 2
+    point["mbps"] *= 2
+    path.write_text(json.dumps(data))
+    result = load(path)
+    bad = next(p for p in result.series[0].points if p.batch_size == 512)
+    assert bad.status == DAMAGED and "bytes, not batch 512 × 196,608 bytes per item" in (bad.error or "")
+    assert result.series[0].summary.peak_batch_size != 512
+    assert sum(p.status == DAMAGED for s in result.series for p in s.points) == 1  # the bidir rule is no false alarm elsewhere
+
+
+def test_a_batch_recorded_twice_in_a_series_is_neither_point(tmp_path) -> None:
+    a = sweep_file(tmp_path / "a.json", {}, seed=1)
+    b = sweep_file(tmp_path / "b.json", {}, seed=2)
+    data = json.loads(b.read_text())
+    points = data["series"][0]["points"]
+    twin = dict(points[3])
+    twin["times_s"] = [t / 3 for t in twin["times_s"]]
+    twin["median_s"] /= 3
+    twin["mbps"] *= 3
+    points.append(twin)  # batch 8 again, three times as fast
+    b.write_text(json.dumps(data))
+    twice = [p for p in load(b).series[0].points if p.batch_size == 8]
+    assert len(twice) == 2 and all(p.status == DAMAGED and "batch 8 appears 2 times" in (p.error or "") for p in twice)
+    comparison = compare_files(a, b)
+    assert not any(r.batch_size == 8 and r.series.startswith("torch/") for r in comparison.rows)
+    assert any("batch 8 (batch 8 appears 2 times in this series)" in d for d in comparison.damaged["new"])
+
+
+def test_a_file_too_large_or_nested_too_deep_is_one_line(tmp_path, monkeypatch) -> None:
+    from xferbench.results import MAX_FILE_MB_ENV
+
+    path = sweep_file(tmp_path / "a.json", {})
+    monkeypatch.setenv(MAX_FILE_MB_ENV, "0.001")  # 1 kB: the file is larger
+    with pytest.raises(XferbenchError, match=r"a\.json: [\d.]+ MB, larger than the 0\.001 MB a result file is read up to; if it really"
+                                             r" is one, set XFERBENCH_MAX_FILE_MB higher") as error:  # fmt: skip
+        load(path)
+    assert "\n" not in str(error.value)
+    monkeypatch.setenv(MAX_FILE_MB_ENV, "lots")
+    with pytest.raises(XferbenchError, match="XFERBENCH_MAX_FILE_MB='lots': give a size in MB"):
+        load(path)
+    monkeypatch.delenv(MAX_FILE_MB_ENV)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    result = CliRunner().invoke(app, ["report", str(deep)])
+    assert result.exit_code == 2 and "deep.json: not an xferbench result file (JSON nested too deeply)" in result.output
+    assert "Traceback" not in result.output

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
-from xferbench.spec import H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
+from xferbench.spec import BIDIR, H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
 from xferbench.stats import Summary, point_stats, summarize
 from xferbench.timing import Samples
 
@@ -439,11 +439,34 @@ class OutputFile:
             write_whole(csv_path(self.path), result.to_frame().to_csv(index=False))
 
 
+MAX_FILE_MB_ENV = "XFERBENCH_MAX_FILE_MB"  # raises the size a reader accepts, for a file known to be that large
+MAX_FILE_MB = 256  # a sweep of every path writes a few MB: past this, a file is checked before it is parsed
+
+
+def max_file_bytes() -> int:
+    """The largest result file a reader parses: MAX_FILE_MB, or what XFERBENCH_MAX_FILE_MB says."""
+    text = os.environ.get(MAX_FILE_MB_ENV, "").strip()
+    try:
+        mb = float(text) if text else MAX_FILE_MB
+    except ValueError:
+        mb = math.nan
+    if not math.isfinite(mb) or mb <= 0:
+        raise XferbenchError(f"{MAX_FILE_MB_ENV}={text!r}: give a size in MB, such as 1024")
+    return int(mb * 1e6)
+
+
 def load(path: str | os.PathLike[str]) -> Result:
-    """Read a result file; a one-line XferbenchError says what is wrong with a bad one."""
+    """Read a result file; a one-line XferbenchError says what is wrong with a bad one. Its size is
+    checked before it is parsed (parsed JSON takes many times the file's size in memory)."""
     path = Path(path)
     try:
+        limit = max_file_bytes()
+        if path.stat().st_size > limit:
+            raise XferbenchError(f"{path}: {path.stat().st_size / 1e6:,.3g} MB, larger than the {limit / 1e6:,.3g} MB a result"
+                                 f" file is read up to; if it really is one, set {MAX_FILE_MB_ENV} higher")  # fmt: skip
         data = json.loads(path.read_text())
+    except RecursionError:  # nested thousands deep: no sweep writes that
+        raise XferbenchError(f"{path}: not an xferbench result file (JSON nested too deeply)") from None
     except FileNotFoundError:
         raise XferbenchError(f"{path}: no such file") from None
     except UnicodeDecodeError:  # an image, an archive: the wrong file given, not a damaged result
@@ -474,8 +497,12 @@ def load(path: str | os.PathLike[str]) -> Result:
         raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
     measured = [p for s in result.series for p in s.points if p.status == "ok"]
     for series in result.series:  # a damaged point is left out of every figure and verdict, and named
+        item = math.prod(series.shape) * (2 if series.direction == BIDIR else 1) if series.shape else None
+        seen = [p.batch_size for p in series.points]
         for point in series.points:
-            why = _damage(point) if point.status == "ok" else None
+            why = _damage(point, item) if point.status == "ok" else None
+            if seen.count(point.batch_size) > 1:  # which of two is the run's? neither can be trusted
+                why = f"batch {point.batch_size} appears {seen.count(point.batch_size)} times in this series"
             if why:
                 point.status, point.error = DAMAGED, f"damaged in the file: {why}"
         if any(p.status == DAMAGED for p in series.points):
@@ -489,11 +516,14 @@ def load(path: str | os.PathLike[str]) -> Result:
 DAMAGED = "damaged"  # a point's status set when a file is read: its samples cannot be what a run wrote
 
 
-def _damage(point: Point) -> str | None:
+def _damage(point: Point, item_bytes: int | None = None) -> str | None:
     """Why a point's recorded samples cannot be trusted, or None. A sweep writes finite, positive
-    times whose count and median match the point's own figures; anything else was damaged after."""
+    times whose count and median match the point's own figures, and bytes that are its batch times
+    the item's bytes per call (`item_bytes`: both ways for bidir); anything else was damaged after."""
     if point.batch_size <= 0 or point.bytes <= 0:
         return f"batch {point.batch_size} of {point.bytes} bytes"
+    if item_bytes and point.bytes != point.batch_size * item_bytes:
+        return f"{point.bytes:,} bytes, not batch {point.batch_size} × {item_bytes:,} bytes per item"
     for name in ("times_s", "device_times_s"):
         values = getattr(point, name)
         if any(not math.isfinite(v) or v <= 0 for v in values):
