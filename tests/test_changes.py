@@ -364,3 +364,29 @@ def test_two_peers_files_are_compared_size_by_size_in_every_table(tmp_path) -> N
     assert block[0].startswith("| path | bytes per call |") and block[2].split(" | ")[1] == "3 MiB"
     assert "node2 is untested (no raw samples) from 3 MiB to 96 MiB (" in text
     assert "MB/s @ 96 MiB</summary>" in text and "@ batch" not in text
+
+
+@pytest.mark.parametrize("stage", ["render", "save"])
+def test_ctrl_c_in_report_says_what_it_wrote(cliff_pair, tmp_path, monkeypatch, stage) -> None:
+    from xferbench import cli
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, stage, stop)
+    png, md = tmp_path / "r.png", tmp_path / "r.md"
+    result = CliRunner().invoke(cli.app, ["report", *map(str, cliff_pair), "--plot", str(png), "-o", str(md)])
+    assert result.exit_code == 130
+    assert f"interrupted: wrote {png}; no file was left half written" in " ".join(result.stderr.split())
+    assert png.is_file() and not md.exists()
+
+
+def test_ctrl_c_in_fleet_says_it_wrote_nothing(cliff_pair, monkeypatch) -> None:
+    from xferbench import cli, fleet
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fleet, "read_fleet", stop)
+    result = CliRunner().invoke(cli.app, ["fleet", str(cliff_pair[0])])
+    assert result.exit_code == 130 and "interrupted: wrote nothing; no file was left half written" in result.stderr

@@ -257,3 +257,28 @@ def test_only_a_regular_file_is_replaced(tmp_path) -> None:
     with pytest.raises(XferbenchError, match=r"is not a regular file \(a link, device or pipe\)"):
         refuse_unless_regular(tmp_path / "link")
     refuse_unless_regular(tmp_path / "new.json")
+
+
+def test_a_long_host_name_fits_a_file_name_and_a_long_out_is_one_line(tmp_path, monkeypatch) -> None:
+    """A cloud FQDN in -o "results/%h.json" once ended in "OSError: File name too long"."""
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+    from xferbench.results import HOST_NAME_MAX, host_name, output_path
+
+    fqdn = "ip-10-0-0-1." + "very-long-subdomain." * 12 + "compute.internal"
+    monkeypatch.setenv("XFERBENCH_HOST", fqdn)
+    short = host_name()
+    assert len(short) == HOST_NAME_MAX and short.startswith("ip-10-0-0-1.very-long")
+    monkeypatch.setenv("XFERBENCH_HOST", fqdn.replace("compute", "other"))
+    assert host_name() != short  # two names with one start stay two files
+    path, _ = output_path(f"{tmp_path}/%h.json", "r.json")
+    assert path.name == f"{host_name()}.json"
+    out = tmp_path / "sim.json"
+    result = CliRunner().invoke(app, ["sweep", "-f", "sim", "--batch-sizes", "1", "-o", f"{tmp_path}/%h.json",
+                                      "--min-samples", "3", "--max-samples", "3", "--min-time", "0", "--warmup-calls", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / f"{host_name()}.json").is_file() and not out.exists()
+    long = CliRunner().invoke(app, ["sweep", "-f", "sim", "--batch-sizes", "1", "-o", str(tmp_path / ("x" * 300 + ".json"))])
+    assert long.exit_code == 2 and "is 305 bytes, longer than the 255 a file system takes; choose a shorter --out" in long.output
+    assert "Traceback" not in long.output

@@ -422,6 +422,7 @@ def report(
     stem = plotting.default_path(files).stem
     out_path = output_path(out_text, f"{stem}.md")[0] if out_text is not None else None
     plot_path = output_path(plot_text, f"{stem}.png")[0] if plot_text is not None else None
+    written: list[Path] = []
     try:
         for target, option in ((out_path, "--out"), (plot_path, "--plot")):
             if target is not None:
@@ -433,18 +434,20 @@ def report(
                 raise XferbenchError(f"--plot {plot_path} is the same file as --out; give the plot a .png name")
         picks, empty = select(files, chosen)
         if plot_path is not None:
-            plotting.save(plotting.figure(picks, title, y_scale=y_scale), plot_path, "--plot")
+            written.append(plotting.save(plotting.figure(picks, title, y_scale=y_scale), plot_path, "--plot"))
         text = reporting.render(picks, empty, plot=plot_path, out=out_path, selection=chosen, title=title)
         if out_path is None:
             sys.stdout.write(text)  # not click's echo: it writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins
         else:
-            reporting.save(text, out_path)
+            written.append(reporting.save(text, out_path))
             err.print(f"wrote {out_path}", highlight=False)
         if plot_path is not None:  # GitHub shows no image from a local path: the reader must see the file itself
             err.print(f"the report links {plot_path}: attach that image to the issue too (drag it into the comment box),"
                       " as GitHub does not show local images", highlight=False)  # fmt: skip
     except XferbenchError as error:
         raise fail(str(error)) from None
+    except KeyboardInterrupt:
+        raise interrupted(written) from None
     for left_out in empty:
         err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
     warn_damaged(picks)
@@ -464,6 +467,14 @@ def warn_damaged_points(path: str | Path, damaged: Sequence[str]) -> None:
         listed = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
         err.print(f"[yellow]warning:[/] {escape(str(path))}: left out {len(damaged)} damaged point(s): {escape(listed)}",
                   highlight=False)  # fmt: skip
+
+
+def interrupted(written: Sequence[Path]) -> typer.Exit:
+    """Ctrl-C in a command that reads results: what it wrote before it stopped, and that nothing is half
+    written (each file is replaced in one step), then exit 130."""
+    said = ", ".join(map(str, written)) if written else "nothing"
+    err.print(f"interrupted: wrote {said}; no file was left half written", highlight=False)
+    return typer.Exit(130)
 
 
 def refuse_existing(path: Path, option: str, overwrite: bool) -> None:
@@ -523,6 +534,7 @@ def fleet(
     from xferbench import fleet as fleets
     from xferbench.report import save as write_text
 
+    written: list[Path] = []
     try:
         if not (math.isfinite(mad_k) and mad_k >= 0) or min_group < 2:
             raise XferbenchError("--mad-k must be a finite number >= 0 and --min-group at least 2")
@@ -531,14 +543,16 @@ def fleet(
         for path, text, option in ((markdown_path, fleets.markdown(found), "--markdown"), (csv_out, fleets.to_csv(found), "--csv")):
             if path is not None:
                 refuse_overwriting_input(path, inputs, option)
-                write_text(text, path, option)
+                written.append(write_text(text, path, option))
         if plot_path is not None:
             from xferbench import plot as plotting
 
             refuse_overwriting_input(plot_path, inputs, "--plot")
-            plotting.save(fleets.figure(found), plot_path, "--plot")
+            written.append(plotting.save(fleets.figure(found), plot_path, "--plot"))
     except XferbenchError as error:
         raise fail(str(error)) from None
+    except KeyboardInterrupt:
+        raise interrupted(written) from None
     header, rows = fleets.table_rows(found)
     table = Table(title=f"xferbench fleet: {found.gpus} GPU(s), {len(found.flagged)} flagged", title_justify="left")
     for name in header:

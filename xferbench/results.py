@@ -279,12 +279,23 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", text)
 
 
+HOST_NAME_MAX = 64  # characters of a host name in a file name: a cloud FQDN can run to 253
+
+
 def host_name() -> str:
     """This machine's name ($XFERBENCH_HOST where set), safe in a file name: result files from many
-    nodes can share a folder."""
+    nodes can share a folder. A longer one keeps its start and a digest of the whole, so two long
+    names that share a start still name two files."""
+    import hashlib
     import platform
 
-    return safe_name(os.environ.get(HOST_ENV) or platform.node() or "host")
+    name = safe_name(os.environ.get(HOST_ENV) or platform.node() or "host")
+    if len(name) <= HOST_NAME_MAX:
+        return name
+    return f"{name[: HOST_NAME_MAX - 9]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+
+
+NAME_MAX = 255  # bytes in one file or folder name on Linux, macOS and Windows file systems
 
 
 HOST_PLACEHOLDERS = ("%h", "{host}")  # in --out, replaced by host_name(): one file per node from one command line
@@ -301,6 +312,10 @@ def output_path(out: str | None, name: str) -> tuple[Path, bool]:
         out = out.replace(placeholder, host_name())  # type: ignore[union-attr]
     if out is None:
         return DEFAULT_FOLDER / name, True
+    long = next((part for part in Path(out).parts if len(os.fsencode(part)) > NAME_MAX), None)
+    if long is not None:  # said before anything is measured, not as an OSError from deep in a save
+        raise XferbenchError(f"--out: the name {long[:40]}… is {len(os.fsencode(long))} bytes, longer than the {NAME_MAX}"
+                             " a file system takes; choose a shorter --out")  # fmt: skip
     if out.endswith(("/", os.sep)) or Path(out).is_dir():
         return Path(out) / name, True
     return Path(out), False
