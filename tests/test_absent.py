@@ -4,6 +4,7 @@ built for another TensorFlow does) is an absent framework in a default sweep, ne
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -70,22 +71,28 @@ def test_an_m1_file_against_an_rtx_file_never_says_a_bare_faster(tmp_path) -> No
     from xferbench.results import select
     from xferbench.spec import HOST_TO_DEVICE
 
-    def gpu(name: str, device: str, label: str, rate: float, seed: int) -> Path:
+    def gpu(name: str, device: str, label: str, rate: float, seed: int, **env: Any) -> Path:
         series = curve("eager", {1: rate, 64: rate * 2})
         series.framework = "torch"
         path = save(tmp_path / f"{name}.json", [series])
         data = _json.loads(path.read_text())
         for one in data["series"]:
             one.update(framework="torch", mode="pageable", device=device, device_name=label, transfer=HOST_TO_DEVICE)
+        data["environment"].update(env)
         path.write_text(_json.dumps(data))
         return path
 
-    m1 = gpu("m1", "mps", "Apple M1 Pro", 4000.0, 1)
-    rtx = gpu("rtx", "cuda:0", "NVIDIA GeForce RTX 2080", 2000.0, 2)
+    mac = {"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)", "chip": "Apple M1 Pro", "gpu_cores": 16}
+    m1 = gpu("m1", "mps", "Apple M1 Pro (16-core GPU)", 4000.0, 1, macos="15.5", memory_bytes=32 * 2**30, devices=[mac])
+    rtx = gpu("rtx", "cuda:0", "NVIDIA GeForce RTX 2080", 2000.0, 2, memory_bytes=64 * 2**30,
+              devices=[{"id": "cuda:0", "kind": "cuda", "name": "NVIDIA GeForce RTX 2080"}])  # fmt: skip
     text = report.render(*select([rtx, m1]))
     differs = text.split("### What differs")[1].split("\n\n")[1].splitlines()
     assert differs[2].startswith("| what is copied | a host-to-device transfer over the GPU's link (CUDA) | a copy within unified memory")
-    assert differs[3].startswith("| device | NVIDIA GeForce RTX 2080 | Apple M1 Pro |")
+    assert differs[3].startswith("| device | NVIDIA GeForce RTX 2080 | Apple M1 Pro (16-core GPU) |")
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in differs[2:]}
+    assert rows["GPU cores"] == ["—", "16 |"] and rows["memory"] == ["64 GiB", "32 GiB |"] and rows["macOS"] == ["—", "15.5 |"]
+    assert "% of link or memory (theoretical)" in text
     line = next(x for x in text.splitlines() if x.startswith("- `torch/pageable/copy`"))
     assert line.startswith("- `torch/pageable/copy` (unlike copies): unlike copies (rtx: a host-to-device transfer over the"
                            " GPU's link (CUDA); m1: a copy within unified memory (Apple GPU, MPS)), so the ratio compares the"

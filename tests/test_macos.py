@@ -1,16 +1,20 @@
 """What a first run on an Apple-silicon Mac would meet, checked on Linux: PyTorch's MPS through a
 stand-in as strict as its sources (fake_mps.py), macOS's memory and /proc-less machine through
-patches, and a whole sweep in a simulated macOS (tests/macos/sitecustomize.py)."""
+patches, and whole sweeps in a simulated macOS (tests/macos: sitecustomize.py, and bin/ for sysctl,
+ioreg and system_profiler), through the worker into the result file."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 import pytest
 
 from conftest import FAST_ARGS, HAS_TF, HAS_TORCH
@@ -19,6 +23,8 @@ from xferbench.spec import SeriesKey
 
 SHAPE = (8, 8, 3)
 SIMULATED_MACOS = Path(__file__).parent / "macos"
+M1_PRO = {"chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": "ioreg -rc AGXAccelerator (gpu-core-count)",
+          "memory_bytes": 17179869184, "macos": "15.5"}  # fmt: skip
 
 
 def mps_transfer(monkeypatch, torch: FakeTorch, mode: str = "pageable", op: str = "copy"):
@@ -146,10 +152,13 @@ def test_missing_checks_are_named_where_the_os_cannot_make_them(monkeypatch) -> 
     assert any(m.startswith("how much memory is free: macOS gives only the installed total") for m in environment.unavailable_checks())
 
 
-def simulated_macos_sweep(tmp_path: Path, *args: str, name: str = "mac") -> tuple[subprocess.CompletedProcess, dict]:
+def simulated_macos_sweep(tmp_path: Path, *args: str, name: str = "mac", **mac: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """A sweep in the simulated macOS; `mac` sets its SIMULATED_MAC* variables (torch="2.14.1": the stand-in
+    PyTorch of that release, with its Apple GPU)."""
     out = tmp_path / f"{name}.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SIMULATED_MACOS), os.environ.get("PYTHONPATH")])),
-           "PATH": f"{SIMULATED_MACOS / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100"}  # fmt: skip
+           "PATH": f"{SIMULATED_MACOS / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100",
+           **{f"SIMULATED_MAC_{k.upper()}" if k != "macos" else "SIMULATED_MACOS": v for k, v in mac.items()}}  # fmt: skip
     r = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "--batch-sizes", "1,4", "--shape", "16x16x3", *FAST_ARGS,
                         *args, "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
     return r, (json.loads(out.read_text()) if out.exists() else {})
@@ -182,7 +191,7 @@ def test_a_sweep_finishes_on_simulated_macos_and_says_what_it_cannot_check(tmp_p
     assert "not available on macOS: the CPUs this process may run on (no sched_getaffinity)" in said
     env = result["environment"]
     assert env["process_cpus"] is None and env["transparent_hugepages"] is None
-    assert env["cpu"] == "Apple M2 (simulated)"  # from macOS's sysctl, as a Mac names its chip
+    assert env["cpu"] == "Apple M1 Pro"  # from macOS's sysctl, as a Mac names its chip
     assert any(m.startswith("busy-machine detection") for m in env["unavailable_checks"])
     ran = {s["framework"] for s in result["series"] if s["status"] == "ok"}
     assert ran == {"host", "torch"} | ({"tf"} if HAS_TF else set())
@@ -203,3 +212,311 @@ def test_jax_on_a_macs_cpu_is_skipped_as_it_would_alias(monkeypatch) -> None:
     monkeypatch.setattr(jax, "sys", SimpleNamespace(platform="darwin"))
     assert "wraps such an array without copying" in backend.skip_reason(key)
     assert backend.skip_reason(SeriesKey("jax", "device_put", "copy", "cuda:0", SHAPE)) is None
+
+
+# The Mac, identified once from macOS itself ------------------------------------------------------
+
+
+def macos_tools(monkeypatch, outputs: dict[str, str | None]) -> list[list[str]]:
+    """macOS's tools as environment runs them, answering from `outputs` (command line -> stdout; None:
+    the tool is missing); returns the command lines run."""
+    from xferbench import environment
+
+    ran: list[list[str]] = []
+
+    def run(args, **kwargs):
+        ran.append(list(args))
+        out = outputs.get(" ".join(args))
+        if out is None:
+            raise FileNotFoundError(args[0])
+        return SimpleNamespace(stdout=out, returncode=0)
+
+    monkeypatch.setattr(environment, "sys", SimpleNamespace(platform="darwin"))
+    monkeypatch.setattr(environment.subprocess, "run", run)
+    monkeypatch.setattr(environment.platform, "mac_ver", lambda: ("15.5", ("", "", ""), "arm64"))
+    environment.mac_facts.cache_clear()
+    environment.cpu_name.cache_clear()
+    return ran
+
+
+IOREG = '+-o AGXAcceleratorG13X  <class AGXAcceleratorG13X>\n    {\n      "gpu-core-count" = 16\n      "model" = "Apple M1 Pro"\n    }\n'
+PROFILER = ("Hardware:\n\n      Total Number of Cores: 10 (8 performance and 2 efficiency)\n\nGraphics/Displays:\n\n    Apple M3 Max:\n\n"
+            "      Chipset Model: Apple M3 Max\n      Total Number of Cores: 30\n")  # fmt: skip
+SYSCTL = {"sysctl -n machdep.cpu.brand_string": "Apple M1 Pro\n", "sysctl -n hw.memsize": "17179869184\n"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_mac_facts():
+    """Each test reads the Mac afresh: the facts are cached per process."""
+    from xferbench import environment
+
+    def clear() -> None:
+        for name in ("mac_facts", "cpu_name"):  # a test may have put a plain function in one's place
+            getattr(getattr(environment, name, None), "cache_clear", lambda: None)()
+
+    clear()
+    yield
+    clear()
+
+
+def test_the_mac_is_read_from_macos_chip_gpu_cores_memory_and_version(monkeypatch) -> None:
+    from xferbench import environment
+
+    ran = macos_tools(monkeypatch, {**SYSCTL, "ioreg -rc AGXAccelerator": IOREG})
+    assert environment.mac_facts() == M1_PRO
+    assert environment.apple_gpu_name() == "Apple M1 Pro (16-core GPU)"
+    assert ["system_profiler", "SPDisplaysDataType"] not in ran  # ioreg answered: the slow tool is not run
+    # no ioreg entry: system_profiler's displays section, never the hardware section's CPU core count
+    macos_tools(monkeypatch, {**SYSCTL, "ioreg -rc AGXAccelerator": "", "system_profiler SPDisplaysDataType": PROFILER.split("\n\n", 2)[2]})
+    assert environment.apple_gpu_cores() == (30, "system_profiler SPDisplaysDataType (Total Number of Cores)")
+    macos_tools(monkeypatch, SYSCTL)
+    cores, why = environment.apple_gpu_cores()
+    assert cores is None and "neither ioreg" in why and "system_profiler" in why
+    assert environment.apple_gpu_name() == "Apple M1 Pro GPU"
+
+
+def test_one_mps_device_entry_whichever_framework_answered_first(monkeypatch) -> None:
+    """torch says "Apple GPU (MPS) on <chip>", TensorFlow its own words: the file names the GPU once,
+    from macOS, with the chip, GPU cores and the memory it shares, and the macOS version."""
+    from xferbench import environment
+
+    macos_tools(monkeypatch, {**SYSCTL, "ioreg -rc AGXAccelerator": IOREG})
+    monkeypatch.setattr(environment, "nvml_info", lambda: {"available": False, "reason": "no NVML on a Mac"})
+    for first, second in (("tf", "torch"), ("torch", "tf")):
+        said = {"torch": {"version": "2.14.1", "devices": [{"id": "mps", "kind": "mps", "name": "Apple GPU (MPS) on Apple M1 Pro"}]},
+                "tf": {"version": "2.21.0", "devices": [{"id": "mps", "kind": "mps", "name": "METAL"}]}}  # fmt: skip
+        env = environment.capture({first: said[first], second: said[second]})
+        (mps,) = [d for d in env["devices"] if d["id"] == "mps"]
+        assert mps["name"] == "Apple M1 Pro (16-core GPU)"
+        assert (mps["chip"], mps["gpu_cores"], mps["memory_bytes"], mps["unified_memory"]) == ("Apple M1 Pro", 16, 17179869184, True)
+        assert env["macos"] == "15.5" and env["memory_bytes"] == 17179869184 and env["cpu"] == "Apple M1 Pro"
+
+
+# Apple's published memory bandwidth: the ceiling of an MPS copy --------------------------------------
+
+
+def mps_series(chip_env: dict[str, Any], mbps: float = 20_000.0, mode: str = "pageable") -> tuple[Any, dict[str, Any]]:
+    """An mps series that peaked at `mbps`, and an environment holding `chip_env` as its mps device."""
+    from xferbench.results import Point, Series
+    from xferbench.timing import Samples
+
+    key = SeriesKey("torch", mode, "copy", "mps", (1000, 1000))
+    series = Series("torch", mode, "copy", "mps", [1000, 1000], device_name="Apple GPU", transfer="host-to-device")
+    spec = key.at(64)
+    series.points.append(Point.measured(spec, Samples([spec.nbytes / (mbps * 1e6)] * 3), warmup_calls=1))
+    series.refresh_summary()
+    return series, {"cpu": chip_env.pop("cpu", None), "devices": [{"id": "mps", "kind": "mps", **chip_env}]}
+
+
+def test_apple_publishes_each_chips_memory_bandwidth_with_kind_date_and_source() -> None:
+    from xferbench.references import APPLE_BANDWIDTH, APPLE_KIND, bandwidth_for
+
+    figures = {(row.chip, row.gpu_cores): row.gbps for row in APPLE_BANDWIDTH}
+    assert figures[("Apple M1 Pro", None)] == 200 and figures[("Apple M1 Max", None)] == 400
+    assert figures[("Apple M1 Ultra", None)] == 800 and figures[("Apple M2", None)] == 100
+    assert figures[("Apple M2 Pro", None)] == 200 and figures[("Apple M2 Max", None)] == 400
+    assert figures[("Apple M3 Pro", None)] == 150 and figures[("Apple M3 Max", (30,))] == 300 and figures[("Apple M3 Max", (40,))] == 400
+    assert figures[("Apple M4", None)] == 120 and figures[("Apple M4 Pro", None)] == 273 and figures[("Apple M4 Max", (40,))] == 546
+    for row in APPLE_BANDWIDTH:
+        assert row.kind == APPLE_KIND == "Apple's published memory bandwidth, theoretical"
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row.date) and "https://" in row.source and row.checked.startswith("read ")
+        assert row.printed.replace("up to ", "") == f"{row.gbps:g}GB/s", row
+    # whole names: M2 never takes M2 Pro's figure; a chip Apple gave no figure for has none (M1: a reviewer's arithmetic)
+    assert bandwidth_for("Apple M2")[0].gbps == 100 and bandwidth_for("Apple M2 Pro")[0].gbps == 200
+    none, why = bandwidth_for("Apple M1")
+    assert none is None and "Apple publishes no memory bandwidth for the Apple M1" in why
+    assert bandwidth_for("Apple M3 Max", 40)[0].gbps == 400 and bandwidth_for("Apple M3 Max", 30)[0].gbps == 300
+    assert "GPU core count is not recorded" in bandwidth_for("Apple M3 Max")[1]
+    assert "not for this 32-core GPU" in bandwidth_for("Apple M4 Max", 32)[1]
+
+
+def test_an_mps_series_reads_against_its_chips_memory_bandwidth_labelled_unified_memory() -> None:
+    from xferbench import display, telemetry
+    from xferbench.results import Result
+
+    series, env = mps_series({"chip": "Apple M1 Pro", "gpu_cores": 16})
+    gbps, label = telemetry.link_ceiling(series, env)
+    assert gbps == 200.0 and label.startswith("unified memory: Apple M1 Pro, Apple's published memory bandwidth, theoretical")
+    assert "2021-10-18" in label and "apple.com/newsroom/2021/10" in label and "twice its MB/s" in label
+    assert telemetry.fraction_of_link(series, env) == (pytest.approx(0.1), 200.0)
+    caption = display.ceiling_parts(series, Result(env, {}, "t", [series], "complete"))
+    assert caption == ["10% of the unified memory's 200.0 GB/s (Apple's published bandwidth, theoretical)"]
+    # the GPU decides where Apple gives a figure per configuration
+    assert telemetry.link_ceiling(*mps_series({"chip": "Apple M3 Max", "gpu_cores": 30}))[0] == 300.0
+    gbps, why = telemetry.link_ceiling(*mps_series({"chip": "Apple M3 Max"}))
+    assert gbps is None and why.startswith("unknown: unified memory (no link between host and GPU)") and "core count" in why
+    # a file from before the chip was recorded: its CPU is the chip (sysctl machdep.cpu.brand_string)
+    assert telemetry.link_ceiling(*mps_series({"cpu": "Apple M2", "name": "Apple GPU (MPS) on Apple M2"}))[0] == 100.0
+    m1, m1_env = mps_series({"chip": "Apple M1", "gpu_cores": 8})
+    gbps, why = telemetry.link_ceiling(m1, m1_env)
+    assert gbps is None and "Apple publishes no memory bandwidth for the Apple M1" in why
+    # no ceiling to read against: the caption still says what the copy is
+    caption = str(display.series_table(m1, Result(m1_env, {}, "t", [m1], "complete")).caption)
+    assert "unified memory: a copy within the memory the CPU and GPU share, over no bus" in caption and "link" not in caption
+
+
+def test_an_mps_plot_keeps_saying_host_to_device_within_unified_memory(tmp_path) -> None:
+    from xferbench.plot import figure
+    from xferbench.results import Result, select
+
+    series, env = mps_series({"chip": "Apple M1 Pro", "gpu_cores": 16, "name": "Apple M1 Pro (16-core GPU)"})
+    series.device_name = "Apple M1 Pro (16-core GPU)"
+    Result(env, {}, "2026-11-26T00:00:00+00:00", [series], "complete").save(tmp_path / "m.json")
+    fig = figure(select([tmp_path / "m.json"])[0])
+    assert fig.get_suptitle() == "host-to-device: Apple M1 Pro (16-core GPU) (mps, unified memory)"
+    lines = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert "Apple M1 Pro unified memory: 200 GB/s (Apple's published bandwidth, theoretical)" in lines
+    assert any(line.get_ydata()[0] == 200_000 for line in fig.axes[0].get_lines() if "unified memory" in line.get_label())
+
+
+# PyTorch's MPS path: what each series says it is, and its pinned modes --------------------------------
+
+
+def use_torch(monkeypatch, torch: FakeTorch) -> Any:
+    from xferbench import environment
+    from xferbench.backends import pytorch
+
+    monkeypatch.setattr(pytorch, "_torch", lambda: torch)
+    monkeypatch.setattr(environment, "mac_facts", lambda: dict(M1_PRO))
+    return pytorch
+
+
+def test_every_mps_series_says_it_is_a_copy_within_unified_memory(monkeypatch) -> None:
+    pytorch = use_torch(monkeypatch, FakeTorch("2.14.1"))
+    backend = pytorch.TorchBackend()
+    for mode, direction, words in (("pageable", "h2d", "newBufferWithBytesNoCopy"), ("tensor", "h2d", "newBufferWithBytesNoCopy"),
+                                   ("pinned", "h2d", "shared Metal buffer"), ("pinned_into", "h2d", "shared Metal buffer"),
+                                   ("pageable", "d2h", "newBufferWithBytesNoCopy"), ("pinned_into", "d2h", "shared Metal buffer"),
+                                   ("pin_per_call", "h2d", "shared Metal buffer"), ("pin", "h2d", "MPS pinned allocator")):  # fmt: skip
+        for op in ("copy", "seed") if direction == "h2d" and mode != "pin" else ("copy",):
+            info = backend.describe(SeriesKey("torch", mode, op, "mps", SHAPE, direction=direction), {})
+            assert "a copy within unified memory" in info.note and words in info.note, (mode, direction, info.note)
+            assert info.device_name == "Apple M1 Pro (16-core GPU)"
+    assert backend.environment()["devices"] == [{"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)"}]
+
+
+def test_pinned_modes_run_on_mps_where_pytorch_pins_for_it(monkeypatch) -> None:
+    """PyTorch 2.14 added an MPS pinned allocator (pytorch/pytorch#181720): a pinned CPU tensor backed by a
+    shared Metal buffer. Before it, pinning raised (up to 2.6) or gave an mps:0 tensor that is_pinned()
+    calls pageable (2.7 to 2.13): measured, a pinned series would time another copy than it names."""
+    from xferbench.errors import NotSupportedHere
+    from xferbench.spec import BIDIR, D2H
+
+    pytorch = use_torch(monkeypatch, FakeTorch("2.14.1"))
+    backend = pytorch.TorchBackend()
+    for mode in pytorch.PIN_MODES:
+        source = "pinned" if mode in pytorch.PINNED_MODES else "numpy"
+        assert backend.skip_reason(SeriesKey("torch", mode, "copy", "mps", SHAPE, source)) is None
+    bidir = SeriesKey("torch", "pinned_into", "copy", "mps", SHAPE, "pinned", direction=BIDIR)
+    assert "torch.mps has no streams" in backend.skip_reason(bidir)
+    assert "needs a CUDA device" in backend.skip_reason(SeriesKey("torch", "pinned", "copy", "cpu", SHAPE, "pinned"))
+    for mode, direction in (("pinned", "h2d"), ("pinned_into", "h2d"), ("pinned_into", D2H), ("pin_per_call", "h2d"), ("pin", "h2d")):
+        key = SeriesKey("torch", mode, "copy", "mps", SHAPE, "pinned" if mode in pytorch.PINNED_MODES else "numpy", direction=direction)
+        backend.describe(key, {})
+        transfer = backend.prepare(key.at(2), {})
+        transfer()
+        transfer.verify()  # the bytes arrived, from pinned memory
+    for version, said in (("2.13.0", "gives a tensor on mps:0 with is_pinned() False"), ("2.6.0", "cannot pin host memory on a Mac")):
+        use_torch(monkeypatch, FakeTorch(version))
+        with pytest.raises(NotSupportedHere) as refused:
+            backend.describe(SeriesKey("torch", "pinned_into", "copy", "mps", SHAPE, "pinned"), {})
+        assert said in str(refused.value) and "needs PyTorch 2.14 or newer: pip install -U torch" in str(refused.value)
+        assert "\n" not in str(refused.value)
+
+
+def test_the_stand_in_refuses_what_a_macs_pytorch_refuses() -> None:
+    """A call the real torch refuses on a Mac fails in the stand-in too, or a test could pass on a call
+    no Mac would run."""
+    torch = FakeTorch("2.14.1")
+    x = torch.from_numpy(np.zeros((2, 3), np.uint8))
+    on_mps = x.to("mps")
+    assert on_mps.device == torch.device("mps:0") and not on_mps.is_pinned()
+    for call in (lambda: torch.cuda.synchronize(), lambda: torch.cuda.set_device(0), lambda: x.to("cuda:0"),
+                 lambda: torch.empty(2, device="cuda")):  # fmt: skip
+        with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+            call()
+    with pytest.raises(RuntimeError, match="dummy base class"):
+        torch.cuda.Event(enable_timing=True)
+    with pytest.raises(TypeError, match="doesn't support float64"):
+        on_mps.type(torch.float64)
+    with pytest.raises(TypeError, match="Use Tensor.cpu"):
+        on_mps.numpy()
+    with pytest.raises(RuntimeError, match="must match"):
+        torch.empty(3, device="mps").copy_(x)
+    with pytest.raises(RuntimeError, match="only dense CPU tensors can be pinned"):
+        on_mps.pin_memory()
+    assert torch.cuda.device_count() == 0 and torch.version.cuda is None and not hasattr(torch.mps, "Stream")
+    assert torch.empty(4, dtype=torch.uint8, pin_memory=True).is_pinned()
+    old = FakeTorch("2.13.0")
+    assert old.empty(4, pin_memory=True).device == old.device("mps:0") and not old.empty(4, pin_memory=True).is_pinned()
+    with pytest.raises(RuntimeError, match="storage on different device"):
+        old.from_numpy(np.zeros(4, np.uint8)).pin_memory()
+    with pytest.raises(RuntimeError, match="pin_memory allocator"):
+        FakeTorch("2.6.0").empty(4, pin_memory=True)
+
+
+# Whole sweeps on the simulated Mac ------------------------------------------------------------------
+
+
+def test_the_simulation_answers_as_macos_on_arm64(tmp_path) -> None:
+    """platform as Python on an Apple-silicon Mac answers it: a simulated Mac's file must not say Linux."""
+    env = {**os.environ, "PYTHONPATH": str(SIMULATED_MACOS), "PATH": f"{SIMULATED_MACOS / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    probe = ("import platform, subprocess; print(platform.system(), platform.machine(), platform.platform(),"
+             " platform.mac_ver()[0], platform.uname().system,"
+             " subprocess.run(['sysctl', '-n', 'machdep.cpu.brand_string'], capture_output=True, text=True).stdout.strip())")  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert r.stdout.split() == ["Darwin", "arm64", "macOS-15.5-arm64-arm-64bit", "15.5", "Darwin", "Apple", "M1", "Pro"], r.stderr
+
+
+SWEEP_MPS = ("-f", "torch", "--device", "mps", "-m", "pageable", "-m", "pinned", "-m", "pinned_into")
+
+
+@pytest.mark.slow
+def test_an_mps_series_goes_through_the_worker_into_the_file_as_unified_memory(tmp_path) -> None:
+    """The stand-in PyTorch 2.14 on the simulated M1 Pro: planning, the worker, describe, verify and the
+    result file, each series saying what an MPS copy is, read against the chip's published bandwidth, and
+    the Mac identified from macOS (chip, GPU cores, memory, macOS version)."""
+    from xferbench.results import load
+    from xferbench.telemetry import link_ceiling
+
+    r, data = simulated_macos_sweep(tmp_path, *SWEEP_MPS, torch="2.14.1")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    env = data["environment"]
+    assert env["os"] == "macOS-15.5-arm64-arm-64bit" and env["macos"] == "15.5" and env["machine"] == "arm64"
+    assert env["memory_bytes"] == 17179869184 and env["cpu"] == "Apple M1 Pro"
+    (mps,) = [d for d in env["devices"] if d["id"] == "mps"]
+    assert (mps["name"], mps["chip"], mps["gpu_cores"]) == ("Apple M1 Pro (16-core GPU)", "Apple M1 Pro", 16)
+    assert mps["memory_bytes"] == 17179869184 and mps["unified_memory"] is True
+    result = load(tmp_path / "mac.json")
+    assert [(s.mode, s.status) for s in result.series] == [("pageable", "ok"), ("pinned", "ok"), ("pinned_into", "ok")]
+    for series in result.series:
+        assert series.device_name == "Apple M1 Pro (16-core GPU)" and series.transfer == "host-to-device"
+        assert series.note.startswith("on MPS a copy within unified memory") and series.device_clock is None
+        gbps, label = link_ceiling(series, result.environment)
+        assert gbps == 200.0 and label.startswith("unified memory: Apple M1 Pro")
+        assert all(p.status == "ok" for p in series.points)
+    said = " ".join(r.stdout.split())
+    assert said.count("of the unified memory's 200.0 GB/s (Apple's published bandwidth, theoretical)") == 3
+    assert said.count("note: torch/pageable/copy@mps: on MPS a copy within unified memory") == 1
+
+
+@pytest.mark.slow
+def test_an_older_pytorch_on_a_mac_skips_pinned_modes_and_an_m3_max_is_told_by_its_gpu(tmp_path) -> None:
+    """PyTorch 2.13 has no MPS pinned allocator: its pinned series are skipped with what to do, its pageable
+    one measures. ioreg missing: system_profiler gives the GPU cores, which pick the M3 Max's figure."""
+    from xferbench.results import load
+    from xferbench.telemetry import link_ceiling
+
+    r, data = simulated_macos_sweep(tmp_path, *SWEEP_MPS, torch="2.13.0", chip="Apple M3 Max", gpu_cores="30", ioreg="absent",
+                                    macos="26.1")  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    result = load(tmp_path / "mac.json")
+    status = {s.mode: (s.status, s.reason) for s in result.series}
+    assert status["pageable"] == ("ok", None)
+    for mode in ("pinned", "pinned_into"):
+        assert status[mode][0] == "skipped" and status[mode][1].startswith("PyTorch 2.13.0's pin_memory on a Mac gives a tensor on mps:0")
+        assert status[mode][1].endswith("pinned host memory on MPS needs PyTorch 2.14 or newer: pip install -U torch")
+    (mps,) = [d for d in data["environment"]["devices"] if d["id"] == "mps"]
+    assert mps["gpu_cores"] == 30 and mps["gpu_cores_source"].startswith("system_profiler SPDisplaysDataType")
+    assert data["environment"]["os"] == "macOS-26.1-arm64-arm-64bit" and data["environment"]["macos"] == "26.1"
+    assert link_ceiling(result.series[0], result.environment)[0] == 300.0

@@ -349,3 +349,225 @@ def test_listing_gpus_for_their_pci_address_asks_for_memory_growth(monkeypatch) 
     monkeypatch.setattr(device_lib, "list_local_devices", lambda config=None: asked.append(config) or [])
     assert backend.physical_descriptions() == {}
     assert asked[0].gpu_options.allow_growth is True
+
+
+# Where a function or jit call copies, seen by TensorFlow's own device-placement log on two logical CPUs:
+# CPU:1 stands in for the series' GPU. Executed ops go to stderr, the placer's choices to stdout.
+PLACEMENT_LOG = """
+import sys
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+tf.config.set_soft_device_placement(False)
+tf.debugging.set_log_device_placement(True)
+from xferbench.backends import tensorflow as backend
+from xferbench.spec import SeriesKey
+backend.tf_device = lambda device: "/CPU:1"
+transfer = backend.TFTransfer(SeriesKey("tf", sys.argv[1], "copy", "cuda:1", (8, 8, 3)).at(2))
+moved, _ = transfer._run()
+sys.stdout.flush()
+print("RESULT", moved.device, file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["function", "jit"])
+def test_a_function_call_copies_as_its_argument_is_converted_on_the_series_device(mode) -> None:
+    """The NumPy argument becomes a tensor on the series' device before the function runs (an _EagerConst
+    there, as tf.constant's), as a user's unscoped call does on GPU:0; the function then copies nothing,
+    and nothing of the call runs on the other device."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", PLACEMENT_LOG, mode], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    executed = [line.split("Executing op ", 1)[1] for line in r.stderr.splitlines() if "Executing op " in line]
+    on_cpu1 = " in device /job:localhost/replica:0/task:0/device:CPU:1"
+    assert executed[0] == "_EagerConst" + on_cpu1, executed  # the conversion: the copy
+    assert len(executed) == 2 and executed[1].startswith("__inference_copy_") and executed[1].endswith(on_cpu1), executed
+    assert r.stderr.splitlines()[-1] == "RESULT /job:localhost/replica:0/task:0/device:CPU:1"
+    placed = dict(line.split(": ", 1) for line in r.stdout.splitlines() if ": (" in line)
+    assert not any(device.endswith("CPU:0") for device in placed.values()), placed
+    if mode == "function":  # XLA compiles the body whole; a plain function's nodes are placed one by one
+        assert placed["x"] == "(_Arg): /job:localhost/replica:0/task:0/device:CPU:1"  # the argument arrives on CPU:1
+        assert placed["Identity"] == "(Identity): /job:localhost/replica:0/task:0/device:CPU:1"
+
+
+def tensorflow_2_4(real, calls: list):
+    """TensorFlow 2.4's tf.function, keyword for keyword: experimental_compile, and no jit_compile."""
+
+    def function(func=None, input_signature=None, autograph=True, experimental_implements=None,
+                 experimental_autograph_options=None, experimental_relax_shapes=False,
+                 experimental_compile=None, experimental_follow_type_hints=None):  # fmt: skip
+        calls.append(experimental_compile)
+        return real(func, jit_compile=experimental_compile)
+
+    return function
+
+
+def tensorflow_2_0(real):
+    """TensorFlow 2.0's tf.function, which has neither keyword."""
+
+    def function(func=None, input_signature=None, autograph=True, experimental_autograph_options=None,
+                 experimental_relax_shapes=False):  # fmt: skip
+        return real(func)
+
+    return function
+
+
+@pytest.mark.parametrize("op", ["copy", "seed"])
+def test_an_older_tensorflow_without_jit_compile_runs_function_and_jit(monkeypatch, op) -> None:
+    """tf.function took jit_compile from TensorFlow 2.5; 2.4 named it experimental_compile and rejects
+    the new keyword, so passing it to every function failed even the function mode."""
+    from xferbench.backends import tensorflow as backend
+
+    tf, calls = backend._tf(), []
+    monkeypatch.setattr(tf, "function", tensorflow_2_4(tf.function, calls))
+    with pytest.raises(TypeError, match="jit_compile"):
+        tf.function(lambda x: x, jit_compile=False)  # the stand-in is as strict as TensorFlow 2.4
+    for mode in ("function", "jit"):
+        transfer = backend.TFTransfer(SeriesKey("tf", mode, op, "cpu", SMALL).at(2))
+        transfer()
+        transfer.verify()
+        transfer.close()
+        info = backend.TFBackend().describe(SeriesKey("tf", mode, op, "cpu", SMALL), {})
+        assert info.transfer == "host-to-host"
+    # function: no keyword at all; jit: XLA's under its old name (and again for the seed op's HLO)
+    assert calls == [None, True] + ([True] if op == "seed" else [])
+    monkeypatch.undo()
+    assert backend.compile_options(tf, "jit") == {"jit_compile": True}  # a current TensorFlow: its own name
+    assert backend.compile_options(tf, "function") == {} and backend.compile_options(tf, "eager") == {}
+
+
+def test_a_tensorflow_without_xlas_keyword_skips_jit_and_still_runs_function(monkeypatch) -> None:
+    from xferbench.backends import tensorflow as backend
+    from xferbench.errors import NotSupportedHere
+
+    tf = backend._tf()
+    monkeypatch.setattr(tf, "function", tensorflow_2_0(tf.function))
+    transfer = backend.TFTransfer(SeriesKey("tf", "function", "copy", "cpu", SMALL).at(2))
+    transfer.verify()
+    with pytest.raises(NotSupportedHere) as refused:
+        backend.TFBackend().describe(SeriesKey("tf", "jit", "copy", "cpu", SMALL), {})
+    said = str(refused.value)
+    assert "\n" not in said and "TensorFlow 2.5" in said and "experimental_compile" in said and "tensorflow>=2.13" in said
+    series = in_process("jit")
+    assert series.status == "skipped" and series.reason == said
+
+
+def test_jit_skipped_on_mps_names_the_command_that_runs_that_series_on_the_cpu() -> None:
+    from xferbench.backends.tensorflow import TFBackend
+
+    backend = TFBackend()
+    reason = backend.skip_reason(SeriesKey("tf", "jit", "copy", "mps", SMALL))
+    assert reason.endswith("for XLA on this Mac's CPU (host to host) run: xferbench sweep -f tf --jit --device cpu")
+    assert backend.skip_reason(SeriesKey("tf", "jit", "seed", "mps", SMALL, "aligned")).endswith(
+        "xferbench sweep -f tf --jit --device cpu --op seed --host-buffer aligned")
+    assert backend.skip_reason(SeriesKey("tf", "jit", "copy", "cpu", SMALL)) is None
+
+
+def test_where_this_tensorflow_cannot_show_xlas_program_the_seed_note_says_so(monkeypatch) -> None:
+    """Whether XLA casts the whole batch is read from its optimized program; a TensorFlow whose functions
+    cannot show it leaves that unknown, said as such rather than guessed either way."""
+    from xferbench.backends import tensorflow as backend
+
+    tf = backend._tf()
+    real = tf.function
+
+    def without_compiler_ir(func=None, jit_compile=None):
+        compiled = real(func, jit_compile=jit_compile)
+        return lambda *args: compiled(*args)  # callable as a function is, nothing more
+
+    monkeypatch.setattr(tf, "function", without_compiler_ir)
+    info = backend.TFBackend().describe(SeriesKey("tf", "jit", "seed", "cpu", SMALL), {})
+    assert info.params["xla_casts_full_batch"] is None
+    assert info.note.startswith("this TensorFlow cannot show XLA's optimized program") and "is unknown" in info.note
+    assert "only item [0, 0] is converted to float32, so" not in info.note
+
+
+# A simulated Mac whose TensorFlow sees an Apple GPU as tensorflow-metal shows it (GPU:0), on top of
+# tests/macos's simulated macOS: every process that has this folder first on PYTHONPATH loads it.
+METAL_SITE = """
+import importlib.abc, importlib.util, runpy, sys
+runpy.run_path({macos!r})
+
+
+def show_metal(tf):
+    gpu = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
+    listed, experimental = tf.config.list_physical_devices, tf.config.experimental
+    growth, details = experimental.set_memory_growth, experimental.get_device_details
+    tf.config.list_physical_devices = lambda kind=None: [gpu] if kind == "GPU" else listed(kind)
+    tf.config.experimental.set_memory_growth = lambda device, on: None if device == gpu else growth(device, on)
+    tf.config.experimental.get_device_details = lambda device: {{"device_name": "METAL"}} if device == gpu else details(device)
+
+
+class Metal(importlib.abc.MetaPathFinder):
+    looking = False  # while it asks the other finders itself
+
+    def find_spec(self, name, path, target=None):
+        if name != "tensorflow" or self.looking:
+            return None
+        self.looking = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.looking = False
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            show_metal(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, Metal())
+"""
+
+
+@pytest.mark.slow
+def test_jit_on_a_mac_names_the_command_that_runs_it_and_that_command_measures(tmp_path) -> None:
+    """On a Mac with tensorflow-metal, --device auto is mps, where XLA has no compiler: `sweep -f tf --jit`
+    measures nothing there, so it says which command runs jit on the Mac's CPU; that command measures."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    macos = Path(__file__).parent / "macos"
+    site = tmp_path / "metal"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(METAL_SITE.format(macos=str(macos / "sitecustomize.py")))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), str(macos), os.environ.get("PYTHONPATH")])),
+           "PATH": f"{macos / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "200"}  # fmt: skip
+    common = ["--batch-sizes", "1,2", "--shape", "8x8x3", *FAST_ARGS]
+
+    def xferbench(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "xferbench", *args], capture_output=True, text=True, env=env, timeout=600)
+
+    r = xferbench("sweep", "-f", "tf", "--jit", *common, "-o", str(tmp_path / "mps.json"))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "nothing can run here: tf/jit/copy@mps: XLA has no compiler for tensorflow-metal's GPU" in said, said
+    command = "xferbench sweep -f tf --jit --device cpu"
+    assert said.endswith(f"for XLA on this Mac's CPU (host to host) run: {command}"), said
+    out = tmp_path / "cpu.json"
+    ran = xferbench(*command.split()[1:], *common, "-o", str(out))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    series = load(out).series
+    assert [(s.label(), s.status, s.transfer) for s in series] == [("tf/jit/copy@cpu", "ok", "host-to-host")]
+    assert [p.status for p in series[0].points] == ["ok", "ok"]
+
+
+def test_an_mps_series_is_named_by_the_mac_and_says_its_copy_stays_in_unified_memory(monkeypatch) -> None:
+    """TensorFlow calls the Apple GPU METAL; the Mac's one name and the unified-memory note are what a
+    report set beside a CUDA file needs."""
+    import xferbench.backends.tensorflow as tensorflow_backend
+    from xferbench.backends import BACKENDS
+    from xferbench.spec import SeriesKey
+
+    monkeypatch.setattr(tensorflow_backend, "apple_gpu_name", lambda: "Apple M1 Pro (16-core GPU)")
+    info = BACKENDS["tf"].describe(SeriesKey("tf", "eager", "copy", "mps", (256, 256, 3)), {})
+    assert info.device_name == "Apple M1 Pro (16-core GPU)"
+    assert "the device copy stays within unified memory" in (info.note or "")

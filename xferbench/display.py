@@ -96,7 +96,10 @@ def series_table(series: Series, result: Result | None = None, console: Console 
     # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
     has_faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     sizes = len({p.bytes for p in series.ok_points()})
-    caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceiling_parts(series, result)])
+    ceilings = ceiling_parts(series, result)
+    if series.device == "mps" and not ceilings:  # an Apple GPU shares the host's memory: the figures are no link's
+        ceilings = ["unified memory: a copy within the memory the CPU and GPU share, over no bus"]
+    caption = " · ".join([summary_line(series.summary, sizes, streamed), *ceilings])
     if streamed:
         caption += " · streamed: each sample is one span of queued copies timed by the device's events; batch time is per copy"
     if any(p.busy for p in series.ok_points()):
@@ -213,7 +216,9 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
         return []
     parts = []
     of_link, gbps = fraction_of_link(series, result.environment)
-    if of_link:
+    if of_link and series.device == "mps":  # no link: the chip's memory, as Apple publishes its bandwidth
+        parts.append(f"{of_link:.0%} of the unified memory's {gbps:.1f} GB/s (Apple's published bandwidth, theoretical)")
+    elif of_link:
         which = "as configured" if series.device.split(":")[0] == "sim" else "theoretical"
         both = ", both ways" if series.direction == BIDIR else ""
         parts.append(f"{of_link:.0%} of the link's {gbps:.1f} GB/s ({which}{both})")

@@ -6,6 +6,7 @@ import functools
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -34,18 +35,29 @@ SETTINGS = (
 )  # fmt: skip
 
 
+def _command(*args: str) -> str | None:
+    """What a macOS tool prints (sysctl, ioreg, system_profiler), or None where it is missing or fails."""
+    try:
+        done = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+
+
+def sysctl(name: str) -> str | None:
+    """One of macOS's sysctl values as `sysctl -n NAME` prints it, or None where it has none."""
+    out = _command("sysctl", "-n", name)
+    return out.strip() if out else None
+
+
 @functools.cache
 def cpu_name() -> str:
-    """The CPU's marketing name, which platform.processor() often leaves empty."""
+    """The CPU's marketing name, which platform.processor() often leaves empty. On a Mac, the chip's:
+    "Apple M1 Pro" (sysctl machdep.cpu.brand_string)."""
     if sys.platform == "darwin":
-        try:
-            out = subprocess.run(
-                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
-            ).stdout.strip()
-            if out:
-                return out
-        except (OSError, subprocess.SubprocessError):
-            pass
+        chip = sysctl("machdep.cpu.brand_string")
+        if chip:
+            return chip
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
@@ -81,10 +93,63 @@ def package_conflicts(versions: dict[str, str]) -> list[str]:
 
 
 def _total_memory() -> int | None:
+    """The installed memory in bytes: on a Mac, macOS's own figure (sysctl hw.memsize), which the GPU shares."""
+    if sys.platform == "darwin":
+        memsize = sysctl("hw.memsize")
+        if memsize and memsize.isdigit():
+            return int(memsize)
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+IOREG_CORES = re.compile(r'"gpu-core-count"\s*=\s*(\d+)')
+PROFILER_CORES = re.compile(r"Total Number of Cores:\s*(\d+)")
+
+
+def apple_gpu_cores() -> tuple[int | None, str]:
+    """The Apple GPU's core count and where it was read, or None and why not. Apple gives some chips'
+    memory bandwidth per GPU configuration (an M3 Max with 30 or 40 cores), and a Mac's chip name alone
+    does not say which it has. ioreg answers at once; system_profiler, the fallback, takes a second or more.
+    Only SPDisplaysDataType's count is the GPU's: SPHardwareDataType's "Total Number of Cores" is the CPU's."""
+    out = _command("ioreg", "-rc", "AGXAccelerator")
+    found = IOREG_CORES.search(out or "")
+    if found:
+        return int(found.group(1)), "ioreg -rc AGXAccelerator (gpu-core-count)"
+    out = _command("system_profiler", "SPDisplaysDataType")
+    found = PROFILER_CORES.search(out or "")
+    if found:
+        return int(found.group(1)), "system_profiler SPDisplaysDataType (Total Number of Cores)"
+    return None, "neither ioreg (AGXAccelerator gpu-core-count) nor system_profiler SPDisplaysDataType gave the GPU's core count"
+
+
+@functools.cache
+def mac_facts() -> dict[str, Any]:
+    """The Mac, read once from macOS itself rather than from a framework (torch and TensorFlow name the
+    Apple GPU each in their own words): its chip, GPU core count, installed memory and macOS version.
+    {} off macOS."""
+    if sys.platform != "darwin":
+        return {}
+    cores, source = apple_gpu_cores()
+    return {"chip": sysctl("machdep.cpu.brand_string"), "gpu_cores": cores, "gpu_cores_source": source,
+            "memory_bytes": _total_memory(), "macos": platform.mac_ver()[0] or None}  # fmt: skip
+
+
+def apple_gpu_name() -> str:
+    """The Apple GPU's one name, whichever framework reached it: "Apple M1 Pro (16-core GPU)"."""
+    facts = mac_facts()
+    chip = facts.get("chip") or "Apple silicon"
+    return f"{chip} ({facts['gpu_cores']}-core GPU)" if facts.get("gpu_cores") else f"{chip} GPU"
+
+
+def mps_device(described: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The environment's entry for the Apple GPU: one name, the chip, its GPU cores and the memory it
+    shares with the CPU, from macOS (mac_facts), over whatever a framework said of it."""
+    facts = mac_facts()
+    return {**(described or {}), "id": "mps", "kind": "mps", "name": apple_gpu_name(), "chip": facts.get("chip"),
+            "gpu_cores": facts.get("gpu_cores"), "gpu_cores_source": facts.get("gpu_cores_source"),
+            "memory_bytes": facts.get("memory_bytes"), "unified_memory": True}  # fmt: skip
 
 
 def _text(value: Any) -> Any:
@@ -407,7 +472,8 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
 
     `frameworks` maps each framework to its environment() as its own process saw it; a device seen
     by several frameworks is listed once, as the first one described it, with the facts it lacked
-    (a UUID, say) taken from the others.
+    (a UUID, say) taken from the others. The Apple GPU is named and described from macOS (mps_device),
+    so two runs on one Mac name it alike whichever framework answered first.
     """
     devices: list[dict[str, Any]] = [{"id": "cpu", "kind": "cpu", "name": cpu_name()}]
     known = {"cpu": devices[0]}
@@ -422,11 +488,14 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
                 else:
                     first = known[device["id"]]
                     first.update({k: v for k, v in device.items() if first.get(k) is None and v is not None})
+    if "mps" in known:
+        known["mps"].update(mps_device(known["mps"]))
     nvml = nvml_info()
     _attach_nvml(devices, nvml)
     return {
         "host": os.environ.get(HOST_ENV) or platform.node(),
         "os": platform.platform(),
+        "macos": mac_facts().get("macos"),
         "machine": platform.machine(),
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),

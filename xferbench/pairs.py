@@ -150,6 +150,7 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
     field: the fields a difference between two runs is looked for in."""
     env = result.environment
     gpus = [device_entry(env, d) for d in dict.fromkeys(s.device for s in series) if d.startswith("cuda")]
+    macs = [device_entry(env, d) for d in dict.fromkeys(s.device for s in series) if d == "mps"]  # Apple's GPU, by its cores
     found = {
         "what is copied": _joined([copy_kind(s) for s in series]),
         "device": _joined([s.device_name or s.device for s in series]),
@@ -157,7 +158,10 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
         "CUDA (driver)": _joined([d.get("cuda_driver") for d in gpus]),
         "PCIe link under load": _joined([_link(s) for s in series]),
         "NUMA binding": _joined([placement(s) for s in series]),
+        "GPU cores": _joined([str(d["gpu_cores"]) for d in macs if d.get("gpu_cores")]),
         "CPU": f"{env.get('cpu') or MISSING}" + (f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""),
+        "memory": f"{env['memory_bytes'] / 2**30:,.0f} GiB" if isinstance(env.get("memory_bytes"), (int, float)) else MISSING,
+        "macOS": env.get("macos") or MISSING,
         "process CPUs": cpu_ranges(env["process_cpus"]) if env.get("process_cpus") else MISSING,
         "OS": env.get("os") or MISSING,
         "Python": env.get("python") or MISSING,

@@ -22,6 +22,7 @@ from xferbench.pairs import TAG_WIDTH, Difference, differences, path_name
 from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, write_whole
 from xferbench.stats import CLIFF_FRACTION
+from xferbench.telemetry import unified_memory_ceiling
 
 FORMATS = (".png", ".svg", ".pdf")
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -51,9 +52,12 @@ def _collide(labels: list[str], owners: list[str]) -> bool:
 
 
 def device_text(series: Series) -> str:
-    """The device's name, with its id where that tells GPUs apart: NVIDIA H100 (cuda:0)."""
+    """The device's name, with its id where that tells GPUs apart: NVIDIA H100 (cuda:0). An Apple GPU's
+    says its copies stay in unified memory, so a pasted figure cannot pass them off as a link's."""
     name = series.device_name or series.device
     on_gpu = series.transfer in (HOST_TO_DEVICE, DEVICE_TO_HOST, BIDIRECTIONAL)
+    if on_gpu and series.device == "mps":
+        return f"{name} (mps, unified memory)"
     return f"{name} ({series.device})" if on_gpu and name != series.device else name
 
 
@@ -298,6 +302,10 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
                 time_axes.plot(sizes, model, color=colour, linestyle=":" if poor else "--", linewidth=1,
                                label="_poor fit" if poor else "_fit")  # fmt: skip
         ceiling = pcie_ceiling(device_entry(pick.result.environment, series.device), series.link)
+        if series.device == "mps" and series.transfer != HOST_TO_HOST:  # no link: the chip's memory bandwidth
+            gbps, _ = unified_memory_ceiling(series, pick.result.environment)
+            chip = device_entry(pick.result.environment, "mps").get("chip") or pick.result.environment.get("cpu")
+            ceiling = (gbps, f"{chip} unified memory: {gbps:g} GB/s (Apple's published bandwidth, theoretical)") if gbps else None
         if ceiling:
             ceilings[ceiling[1]] = ceiling[0] * 1e3  # GB/s -> MB/s
     # The busy key names series as the legend does: from several files, by path and file.

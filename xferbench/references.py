@@ -6,6 +6,10 @@ what an operator fails a GPU below; one user's measurement is what one machine r
 document is NVIDIA's own example output. Every figure is in GB/s (10^9 B/s), per direction, and
 names where it was published, when, and when it was last read there. A model with no row here has
 no published figure: say so rather than borrow another model's.
+
+A fourth kind, Apple's published memory bandwidth per chip (APPLE_BANDWIDTH), is the ceiling of an
+MPS copy: on Apple silicon the host and the GPU share one memory, so `.to('mps')` is a copy within
+it and no link lies between them.
 """
 
 from __future__ import annotations
@@ -336,14 +340,15 @@ def measured_for(gpu_name: str, direction: str = H2D) -> list[Published]:
             and matches(row, gpu_name)]  # fmt: skip
 
 
-def _gbps(value: float) -> str:
+def gbps_text(value: float) -> str:
     """A figure as the sources give them: at most two decimals, no trailing zeros (48, 12.44, 25.15)."""
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+
 def figure(row: Published) -> str:
     """A row's figure in GB/s as text: "48" or "56.68–57.07"."""
-    low, high = _gbps(row.low_gbps), _gbps(row.high_gbps)
+    low, high = gbps_text(row.low_gbps), gbps_text(row.high_gbps)
     return low if low == high else f"{low}–{high}"
 
 
@@ -361,7 +366,7 @@ def published_line(gpu_name: str, gbps: float | None, direction: str = H2D) -> s
     families = " / ".join(dict.fromkeys(r.family for r in rows))
     sources = list(dict.fromkeys(r.source for r in rows))
     cited = f"1 source ({sources[0]})" if len(sources) == 1 else f"{len(sources)} sources"
-    span = _gbps(low) if _gbps(low) == _gbps(high) else f"{_gbps(low)}–{_gbps(high)}"
+    span = gbps_text(low) if gbps_text(low) == gbps_text(high) else f"{gbps_text(low)}–{gbps_text(high)}"
     if gbps is not None and round(gbps, 1) < low:
         here += ", below every published figure"
     elif gbps is not None and round(gbps, 1) > high:
@@ -374,11 +379,19 @@ def floor_line(row: Published) -> str:
     return f"{figure(row)} GB/s, {row.operator or 'health check'} ({row.tool}), {row.source}, {row.date}"
 
 
-def markdown_rows() -> list[str]:
-    """The table of docs/published-figures.md, one line per row of PUBLISHED, in its order."""
-    def cell(text: str | None) -> str:
-        return (text or "—").replace("|", "/")
+def _cell(text: str | None) -> str:
+    return (text or "—").replace("|", "/")
 
+
+def markdown_rows() -> list[str]:
+    """Every table line of docs/published-figures.md, in the page's order: the host<->device table (a
+    line per row of PUBLISHED), then Apple's memory bandwidth (bandwidth_rows)."""
+    return gpu_rows() + bandwidth_rows()
+
+
+def gpu_rows() -> list[str]:
+    """The host<->device table, one line per row of PUBLISHED, in its order."""
+    cell = _cell
     lines = ["| model | kind | tool and copy | size | direction | GB/s | date | source | caveat |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in PUBLISHED:
@@ -392,8 +405,115 @@ def markdown_rows() -> list[str]:
     return lines
 
 
-__all__ = ["BOTH", "CE", "FLOOR", "KINDS", "MEASURED", "MEMCPY", "PAGEABLE", "PUBLISHED", "SM", "VENDOR", "Published",
-           "figure", "floor_for", "floor_line", "markdown_rows", "matches", "measured_for", "published_line"]  # fmt: skip
+# Apple's published memory bandwidth per chip: what an MPS copy, a copy within unified memory, is bounded by.
+APPLE_KIND = "Apple's published memory bandwidth, theoretical"
+APPLE_READ = "read 2026-11-26"
+M1_PRO_MAX = "https://www.apple.com/newsroom/2021/10/introducing-m1-pro-and-m1-max-the-most-powerful-chips-apple-has-ever-built/"
+M1_ULTRA = "https://www.apple.com/newsroom/2022/03/apple-unveils-m1-ultra-the-worlds-most-powerful-chip-for-a-personal-computer/"
+M2 = "https://www.apple.com/newsroom/2022/06/apple-unveils-m2-with-breakthrough-performance-and-capabilities/"
+M2_PRO_MAX = "https://www.apple.com/newsroom/2023/01/apple-unveils-m2-pro-and-m2-max-next-generation-chips-for-next-level-workflows/"
+M2_ULTRA = "https://www.apple.com/newsroom/2023/06/apple-introduces-m2-ultra/"
+M3_SPECS = ("Apple's tech specs of the 14- and 16-inch MacBook Pro with M3 Pro or M3 Max (November 2023), as quoted"
+            " by https://www.macrumors.com/2023/10/31/apple-m3-pro-less-memory-bandwidth/")  # fmt: skip
+M4_FAMILY = "https://www.apple.com/newsroom/2024/10/new-macbook-pro-features-m4-family-of-chips-and-apple-intelligence/"
+M4_PRO_MAX = "https://www.apple.com/newsroom/2024/10/apple-introduces-m4-pro-and-m4-max/"
+M5 = "https://www.apple.com/newsroom/2025/10/apple-unleashes-m5-the-next-big-leap-in-ai-performance-for-apple-silicon/"
+
+
+def _reported(*urls: str) -> str:
+    """How a press release was read: apple.com itself could not be opened from where the table was made,
+    so through reports of it published the same day, which quote the figure."""
+    return f"{APPLE_READ} in reports of the release that quote the figure: {', '.join(urls)}"
+
+
+@dataclass(frozen=True)
+class ChipBandwidth:
+    """Apple's published memory bandwidth of one Apple silicon chip, and where Apple published it."""
+
+    chip: str  # as macOS names it (sysctl machdep.cpu.brand_string): "Apple M1 Pro"
+    gpu_cores: tuple[int, ...] | None  # the GPU configurations the figure is for; None: every one of the chip's
+    gbps: float  # GB/s (10^9 B/s)
+    printed: str  # the figure as Apple printed it
+    date: str  # when Apple published it: YYYY-MM-DD
+    source: str  # where
+    checked: str  # when it was last read, and how
+    kind: str = APPLE_KIND
+    note: str | None = None
+
+
+APPLE_BANDWIDTH: tuple[ChipBandwidth, ...] = (
+    ChipBandwidth("Apple M1 Pro", None, 200.0, "up to 200GB/s", "2021-10-18", M1_PRO_MAX,
+                  _reported("https://mybroadband.co.za/news/hardware/418862-apple-m1-pro-and-m1-max-new-chips-powering-the-macbook-pro.html",
+                            "https://9to5mac.com/2021/10/18/apple-unveils-next-generation-m1-pro-and-m1-max-chips-for-new-macs/")),
+    ChipBandwidth("Apple M1 Max", None, 400.0, "up to 400GB/s", "2021-10-18", M1_PRO_MAX,
+                  _reported("https://mybroadband.co.za/news/hardware/418862-apple-m1-pro-and-m1-max-new-chips-powering-the-macbook-pro.html",
+                            "https://9to5mac.com/2021/10/18/apple-unveils-next-generation-m1-pro-and-m1-max-chips-for-new-macs/")),
+    ChipBandwidth("Apple M1 Ultra", None, 800.0, "up to 800GB/s", "2022-03-08", M1_ULTRA,
+                  _reported("https://www.trustedreviews.com/news/apple-m1-ultra-chip-release-date-specs-design-performance-benchmarks-4215398")),
+    ChipBandwidth("Apple M2", None, 100.0, "100GB/s", "2022-06-06", M2,
+                  _reported("https://www.macrumors.com/2022/06/06/apple-announces-m2-chip-with-support-for-up-to-24gb-memory/")),
+    ChipBandwidth("Apple M2 Pro", None, 200.0, "200GB/s", "2023-01-17", M2_PRO_MAX,
+                  _reported("https://www.moneycontrol.com/news/technology/apple-m2-pro-m2-max-chips-announced-for-next-generation-of-macs-9883741.html/amp",
+                            "https://www.macrumors.com/2023/01/18/things-to-know-about-m2-pro-m2-max/")),
+    ChipBandwidth("Apple M2 Max", None, 400.0, "400GB/s", "2023-01-17", M2_PRO_MAX,
+                  _reported("https://www.macrumors.com/2023/01/18/things-to-know-about-m2-pro-m2-max/",
+                            "https://www.macrumors.com/2023/10/31/apple-m3-pro-less-memory-bandwidth/"),
+                  note="the 30- and 38-core GPU configurations alike"),
+    ChipBandwidth("Apple M2 Ultra", None, 800.0, "800GB/s", "2023-06-05", M2_ULTRA,
+                  f"{APPLE_READ} at Apple's own copy, https://www.apple.com/sa/newsroom/2023/06/apple-introduces-m2-ultra"),
+    ChipBandwidth("Apple M3 Pro", None, 150.0, "150GB/s", "2023-10-30", M3_SPECS, f"{APPLE_READ} in the report named",
+                  note="25% less than M1 Pro and M2 Pro"),
+    ChipBandwidth("Apple M3 Max", (30,), 300.0, "300GB/s", "2023-10-30", M3_SPECS, f"{APPLE_READ} in the report named",
+                  note="the 14-core CPU, 30-core GPU configuration"),
+    ChipBandwidth("Apple M3 Max", (40,), 400.0, "400GB/s", "2023-10-30", M3_SPECS, f"{APPLE_READ} in the report named",
+                  note="the 16-core CPU, 40-core GPU configuration"),
+    ChipBandwidth("Apple M4", None, 120.0, "120GB/s", "2024-10-30", M4_FAMILY,
+                  _reported("https://www.howtogeek.com/apple-m4-pro-m4-max-reveal/",
+                            "https://www.neowin.net/news/apple-launches-new-m4-pro-and-m4-max-processors/")),
+    ChipBandwidth("Apple M4 Pro", None, 273.0, "273GB/s", "2024-10-30", M4_PRO_MAX,
+                  _reported("https://www.neowin.net/news/apple-launches-new-m4-pro-and-m4-max-processors/",
+                            "https://www.howtogeek.com/apple-m4-pro-m4-max-reveal/")),
+    ChipBandwidth("Apple M4 Max", (40,), 546.0, "up to 546GB/s", "2024-10-30", M4_PRO_MAX,
+                  _reported("https://www.macrumors.com/2024/10/30/apple-announces-m4-max-chip/",
+                            "https://www.neowin.net/news/apple-launches-new-m4-pro-and-m4-max-processors/"),
+                  note="the 16-core CPU, 40-core GPU configuration; the sources read give no figure for the 32-core GPU one"),
+    ChipBandwidth("Apple M5", None, 153.0, "153GB/s", "2025-10-15", M5,
+                  _reported("https://www.macobserver.com/news/apples-new-m5-chip-lands-with-4x-ai-gpu-boost-faster-neural-engine-and-higher-memory-bandwidth/")),
+)  # fmt: skip
+
+
+def bandwidth_for(chip: str | None, gpu_cores: int | None = None) -> tuple[ChipBandwidth | None, str]:
+    """Apple's published memory bandwidth for this chip (and GPU, where the figure depends on its core
+    count), or None and why there is none. The chip is matched by its whole name, so "Apple M2" never
+    takes "Apple M2 Pro"'s figure."""
+    if not chip:
+        return None, "the chip is not recorded"
+    name = " ".join(chip.split()).lower()
+    rows = [row for row in APPLE_BANDWIDTH if row.chip.lower() == name]
+    if not rows:
+        return None, f"Apple publishes no memory bandwidth for the {chip} in the figures xferbench keeps (docs/published-figures.md)"
+    fits = [row for row in rows if row.gpu_cores is None or gpu_cores in row.gpu_cores]
+    if fits:
+        return fits[0], ""
+    known = " and ".join(f"{'/'.join(map(str, row.gpu_cores or ()))}-core GPU" for row in rows)
+    if gpu_cores is None:
+        return None, f"the {chip}'s figure depends on its GPU ({known} published) and the GPU core count is not recorded"
+    return None, f"Apple publishes the {chip}'s figure for the {known} only, not for this {gpu_cores}-core GPU"
+
+
+def bandwidth_rows() -> list[str]:
+    """The table of Apple's memory bandwidth, one line per row of APPLE_BANDWIDTH, in its order."""
+    lines = ["| chip | GPU | kind | GB/s | printed | date | source | read | note |", "|---|---|---|---|---|---|---|---|---|"]
+    for row in APPLE_BANDWIDTH:
+        gpu = "every configuration" if row.gpu_cores is None else " or ".join(f"{n}-core" for n in row.gpu_cores)
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            row.chip, gpu, row.kind, gbps_text(row.gbps), row.printed, row.date, row.source, row.checked, row.note)) + " |")  # fmt: skip
+    return lines
+
+
+__all__ = ["APPLE_BANDWIDTH", "APPLE_KIND", "BOTH", "CE", "FLOOR", "KINDS", "MEASURED", "MEMCPY", "PAGEABLE", "PUBLISHED",
+           "SM", "VENDOR", "ChipBandwidth", "Published", "bandwidth_for", "bandwidth_rows", "figure", "floor_for",
+           "floor_line", "gbps_text", "gpu_rows", "markdown_rows", "matches", "measured_for", "published_line"]  # fmt: skip
 
 if __name__ == "__main__":
-    print("\n".join(markdown_rows()))
+    print("\n".join(gpu_rows()) + "\n\n" + "\n".join(bandwidth_rows()))

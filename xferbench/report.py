@@ -182,7 +182,7 @@ def summary_table(
             at(series, summary.saturation_batch_size, in_bytes) if summary.saturation_batch_size else "-",
             latency,
             bandwidth,
-            f"{of_link:.0%} of {gbps:.1f} GB/s" if of_link else "unknown",
+            (f"{of_link:.0%} of {gbps:.1f} GB/s" + (" unified memory" if series.device == "mps" else "")) if of_link else "unknown",
             *(["reference" if is_raw_reference(series) and of_raw else f"{of_raw:.0%}" if of_raw else "-"] if show_raw else []),
             cliff,
         ])  # fmt: skip
@@ -192,7 +192,7 @@ def summary_table(
                      *["-"] * (8 if show_raw else 7)])  # fmt: skip
     unit = "bytes per call" if in_bytes else "batch"
     header = ["series", *(["device"] if show_device else []), f"peak MB/s @ {unit}", "vs best of its device", f"saturates at {unit}", "latency (µs)",
-              "asymptotic MB/s", "% of link (theoretical)", *(["% of raw ceiling"] if show_raw else []), "cliff"]  # fmt: skip
+              "asymptotic MB/s", "% of link or memory (theoretical)" if any(p.series.device == "mps" for p in picks) else "% of link (theoretical)", *(["% of raw ceiling"] if show_raw else []), "cliff"]  # fmt: skip
     right = [False, *([False] if show_device else []), *[True] * (len(header) - 2 - show_device), False]
     return table(header, rows, right), ceilings, raw
 

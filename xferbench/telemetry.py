@@ -17,6 +17,7 @@ from typing import Any
 
 from xferbench.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
 from xferbench.numa import pages_off_node
+from xferbench.references import bandwidth_for, gbps_text
 from xferbench.results import Series
 from xferbench.spec import BIDIR, HOST_TO_HOST
 
@@ -407,7 +408,7 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if kind == "cpu":
         return None, "unknown: a CPU series copies host to host, over no PCIe link"
     if kind == "mps":
-        return None, "unknown: Apple unified memory, no PCIe link"
+        return unified_memory_ceiling(series, environment)
     device = device_entry(environment, series.device)
     known = pcie_ceiling(device, series.link)
     if known:
@@ -415,6 +416,25 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     nvml = environment.get("nvml") or {}
     why = "NVML gave no PCIe link" if device.get("nvml") else nvml.get("reason") or "no NVML facts"
     return None, f"unknown: {why}"
+
+
+UNIFIED = "unified memory"  # what an mps series' ceiling is labelled: no link lies between host and GPU
+
+
+def unified_memory_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | None, str]:
+    """An Apple GPU series' ceiling: an MPS copy stays within the memory the CPU and GPU share, so it is
+    bounded by the chip's memory bandwidth as Apple publishes it (references.APPLE_BANDWIDTH), matched by
+    the chip and GPU cores the environment read from macOS. Files from before those facts were recorded
+    name the chip as their CPU (sysctl machdep.cpu.brand_string), which serves for the chips whose figure
+    does not depend on the GPU."""
+    device = device_entry(environment, series.device)
+    chip = device.get("chip") or environment.get("cpu")
+    row, why = bandwidth_for(chip, device.get("gpu_cores"))
+    if row is None:
+        return None, f"unknown: {UNIFIED} (no link between host and GPU); {why}"
+    gpu = "" if row.gpu_cores is None else f", {'/'.join(map(str, row.gpu_cores))}-core GPU"
+    return row.gbps, (f"{UNIFIED}: {row.chip}{gpu}, {row.kind} ({gbps_text(row.gbps)} GB/s, {row.date}, {row.source});"
+                      " a copy reads and writes each byte, so it moves twice its MB/s through memory")  # fmt: skip
 
 
 def is_raw_reference(series: Series) -> bool:

@@ -5,13 +5,17 @@ Modes:
 - pinned: a pinned source, .to(device, non_blocking=True), then the device is synchronized;
 - pinned_into: a pinned source copied into a preallocated device tensor (dst.copy_), the peak.
 - pin_per_call: x.pin_memory().to(device, non_blocking=True), pinning inside every call: the
-  pattern PyTorch's own tutorial warns is usually slower than a plain .to() (CUDA only);
+  pattern PyTorch's own tutorial warns is usually slower than a plain .to() (not in the default sweep);
 - tensor: torch.tensor(x).to(device), a fresh host copy of the NumPy batch on every call before the
   transfer, as TensorFlow makes one (not in the default sweep);
 - pin: x.pin_memory() alone, no device copy: what pinning a batch costs per call (pin_per_call's
   first half), from PyTorch's caching host allocator once warm; each point's pin_s is the first call
-  of that size, which allocated the page-locked block (CUDA only, not in the default sweep).
+  of that size, which allocated the page-locked block (not in the default sweep).
 Ops: copy times the transfer alone; seed times the report's `.to(device).type(float32)[0, 0].cpu()`.
+
+On an Apple GPU (mps) every mode is a copy within unified memory (MPS_COPY), and the pinned modes run
+where this PyTorch pins host memory for MPS: from 2.14, whose MPS pinned allocator (pytorch/pytorch
+#181720) returns a CPU tensor backed by a shared Metal buffer that the copy blits from directly.
 
 Directions (TorchBack): d2h brings a device tensor back, pageable with `.to("cpu")` (a fresh host
 tensor per call) and pinned_into with `dst.copy_(src, non_blocking=True)` into a preallocated pinned
@@ -31,14 +35,15 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
-from xferbench.environment import cpu_name
+from xferbench.environment import apple_gpu_name, cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import (BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
 from xferbench.timing import STREAM_WARM_COPIES
 
 PINNED_MODES = ("pinned", "pinned_into")  # start from a pinned source made once per point
-CUDA_ONLY_MODES = (*PINNED_MODES, "pin_per_call", "pin")  # pinned host memory needs a CUDA device
+PIN_MODES = (*PINNED_MODES, "pin_per_call", "pin")  # pinned host memory: a CUDA device, or MPS from PyTorch 2.14
+MPS_PINNED_SINCE = "2.14"  # the first release with PyTorch's MPS pinned allocator (pytorch/pytorch#181720)
 HOLD_TRIES = 4  # a hold found too short is lengthened and the run repeated, this many times in all
 HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last held run's enqueueing plus this
 # The longest hold. Queueing STREAM_MAX_COPIES copies takes tens of milliseconds, so a hold this long
@@ -55,6 +60,33 @@ ENQUEUE_GUESS_S = 50e-6  # per copy, before the first run has measured it: gener
 # clock alone, around the user's .to('mps') and torch.mps.synchronize().
 MPS_NO_DEVICE_CLOCK = ("torch.mps.event.Event is not a device clock: record() commits a command buffer of its own and"
                        " its times are CPU times in Metal's callbacks, so the host clock alone times MPS calls")
+
+# What an MPS copy is, said in every mps series' note (aten/src/ATen/native/mps/operations/Copy.mm): the
+# host and the GPU share one memory, so the bytes never cross a bus and the ceiling is the chip's memory
+# bandwidth (telemetry.link_ceiling), not a link.
+MPS_COPY = ("a copy within unified memory: PyTorch wraps the host tensor's pages in a Metal buffer"
+            " (newBufferWithBytesNoCopy) and blits between it and the MPS tensor's own buffer, so no bus is crossed;"
+            " the ceiling is the chip's memory bandwidth, of which a copy uses twice its MB/s (a read and a write)")
+MPS_PINNED_COPY = ("a copy within unified memory: the pinned tensor is a CPU view of a shared Metal buffer, which"
+                   " PyTorch blits from or into directly (no newBufferWithBytesNoCopy), so no bus is crossed; the ceiling"
+                   " is the chip's memory bandwidth, of which a copy uses twice its MB/s (a read and a write)")
+
+
+def mps_pinned_reason(torch: Any) -> str | None:
+    """Why this PyTorch cannot pin host memory for MPS, or None where it can. Up to 2.6 pinning raised
+    without CUDA; from 2.7 to 2.13 it returned a tensor on mps:0 that is_pinned() calls pageable, so a
+    pinned series would have timed an MPS-to-MPS copy. Asked of the PyTorch itself, by a 1-byte pin."""
+    version = getattr(torch, "__version__", "?")
+    fix = f"pinned host memory on MPS needs PyTorch {MPS_PINNED_SINCE} or newer: pip install -U torch"
+    try:
+        probe = torch.empty(1, dtype=torch.uint8, pin_memory=True)
+    except Exception as error:  # RuntimeError, NotImplementedError or AssertionError, by release: any is a refusal
+        said = (str(error).splitlines() or [type(error).__name__])[0]
+        return f"PyTorch {version} cannot pin host memory on a Mac ({said}); {fix}"
+    if probe.device.type != "cpu" or not probe.is_pinned():
+        return (f"PyTorch {version}'s pin_memory on a Mac gives a tensor on {probe.device} with is_pinned()"
+                f" {probe.is_pinned()}, not pinned host memory; {fix}")  # fmt: skip
+    return None
 
 
 def pinned_size(nbytes: int) -> int:
@@ -356,13 +388,12 @@ class TorchBackend(Backend):
     def skip_reason(self, key: SeriesKey) -> str | None:
         if key.host_buffer == "pinned" and key.mode not in PINNED_MODES:
             return "a pinned source is what torch's pinned and pinned_into modes measure; choose them with --mode"
-        if key.mode in CUDA_ONLY_MODES and not key.device.startswith("cuda"):
-            if key.device == "mps":
-                return (
-                    "pinned modes are CUDA-only here: MPS shares memory with the CPU and"
-                    " PyTorch's pin_memory semantics on MPS changed across releases"
-                )
+        if key.mode in PIN_MODES and key.device == "cpu":
             return "pinned host memory needs a CUDA device; on the CPU there is no device copy to pin for"
+        if key.direction == BIDIR and key.device == "mps" and BIDIR in self.directions(key.mode):
+            return ("torch bidir runs each direction on a CUDA stream of its own; torch.mps has no streams (PyTorch queues"
+                    " every MPS copy on one), so on mps the directions are measured one at a time: -d h2d -d d2h")  # fmt: skip
+        # Whether this PyTorch pins host memory for MPS is for describe(), in the worker: planning imports no torch.
         if key.mode == "pin" and key.op != "copy":
             return "torch pin times x.pin_memory() alone: there is no device result for the seed op to fetch"
         if key.direction != H2D and key.op != "copy":
@@ -386,11 +417,16 @@ class TorchBackend(Backend):
         if key.method == STREAMED and not hasattr(_torch().cuda, "_sleep"):
             raise NotSupportedHere("this PyTorch has no torch.cuda._sleep to hold a stream with")
         kind = key.device.split(":")[0]
+        pinned = key.mode in PIN_MODES
+        if kind == "mps" and pinned:
+            why = mps_pinned_reason(_torch())
+            if why:
+                raise NotSupportedHere(why)
         if kind == "cuda":
             name = _torch().cuda.get_device_name(_torch().device(key.device))
             sync, device_clock = "torch.cuda.synchronize", "torch.cuda.Event"
         elif kind == "mps":
-            name, sync, device_clock = f"Apple GPU (MPS) on {cpu_name()}", "torch.mps.synchronize", None
+            name, sync, device_clock = apple_gpu_name(), "torch.mps.synchronize", None
         else:
             name, sync, device_clock = cpu_name(), "none needed: the CPU copy is synchronous", None
         if key.op == "seed":
@@ -424,6 +460,15 @@ class TorchBackend(Backend):
             note = ("x.pin_memory() alone, no device copy: pin_per_call's first half, a copy into page-locked memory"
                     " from PyTorch's caching host allocator once warm; pin time is the first call of each size,"
                     " which allocated the block")  # fmt: skip
+            if kind == "mps":
+                note = ("x.pin_memory() alone, no device copy: a copy within unified memory into a shared Metal buffer"
+                        " from PyTorch's MPS pinned allocator; pin time is the first call of each size, which"
+                        " allocated the buffer")  # fmt: skip
+        elif kind == "mps":  # said on every MPS series: its figures are no link's
+            what = MPS_PINNED_COPY if pinned else MPS_COPY
+            if key.mode == "tensor":
+                what = f"torch.tensor's fresh host copy, then {what}"
+            note = f"on MPS {what}" + (f"; {note}" if note else "")
         return SeriesInfo(
             device_name=name,
             transfer=HOST_TO_HOST if kind == "cpu" else transfer,
@@ -439,7 +484,7 @@ class TorchBackend(Backend):
         verification's read-back chunk, tensor's fresh host copy, and on the CPU the destination and the
         seed op's float32 cast. An Apple GPU shares the host's memory, so its destination and cast count too."""
         nbytes = spec.nbytes
-        pinned_copy = pinned_size(nbytes) if spec.series.mode in CUDA_ONLY_MODES else 0
+        pinned_copy = pinned_size(nbytes) if spec.series.mode in PIN_MODES else 0
         on_cpu = spec.series.device in ("cpu", "mps")
         fresh_copy = on_cpu or spec.series.mode == "tensor"  # the CPU's destination, or tensor's host copy
         seed_float = spec.series.op == "seed" and on_cpu
@@ -477,7 +522,7 @@ class TorchBackend(Backend):
                 }
             )
         if torch.backends.mps.is_available():
-            devices.append({"id": "mps", "kind": "mps", "name": f"Apple GPU (MPS) on {cpu_name()}"})
+            devices.append({"id": "mps", "kind": "mps", "name": apple_gpu_name()})
         return {
             "version": torch.__version__,
             "cuda": torch.version.cuda,

@@ -1,16 +1,22 @@
 """`tf`: TensorFlow's transfer of a NumPy batch to a device, eagerly, in tf.function and under XLA.
 
-Modes: eager; function (tf.function); jit (tf.function(jit_compile=True)).
+Modes: eager; function (tf.function); jit (tf.function(jit_compile=True), experimental_compile=True
+before TensorFlow 2.5).
 Ops:
 - copy: tf.identity(x) under tf.device(target), called under that scope too;
 - seed: the original report's tf.cast(x, tf.float32)[0, 0] with .numpy() on the result.
 
-What a call waits for (TensorFlow 2.13 to 2.21, from its source): eager and function calls return
-once their host-to-device copy is done (the copy's _Recv, or EagerCopyToDevice, completes only when
-the device's event manager has seen the copy end), and a jit call copies its argument the same way
-before XLA's launch, which is then only queued. So no device-wide sync is added: the one TensorFlow
-offers, tf.test.experimental.sync_devices(), waits on every device's compute stream rather than the
-copy's, and on a PluggableDevice (tensorflow-metal) it is a no-op.
+What each mode's call copies (TensorFlow 2.13 to 2.21, from its source): in every mode the device
+copy is the NumPy argument's conversion, made under the call's device scope before anything runs on
+the device. The conversion is tf.constant's (eager: the op's input; function and jit: the argument,
+through TensorSpec.to_tensors), which runs an _EagerConst op on the scope's device; the eager runtime
+copies that op's host input to the device (EagerCopyToDevice, done only once the device's event
+manager has seen the copy end). A user's unscoped call converts the same way on the default device,
+which is GPU:0 where there is one (CUDA or tensorflow-metal). A function's _Arg then already holds
+the device tensor and its Identity copies nothing; a jit call then queues XLA's launch. So no
+device-wide sync is added: the one TensorFlow offers, tf.test.experimental.sync_devices(), waits on
+every device's compute stream rather than the copy's, and on a PluggableDevice (tensorflow-metal) it
+is a no-op.
 
 Before any device copy the batch is copied on the host: NumPy copies the array as TensorFlow converts
 it (every call, aligned or not), and TF_NewTensor copies that again unless it is aligned for Eigen.
@@ -19,6 +25,7 @@ On the CPU the path is therefore a host-side copy. There is no user-facing pinne
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from typing import Any
@@ -27,15 +34,19 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
-from xferbench.environment import cpu_name, pci_key
-from xferbench.errors import VerificationError
-from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec
+from xferbench.environment import apple_gpu_name, cpu_name, pci_key
+from xferbench.errors import NotSupportedHere, VerificationError
+from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec, usual_source
 
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
-COPY_WAITS = ("TensorFlow's own: the call returns once its host-to-device copy is done (the copy completes through"
-              " the device's event manager before the call's _Recv, or EagerCopyToDevice, returns); no device-wide sync is added")
-JIT_WAITS = ("TensorFlow's own for the copy: the argument's host-to-device copy is done before XLA's launch"
-             " (EagerCopyToDevice waits for it); the compiled computation is only queued, and no device-wide sync is added")
+COPY_WAITS = ("TensorFlow's own: the call's host-to-device copy is the NumPy argument's conversion (an _EagerConst on the"
+              " device, whose host input EagerCopyToDevice copies, done once the device's event manager has seen it end),"
+              " before anything runs on the device; no device-wide sync is added")
+JIT_WAITS = ("TensorFlow's own for the copy: the argument's conversion (an _EagerConst on the device, copied by"
+             " EagerCopyToDevice) is done before XLA's launch; the compiled computation is only queued,"
+             " and no device-wide sync is added")
+# The keyword that asks tf.function for XLA: jit_compile from TensorFlow 2.5, experimental_compile in 2.2 to 2.4.
+COMPILE_KEYWORDS = ("jit_compile", "experimental_compile")
 # What a call does on the host before the DMA, said under every GPU series: the gap to torch is not all link.
 HOST_COPIES = ("each call copies the batch on the host before the device copy: NumPy copies the array as TensorFlow"
                " converts it, and TensorFlow copies that again unless it is aligned for Eigen; the device copy then"
@@ -110,15 +121,48 @@ def desc_field(description: str, name: str) -> str | None:
     return None
 
 
-def seed_cast_scope(tf: Any, device: str, batch_shape: tuple[int, ...]) -> bool:
-    """Whether XLA's optimized program materializes the float32 cast of the whole batch.
+def jit_on_cpu_command(key: SeriesKey) -> str:
+    """The sweep that runs this jit series on the CPU instead, for a device XLA cannot compile for."""
+    parts = ["xferbench sweep -f tf --jit --device cpu"]
+    if key.op != "copy":
+        parts.append(f"--op {key.op}")
+    if key.host_buffer != usual_source(key.framework, key.mode):
+        parts.append(f"--host-buffer {key.host_buffer}")
+    return " ".join(parts)
+
+
+def compile_options(tf: Any, mode: str) -> dict[str, bool]:
+    """tf.function's keywords for a mode: XLA's only under jit, named as this TensorFlow names it.
+
+    Passing jit_compile=False to every function would make the function mode fail too on a
+    TensorFlow older than 2.5, whose tf.function rejects the unknown keyword."""
+    if mode != "jit":
+        return {}
+    try:
+        accepted = inspect.signature(tf.function).parameters
+    except (TypeError, ValueError):  # no signature to read: the current keyword
+        return {COMPILE_KEYWORDS[0]: True}
+    for keyword in COMPILE_KEYWORDS:
+        if keyword in accepted:
+            return {keyword: True}
+    raise NotSupportedHere(
+        f"tf jit needs tf.function(jit_compile=True) (TensorFlow 2.5 and later) or experimental_compile=True"
+        f" (2.2 to 2.4), and TensorFlow {getattr(tf, '__version__', '?')} has neither; install tensorflow>=2.13"
+    )
+
+
+def seed_cast_scope(tf: Any, device: str, batch_shape: tuple[int, ...]) -> bool | None:
+    """Whether XLA's optimized program materializes the float32 cast of the whole batch; None where
+    this TensorFlow cannot show that program.
 
     XLA may fuse the slice into the cast, so only item [0, 0] is converted; the series then must
     not claim to time a full-batch cast. Read from the optimized HLO's entry computation, where
     each instruction is a buffer that really exists.
     """
     with tf.device(tf_device(device)):
-        function = tf.function(lambda x: tf.cast(x, tf.float32)[0, 0], jit_compile=True)
+        function = tf.function(lambda x: tf.cast(x, tf.float32)[0, 0], **compile_options(tf, "jit"))
+        if not hasattr(function, "experimental_get_compiler_ir"):
+            return None
         hlo = function.experimental_get_compiler_ir(np.zeros(batch_shape, np.uint8))(stage="optimized_hlo")
     entry = hlo.split("ENTRY", 1)[-1]
     return f"f32[{','.join(map(str, batch_shape))}]" in entry
@@ -145,15 +189,16 @@ class TFTransfer(Transfer):
         if key.mode == "eager":
             self.function = body
         else:
-            self.function = tf.function(body, jit_compile=key.mode == "jit")
+            self.function = tf.function(body, **compile_options(tf, key.mode))
 
     def _run(self) -> tuple[Any, Any]:
         """One transfer and its wait: the device tensor, and the seed op's fetched result.
 
-        The call itself runs under the target's device scope too: a jit_compile=True function ignores
-        the tf.device inside its body and runs where it is called, so without this every jit series
-        would run on GPU:0 whatever its device (and on two logical CPUs a plain tf.function's result
-        came back on the first one too)."""
+        The call itself runs under the target's device scope, which places the argument's conversion,
+        the copy, on the target, as a user's unscoped call does on the default device (GPU:0). A
+        jit_compile=True function also ignores the tf.device inside its body and runs where it is
+        called, and a plain tf.function's result lands there too: without the scope every series
+        would end on GPU:0 whatever its device (on two logical CPUs, on the first one)."""
         with self.tf.device(self.target):
             moved = self.function(self.host)
         if self.seed:
@@ -219,7 +264,8 @@ class TFBackend(Backend):
             return "TensorFlow has no user-facing pinned host memory; torch's pinned modes show what pinning buys"
         if key.mode == "jit" and key.device == "mps":
             return ("XLA has no compiler for tensorflow-metal's GPU (jit_compile=True fails with 'Could not find"
-                    " compiler for platform METAL'); eager and function run there")  # fmt: skip
+                    " compiler for platform METAL'); eager and function run there; for XLA on this Mac's CPU"
+                    f" (host to host) run: {jit_on_cpu_command(key)}")  # fmt: skip
         return None
 
     def direction_reason(self, key: SeriesKey) -> str | None:
@@ -236,18 +282,22 @@ class TFBackend(Backend):
             gpu = tf.config.list_physical_devices("GPU")[int(key.device.split(":")[1])]
             name = tf.config.experimental.get_device_details(gpu).get("device_name", "CUDA GPU")
         elif kind == "mps":
-            name = f"Apple GPU (tensorflow-metal) on {cpu_name()}"
+            name = apple_gpu_name()  # the Mac's one name for its GPU, whichever framework reached it
         else:
             name = cpu_name()
         sync = sync_for(key.device, key.mode)
         notes = []
         info: dict[str, Any] = {"tf_device": tf_device(key.device), "onednn": onednn_enabled()}
+        compile_options(tf, key.mode)  # a TensorFlow without XLA's keyword skips jit here, with the reason
         if key.op == "seed":
             sync = "the result fetched to the host with .numpy()"
             if key.mode == "jit":
                 full = seed_cast_scope(tf, key.device, (2, *key.shape))
                 info["xla_casts_full_batch"] = full
-                if not full:
+                if full is None:
+                    notes.append("this TensorFlow cannot show XLA's optimized program (no experimental_get_compiler_ir),"
+                                 " so whether XLA casts the whole batch or only item [0, 0] is unknown")  # fmt: skip
+                elif not full:
                     notes.append("XLA fuses the slice into the cast: only item [0, 0] is converted to float32,"
                                  " so this times the transfer plus a tiny cast, not a full-batch cast")  # fmt: skip
         if kind == "cpu":
@@ -258,6 +308,9 @@ class TFBackend(Backend):
         else:
             info["host_copies"] = HOST_COPIES
             notes.append(HOST_COPIES + (" (on a Mac, memory the GPU shares)" if kind == "mps" else ""))
+            if kind == "mps":  # what a ratio against a CUDA GPU's figure compares
+                notes.append("on Apple silicon the device copy stays within unified memory (the CPU and GPU share one"
+                             " memory): tensorflow-metal copies the tensor into a buffer of its GPU device, over no bus")  # fmt: skip
             if key.host_buffer == "aligned":
                 notes.append("the aligned source changes only what NumPy's copy reads: TensorFlow receives that copy")
         return SeriesInfo(
