@@ -105,3 +105,16 @@ def test_an_m1_file_against_an_rtx_file_never_says_a_bare_faster(tmp_path) -> No
     (path,) = data["paths"]
     assert path["unlike"] == ["a host-to-device transfer over the GPU's link (CUDA)", "a copy within unified memory (Apple GPU, MPS)"]
     assert path["sentence"].startswith("unlike copies (BASE: a host-to-device transfer") and "NEW is 2.00× faster" in path["sentence"]
+
+
+@pytest.mark.slow
+def test_on_a_simulated_mac_a_broken_tensorflow_costs_only_its_own_series(broken_tensorflow, tmp_path) -> None:
+    """The tensorflow-metal mismatch happens on Macs: there too, torch and the host copy are measured."""
+    from test_macos import simulated_macos_sweep
+
+    r, result = simulated_macos_sweep(tmp_path, "-m", "pageable", "-m", "eager", "-m", "numpy")
+    assert r.returncode == 0, r.stdout + r.stderr
+    status = {s["framework"]: (s["status"], s.get("reason") or "") for s in result["series"]}
+    assert status["torch"][0] == status["host"][0] == "ok"
+    assert status["tf"][0] == "skipped" and ERROR in status["tf"][1]
+    assert result["environment"]["os"].startswith("macOS")

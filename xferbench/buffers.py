@@ -138,10 +138,36 @@ def check_arrived(expected: np.ndarray, got: np.ndarray, what: str) -> None:
         )
 
 
+def windows_available_memory() -> int | None:
+    """Windows' available physical memory (GlobalMemoryStatusEx's ullAvailPhys, what can be allocated
+    without paging, as Linux's MemAvailable), or None where the call is missing or fails."""
+    import ctypes
+
+    class MemoryStatus(ctypes.Structure):  # MEMORYSTATUSEX: two DWORDs, then seven 64-bit counts
+        _fields_ = [("dwLength", ctypes.c_uint32), ("dwMemoryLoad", ctypes.c_uint32)] + [
+            (name, ctypes.c_uint64) for name in ("ullTotalPhys", "ullAvailPhys", "ullTotalPageFile", "ullAvailPageFile",
+                                                 "ullTotalVirtual", "ullAvailVirtual", "ullAvailExtendedVirtual")]  # fmt: skip
+
+    status = MemoryStatus(dwLength=ctypes.sizeof(MemoryStatus))  # Windows refuses a call without it
+    try:
+        done = ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return None
+    return int(status.ullAvailPhys) if done and status.ullAvailPhys else None
+
+
+def unavailable_checks() -> list[str]:
+    """Where Windows did not say how much memory is free: then no batch is refused for want of it."""
+    if sys.platform == "win32" and windows_available_memory() is None:
+        return ["how much memory is free: Windows' GlobalMemoryStatusEx did not answer, so the memory check"
+                " refuses no batch"]  # fmt: skip
+    return []
+
+
 def available_host_memory() -> tuple[int, str] | None:
-    """Bytes of host memory a run may count on, and what that figure is: Linux says what can be
-    allocated without swapping ("available"); macOS says only how much there is ("installed"), an upper
-    bound. None if unknown."""
+    """Bytes of host memory a run may count on, and what that figure is: Linux and Windows say what can
+    be allocated without swapping ("available"); macOS says only how much there is ("installed"), an
+    upper bound. None if unknown."""
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
@@ -154,6 +180,9 @@ def available_host_memory() -> tuple[int, str] | None:
             return int(subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True).stdout), "installed"
         except (OSError, ValueError):
             return None
+    if sys.platform == "win32":
+        available = windows_available_memory()
+        return (available, "available") if available is not None else None
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "available"
     except (ValueError, OSError, AttributeError):

@@ -36,6 +36,17 @@ def minor_faults() -> int | None:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def unavailable_checks() -> list[str]:
+    """Where this OS counts no page faults (Windows has no getrusage): said, since an empty faults/call
+    column would otherwise read as calls that touch no fresh memory."""
+    try:
+        import resource  # noqa: F401
+    except ImportError:
+        return ["page faults per call: there is no getrusage here, so a path that touches fresh memory on"
+                " every call (TensorFlow's copy past glibc's mmap threshold, say) is not shown as such"]  # fmt: skip
+    return []
+
+
 def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__

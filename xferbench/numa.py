@@ -15,7 +15,8 @@ room for, and each point reads back where its source's pages really went.
 The main process plans the binding from the environment's NVML facts (plan_binding); the worker
 applies it first thing, before the framework is imported (apply_binding); the measuring loop then
 reads where each source buffer's pages are (page_nodes). Only Linux can do any of this: elsewhere
-every step says why not, and the sweep goes on.
+every step says why not, and the sweep goes on. On Windows the sweep records why there is no binding
+at all (WINDOWS_NO_BINDING): NVML gives a GPU's ideal CPUs on Linux only, so there is nothing to bind to.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import errno
 import json
 import os
 import platform
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,14 @@ PAGES_SAMPLED = 64  # pages of a buffer whose node is read: spread over the whol
 SYSCALLS = {"x86_64": {"set_mempolicy": 238, "move_pages": 279},
             "aarch64": {"set_mempolicy": 237, "move_pages": 239}}  # fmt: skip
 NOT_RESIDENT = "not resident"  # a sampled page with no memory behind it yet
+WINDOWS_NO_BINDING = ("Windows: no NUMA binding (workers are bound with Linux's sched_setaffinity and set_mempolicy,"
+                      " and NVML names a GPU's ideal CPUs on Linux only), so a worker runs and allocates wherever Windows"
+                      " places it")  # fmt: skip
+
+
+def unavailable_checks() -> list[str]:
+    """What this OS gives NUMA placement nothing to do, in the words of environment.unavailable_checks."""
+    return [f"NUMA placement: {WINDOWS_NO_BINDING}"] if sys.platform == "win32" else []
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ def plan_binding(environment: dict[str, Any], device_id: str) -> tuple[Binding |
     nvml = device.get("nvml") or {}
     if not device_id.startswith("cuda"):
         return None, f"nothing to bind: {device_id} is no CUDA GPU"
+    if sys.platform == "win32":
+        return None, f"not bound: {WINDOWS_NO_BINDING}"
     if not nvml:
         why = (environment.get("nvml") or {}).get("reason") or "NVML did not describe this GPU"
         return None, f"not bound: the GPU's NUMA placement is unknown ({why})"

@@ -19,6 +19,7 @@ readers that set a peer beside xferbench match them by bytes.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import math
@@ -165,15 +166,25 @@ def _device_order(device: str) -> tuple[int, int, str]:
     return (0, int(index), "") if index.isdigit() else (1, 0, device)
 
 
+# Byte-order marks of the encodings a tool's output may be saved in besides UTF-8: PowerShell 5's `>`
+# writes UTF-16 with a mark, and Windows editors may start UTF-8 with one.
+MARKS = ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"), (codecs.BOM_UTF8, "utf-8-sig"))
+
+
 def _text(path: Path) -> str:
+    """A tool's saved output: UTF-8, or what its byte-order mark says; line ends as on Linux."""
+    if Path(path).is_dir():  # Windows refuses to open a folder with "Permission denied", not IsADirectoryError
+        raise XferbenchError(f"{path} is a folder; give the file the tool's output was saved in")
     try:
-        return Path(path).read_text(errors="replace")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise XferbenchError(f"{path}: no such file; give the file the tool's output was saved in") from None
     except IsADirectoryError:
         raise XferbenchError(f"{path} is a folder; give the file the tool's output was saved in") from None
     except OSError as error:
         raise XferbenchError(f"{path}: cannot read: {error.strerror or error}") from None
+    codec = next((codec for mark, codec in MARKS if data.startswith(mark)), "utf-8")
+    return data.decode(codec, errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def json_object(text: str, keys: Sequence[str]) -> Any:

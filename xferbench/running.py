@@ -9,7 +9,7 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import Iterator
+from typing import Any, Iterator
 
 from rich.console import Console, RenderableType
 from rich.constrain import Constrain
@@ -18,6 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column
 
 from xferbench import concurrency, display
+from xferbench.buffers import unavailable_checks as memory_unavailable
+from xferbench.measure import unavailable_checks as faults_unavailable
+from xferbench.numa import unavailable_checks as numa_unavailable
 from xferbench.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
 from xferbench.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
 from xferbench.telemetry import INTERVAL_S
@@ -32,7 +35,13 @@ class Stopped(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
+    """SIGTERM (on Windows also SIGBREAK), handled as Ctrl-C is: the file is marked interrupted and says what it holds."""
+
+
+# The stops a sweep catches besides Ctrl-C: SIGTERM (kill, a CI job's timeout) and, on Windows, SIGBREAK
+# (Ctrl-Break, or a CTRL_BREAK_EVENT another program sends): Windows' kill, TerminateProcess, cannot be
+# caught, so a Ctrl-Break is the one way to stop a sweep there that keeps the file marked interrupted.
+KILL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGBREAK") if hasattr(signal, name))
 
 
 def how_stopped(stop: KeyboardInterrupt) -> tuple[str, int]:
@@ -56,25 +65,32 @@ def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
 
 
 def terminate(signum: int, frame: object) -> None:
-    """The SIGTERM handler a sweep installs: stop as Ctrl-C does."""
+    """The handler a sweep installs for KILL_SIGNALS: stop as Ctrl-C does."""
     raise Terminated()
+
+
+def ignore_kills() -> dict[int, Any]:
+    """Ignore KILL_SIGNALS (a second kill must not cut a save or a close short); the handlers they had."""
+    return {signum: signal.signal(signum, signal.SIG_IGN) for signum in KILL_SIGNALS}
 
 
 @contextlib.contextmanager
 def terminated_as_interrupted(plan: Plan | None = None) -> Iterator[None]:
-    """While the block runs, SIGTERM (kill, a CI job's timeout) raises Terminated in the main thread, so
-    a run stops as Ctrl-C stops it: what was measured saved and marked interrupted. On the way out the
-    plan's workers are closed with SIGTERM ignored, so a second kill cannot leave one behind."""
-    previous = signal.signal(signal.SIGTERM, terminate)
+    """While the block runs, SIGTERM (kill, a CI job's timeout) and Windows' SIGBREAK raise Terminated in
+    the main thread, so a run stops as Ctrl-C stops it: what was measured saved and marked interrupted.
+    On the way out the plan's workers are closed with those ignored, so a second kill cannot leave one
+    behind."""
+    previous = {signum: signal.signal(signum, terminate) for signum in KILL_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        ignore_kills()
         try:
             if plan is not None:
                 plan.close()
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 class NarrowProgress(Progress):
@@ -121,7 +137,11 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
     replay counter, clocks and P-state are read again, beside the reading taken before."""
     from xferbench import environment
 
-    result = new_result(plan, environment.capture(plan.environments()), sys.argv)
+    captured = environment.capture(plan.environments())
+    # What this OS gives NUMA placement, the memory check and the fault count nothing to do, beside the environment's own list.
+    captured["unavailable_checks"] = [*(captured.get("unavailable_checks") or []), *numa_unavailable(), *memory_unavailable(),
+                                      *faults_unavailable()]  # fmt: skip
+    result = new_result(plan, captured, sys.argv)
     failed: list[SaveFailed] = []
 
     def save(result: Result) -> None:
@@ -179,7 +199,7 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
         raise Stopped(f"{error}. {keep_unsaved(output, result, err)}", 1) from None
     except KeyboardInterrupt as stop:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nor a second kill (the caller restores it)
+        ignore_kills()  # nor a second kill (the caller restores them)
         try:
             result.status = "interrupted"
             save(result)

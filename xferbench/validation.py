@@ -265,15 +265,33 @@ def _python_path() -> str:
 
 SAVE_GRACE_S = 5.0  # after Ctrl-C, how long a sweep that saw it too has to save before it is told again
 STOP_WAIT_S = 60.0  # how long a sweep told to stop has to save and close its workers before it is killed
+WAIT_SLICE_S = 0.2  # the longest one wait for a sweep blocks: Windows delivers Ctrl-C between waits only
+# On Windows a sweep runs in a process group of its own, the only way to send it alone the Ctrl-Break it
+# stops on (SIGTERM there is TerminateProcess, which no program can catch); the group keeps the
+# terminal's Ctrl-C from it, so this process passes that on too.
+NEW_GROUP = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
+
+
+def wait_for(process: subprocess.Popen[bytes], timeout_s: float | None = None) -> int:
+    """Popen.wait, in slices: on Windows a single long wait would hold Ctrl-C off until the sweep ended."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        wait = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
+        if wait <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout_s or 0)
+        try:
+            return process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def stop_sweep(process: subprocess.Popen[bytes], wait_s: float = STOP_WAIT_S) -> None:
-    """Stop a sweep as Ctrl-C does (SIGTERM), so it saves what it measured marked interrupted; kill it
-    only if it has not ended within `wait_s`."""
+    """Stop a sweep as Ctrl-C does (SIGTERM; Ctrl-Break on Windows), so it saves what it measured marked
+    interrupted; kill it only if it has not ended within `wait_s`."""
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.CTRL_BREAK_EVENT if NEW_GROUP else signal.SIGTERM)  # type: ignore[attr-defined]
     try:
-        process.wait(timeout=wait_s)
+        wait_for(process, wait_s)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
@@ -286,20 +304,20 @@ def run_child_sweep(command: list[str], env: dict[str, str], limit_s: float | No
     stopping: subprocess.run would kill it after a quarter of a second, mid-save, leaving its workers."""
     from xferbench.running import Terminated
 
-    process = subprocess.Popen(command, env=env)
+    process = subprocess.Popen(command, env=env, creationflags=NEW_GROUP)
     try:
         try:
-            return process.wait(timeout=limit_s)
+            return wait_for(process, limit_s)
         except subprocess.TimeoutExpired:
             stop_sweep(process, budget.STOP_GRACE_S)
             return None
     except KeyboardInterrupt as stop:
         try:  # a terminal's Ctrl-C reached the sweep too (one process group); a kill reached this process alone
-            if not isinstance(stop, Terminated):
-                process.wait(timeout=SAVE_GRACE_S)
+            if not isinstance(stop, Terminated) and not NEW_GROUP:
+                wait_for(process, SAVE_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
-        stop_sweep(process)  # a sweep stops on SIGTERM as on Ctrl-C
+        stop_sweep(process)  # a sweep stops on SIGTERM (Ctrl-Break on Windows) as on Ctrl-C
         raise
 
 
@@ -364,12 +382,12 @@ class CommandLog:
     def __init__(self, path: Path, echo: Echo) -> None:
         self.path, self.echo = path, echo
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
+        path.write_text("", encoding="utf-8")
 
     def __call__(self, command: list[str], code: int | None, seconds: float) -> None:
         said = "timed out or could not start" if code is None else f"exit {code}"
         line = f"{said:>30}  {seconds:7.1f} s  $ {shlex.join(command)}"
-        with self.path.open("a") as log:
+        with self.path.open("a", encoding="utf-8") as log:
             log.write(line + "\n")
         self.echo(f"  {line.strip()}")
 
@@ -383,7 +401,7 @@ def run_nvidia_smi(folder: Path, echo: Echo) -> list[str]:
             notes.append(f"{name}: nvidia-smi is not on PATH")
             continue
         code, _, text = _run([smi, *arguments], timeout_s=120)
-        (folder / name).write_text(text)
+        (folder / name).write_text(text, encoding="utf-8")
         if code != 0:
             notes.append(f"{name}: nvidia-smi {' '.join(arguments)} " + ("did not finish" if code is None else f"exited {code}"))
     for note in notes:
@@ -474,7 +492,7 @@ def run_nvbandwidth(peer: PeerRun, validation: Validation) -> Path:
                                "seconds": round(seconds, 2), "stdout_stderr_raw": text}  # fmt: skip
         run["output"] = json_object(text, ("nvbandwidth",))
         runs.append(run)
-        path.write_text(json.dumps({"tool": "nvbandwidth", "binary": peer.executable, "runs": runs}, indent=1) + "\n")
+        path.write_text(json.dumps({"tool": "nvbandwidth", "binary": peer.executable, "runs": runs}, indent=1) + "\n", encoding="utf-8")
     return path
 
 
@@ -482,14 +500,14 @@ def run_bandwidthtest(peer: PeerRun, validation: Validation) -> Path:
     """bandwidthTest's host-to-device copies from pinned and from pageable memory, in range mode at
     exactly the bytes of each size of the plan, each run under its command and exit code, written as it ends."""
     path = validation.folder / "peers" / "bandwidthTest.txt"
-    path.write_text("")
+    path.write_text("", encoding="utf-8")
     for planned in (c for c in validation.peer_commands() if c.peer == "bandwidthTest"):
         done = peer(planned.arguments, planned.seconds)
         if done is None:
             return path
         code, _, text, command = done
         exit_line = "timed out or could not start" if code is None else str(code)
-        with path.open("a") as kept:
+        with path.open("a", encoding="utf-8") as kept:
             kept.write(f"### bandwidthTest {planned.memory} {planned.nbytes} B\n### $ {shlex.join(command)}\n### exit {exit_line}\n"
                        f"{text.rstrip()}\n\n")  # fmt: skip
     return path
@@ -740,7 +758,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]
         report.save(text + "\n### Validation checks\n\n" + validate.render(checks), folder / "report.md")
     verdict = folder / "verdict.md"
     validation.took_s = time.monotonic() - started
-    verdict.write_text(verdict_page(validation, files, imported, checks, notes))
+    verdict.write_text(verdict_page(validation, files, imported, checks, notes), encoding="utf-8")
     return checks, verdict
 
 

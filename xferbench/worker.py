@@ -4,6 +4,9 @@ They fight over GPU memory and CUDA libraries, and a crash in one must cost only
 A fresh process per series also keeps one series' allocator state out of the next one's figures.
 The main process talks to each worker over JSON lines: the worker's stdout carries the protocol
 (anything else it prints is moved to stderr), its stderr goes to a log whose tail explains a death.
+The main process reads each worker's stdout with a thread of its own (Replies) and waits for a line
+with a timeout, the same on every OS: select() takes only sockets on Windows, and there a blocking
+pipe read cannot be cut short by Ctrl-C.
 
     parent -> worker   {"run": {key, batch_sizes, params, timing, together}} | {"quit": true} | {"go": at}
     worker -> parent   {"hello": {devices, environment}} | {"error": message}
@@ -24,8 +27,8 @@ import dataclasses
 import json
 import os
 import platform
+import queue
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -52,6 +55,7 @@ HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "pa
 STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
 STALL_TIMEOUT_S = 300.0  # the longest a worker may go without a message beyond one point's timing caps
 DEATH_WAIT_S = 30.0  # how long a dying worker may take to exit before it is reported as stuck
+WAIT_SLICE_S = 0.2  # the longest a wait for a worker blocks at once: Windows delivers Ctrl-C between waits only
 
 
 # A C++ error line in a framework's log: absl ("E0000 00:00:1795356588.11 13315 file.cc:52] ...")
@@ -127,10 +131,95 @@ def _source_folder() -> Path:
 
     Python puts the working directory first on sys.path for -m, ahead of PYTHONPATH and
     site-packages: started anywhere else, a worker could import another checkout's xferbench.
+    The package is linked in; where links are refused (Windows grants them to administrators and
+    Developer Mode only), it is copied, which serves as well.
     """
-    folder = Path(tempfile.mkdtemp(prefix="xferbench-worker-"))
-    (folder / "xferbench").symlink_to(Path(__file__).resolve().parent, target_is_directory=True)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="xferbench-worker-"))
+    except OSError as error:
+        raise XferbenchError(f"cannot make a folder for a worker in {tempfile.gettempdir()}: {error.strerror or error};"
+                             " free space there or point TMPDIR (TEMP on Windows) elsewhere") from None  # fmt: skip
+    package = Path(__file__).resolve().parent
+    try:
+        (folder / "xferbench").symlink_to(package, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        try:
+            shutil.copytree(package, folder / "xferbench", ignore=shutil.ignore_patterns("__pycache__"))
+        except OSError as error:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise XferbenchError(f"cannot copy xferbench into {folder} for a worker: {error.strerror or error};"
+                                 " free space there or point TMPDIR (TEMP on Windows) elsewhere") from None  # fmt: skip
     return folder
+
+
+# What a Windows exit status means where the process did not exit by itself (NTSTATUS codes).
+WINDOWS_STATUS = {
+    0xC0000005: "access violation", 0xC000001D: "illegal instruction", 0xC0000017: "out of memory",
+    0xC00000FD: "stack overflow", 0xC0000135: "a DLL it needs was not found", 0xC0000142: "a DLL failed to initialise",
+    0xC000013A: "Ctrl-C", 0xC0000409: "fail-fast abort",
+}  # fmt: skip
+WINDOWS_KILLED = 1  # the exit status TerminateProcess gives a process that Popen.kill() ended on Windows
+
+
+def how_ended(code: int, killed: bool = False) -> str:
+    """How a process ended, from its exit status. On POSIX a signal is a negative status; on Windows,
+    where there are no signals, a crash or Ctrl-C is an NTSTATUS code, and a process this side killed
+    exits with status 1, which by itself would read as an ordinary failure."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    if killed and code == WINDOWS_KILLED and sys.platform == "win32":
+        return "was killed (TerminateProcess)"
+    if code >= 0xC0000000:
+        meaning = WINDOWS_STATUS.get(code)
+        return f"ended with Windows status 0x{code:08X}" + (f" ({meaning})" if meaning else "")
+    return f"exited with status {code}"
+
+
+class Replies:
+    """A worker's stdout, read line by line by a thread of its own into a queue that the caller waits on
+    with a timeout. The same on every OS: select() cannot wait on a pipe on Windows, and a main thread
+    blocked in a pipe read there would hold Ctrl-C off until the worker spoke. Waits are cut into
+    slices of WAIT_SLICE_S, between which Windows runs the Ctrl-C handler (before Python 3.14 its
+    lock waits cannot be interrupted). The thread owns the stream and closes it at its end, so closing
+    never blocks on a read in progress."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.ended = False  # the end of the stream was handed out: every later read is the end too
+        self.thread = threading.Thread(target=self._read, args=(stream,), name=name, daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        try:
+            for line in iter(stream.readline, ""):
+                self.lines.put(line)
+        except (OSError, ValueError):  # a broken pipe, or one closed under the reader: the end either way
+            pass
+        finally:
+            self.lines.put("")
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def next(self, timeout_s: float | None = None) -> str | None:
+        """The next line ("" at the end of the stream), or None when `timeout_s` passed without one."""
+        if self.ended:
+            return ""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            wait = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
+            if wait <= 0:
+                return None
+            try:
+                line = self.lines.get(timeout=wait)
+            except queue.Empty:
+                continue
+            self.ended = not line
+            return line
 
 
 class WorkerRunner:
@@ -144,6 +233,8 @@ class WorkerRunner:
         self.folder = _source_folder()
         # Also on PYTHONPATH, for a user who set PYTHONSAFEPATH (then -m does not add the working directory).
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), os.environ.get("PYTHONPATH")]))}
+        # The worker's log is read as UTF-8: on Windows its stderr would otherwise be in the ANSI code page.
+        self.env.setdefault("PYTHONIOENCODING", "utf-8")
         self.first_hello: dict[str, Any] | None = None  # the framework as the first worker saw it
         self.startup_errors: list[str] = []  # error lines the first worker logged before it was ready
         self._spawn(binding)  # a concurrent run's worker is bound from the start: it measures one device only
@@ -153,19 +244,21 @@ class WorkerRunner:
         self.log_start = 0  # where this series' part of the log begins
         self._hello: dict[str, Any] | None = None
         self.dead: str | None = None  # why the worker is gone, once it is
-        self.used = self.busy = False
+        self.used = self.busy = self.killed = False
         self.binding = binding  # what this worker was bound to before it imported its framework
         env = {**self.env, BIND_ENV: binding.to_env()} if binding else {k: v for k, v in self.env.items() if k != BIND_ENV}
         try:
             self.process = subprocess.Popen(
                 [self.python, "-m", "xferbench.worker", self.backend.name], cwd=self.folder,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1, env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, encoding="utf-8", bufsize=1, env=env,
             )  # fmt: skip
         except OSError as error:
             self.close()
             raise XferbenchError(
                 f"cannot start a {self.backend.name} worker with {self.python}: {error.strerror or error}"
             ) from None
+        assert self.process.stdout is not None
+        self.replies = Replies(self.process.stdout, f"{self.backend.name} worker {self.process.pid}")
 
     @property
     def pid(self) -> int:
@@ -179,34 +272,26 @@ class WorkerRunner:
         except (OSError, ValueError):  # a broken pipe, or a pipe already closed
             raise WorkerDied(self._death()) from None
 
-    def _receive(self, timeout_s: float | None = None) -> dict[str, Any]:
+    def _kill(self) -> None:
+        """End the worker now (SIGKILL on POSIX, TerminateProcess on Windows), remembering it was this side."""
+        self.killed = True
+        self.process.kill()
+
+    def _receive(self, timeout_s: float | None = None, silence: str = "after sending nothing for {:g} s (taken for hung and killed)"
+                 ) -> dict[str, Any]:  # fmt: skip
         """The worker's next message. After `timeout_s` without one, the worker is taken for hung
-        (a stuck framework, a stopped process) and killed, so one series cannot stall the sweep."""
-        assert self.process.stdout is not None
-        stalled: list[str] = []
-        answered = threading.Lock()  # held by whichever comes first: the line, or the kill
-
-        def kill_hung() -> None:
-            if answered.acquire(blocking=False):
-                stalled.append(f" after sending nothing for {timeout_s:g} s (taken for hung and killed)")
-                self.process.kill()
-
-        timer = threading.Timer(timeout_s, kill_hung) if timeout_s else None
-        if timer:
-            timer.daemon = True
-            timer.start()
-        try:
-            line = self.process.stdout.readline()
-        finally:
-            if timer:
-                answered.acquire(blocking=False)  # too late for the timer to kill a worker that answered
-                timer.cancel()
+        (a stuck framework, a stopped process) and killed, so one series cannot stall the sweep;
+        `silence` says so in the reason."""
+        line = self.replies.next(timeout_s or None)  # no timeout, or 0: wait as long as it takes
+        if line is None:
+            self._kill()
+            raise WorkerDied(self._death(" " + silence.format(timeout_s)))
         if not line:
-            raise WorkerDied(self._death("".join(stalled)))
+            raise WorkerDied(self._death())
         try:
             return json.loads(line)
         except json.JSONDecodeError:  # a message cut short by a dying worker, or a stray print
-            self.process.kill()
+            self._kill()
             raise WorkerDied(self._death("; its last message was cut short")) from None
 
     def _death(self, detail: str = "") -> str:
@@ -218,13 +303,7 @@ class WorkerRunner:
         except subprocess.TimeoutExpired:  # killed, yet still there: stuck in the kernel or a driver
             self.dead = f"the {self.backend.name} worker process did not exit when killed{detail}"
             return self.dead
-        if code < 0:
-            try:
-                how = f"was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"was killed by signal {-code}"
-        else:
-            how = f"exited with status {code}"
+        how = how_ended(code, self.killed)
         self.log.seek(self.log_start)
         lines = [line.strip() for line in self.log.read().splitlines() if line.strip()]
         tail = " | ".join(lines[-3:])[-600:]
@@ -240,12 +319,7 @@ class WorkerRunner:
         if self._hello is None:
             first = self.first_hello is None
             try:
-                assert self.process.stdout is not None
-                ready, _, _ = select.select([self.process.stdout], [], [], self.start_timeout_s)
-                if not ready:  # nothing read yet, so nothing can wait in Python's buffer: select is exact
-                    self.process.kill()
-                    raise WorkerDied(self._death(f" after not starting within {self.start_timeout_s:g} s"))
-                message = self._receive()
+                message = self._receive(self.start_timeout_s, "after not starting within {:g} s")
             except WorkerDied as died:
                 if first:
                     raise XferbenchError(f"{died} (python: {self.python})") from None
@@ -350,17 +424,16 @@ class WorkerRunner:
                 self._send({"quit": True})
                 self.process.wait(timeout=10)
             except (WorkerDied, subprocess.TimeoutExpired):
-                self.process.kill()
+                self._kill()
                 try:
                     self.process.wait(timeout=DEATH_WAIT_S)
                 except subprocess.TimeoutExpired:  # stuck in a driver: nothing more can be done from here
                     pass
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream:
-                try:
-                    stream.close()
-                except OSError:  # flushing to a killed worker's pipe: a broken pipe, and nothing left to tell it
-                    pass
+        if self.process.stdin:  # its stdout is the reader's to close, once the worker's end is gone
+            try:
+                self.process.stdin.close()
+            except OSError:  # flushing to a killed worker's pipe: a broken pipe, and nothing left to tell it
+                pass
         self.log.close()
 
     def close(self) -> None:
@@ -451,7 +524,7 @@ def serve(framework: str, requests: IO[str], replies: IO[str], numa: dict[str, A
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit("usage: python -m xferbench.worker FRAMEWORK (started by xferbench sweep)")
-    replies = os.fdopen(os.dup(1), "w")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
     binding = os.environ.pop(BIND_ENV, None)  # applied before the framework is imported, so before it allocates
     numa = apply_binding(binding) if binding else None
