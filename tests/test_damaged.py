@@ -200,3 +200,25 @@ def test_a_file_too_large_or_nested_too_deep_is_one_line(tmp_path, monkeypatch) 
     result = CliRunner().invoke(app, ["report", str(deep)])
     assert result.exit_code == 2 and "deep.json: not an xferbench result file (JSON nested too deeply)" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_damaged_bidir_point_names_its_item_and_a_damaged_point_in_new_fails_ci(tmp_path) -> None:
+    from xferbench.compare import compare_files
+
+    base = Path(__file__).resolve().parent.parent / "results" / "sim" / "gpu-a-25gbps.json"
+    data = json.loads(base.read_text())
+    bidir = next(s for s in data["series"] if s.get("direction") == "bidir")
+    bidir["points"][0]["bytes"] //= 2
+    bidir["points"][0]["mbps"] /= 2
+    torn = tmp_path / "torn.json"
+    torn.write_text(json.dumps(data))
+    (why,) = [d for d in damaged_points_of(torn) if "bidir" in d]
+    assert "196,608 bytes, not 2 × batch 1 × 196,608 bytes per item" in why
+    comparison = compare_files(base, torn)
+    assert comparison.regressed and any(f.batch_size == 1 and "damaged in the file" in f.error for f in comparison.failed)
+
+
+def damaged_points_of(path: Path) -> list[str]:
+    from xferbench.results import damaged_points
+
+    return damaged_points(load(path))

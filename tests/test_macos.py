@@ -24,7 +24,7 @@ from xferbench.spec import SeriesKey
 SHAPE = (8, 8, 3)
 SIMULATED_MACOS = Path(__file__).parent / "macos"
 M1_PRO = {"chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": "ioreg -rc AGXAccelerator (gpu-core-count)",
-          "memory_bytes": 17179869184, "macos": "15.5"}  # fmt: skip
+          "memory_bytes": 17179869184, "macos": "15.5", "apple_silicon": True}  # fmt: skip
 
 
 def mps_transfer(monkeypatch, torch: FakeTorch, mode: str = "pageable", op: str = "copy"):
@@ -234,6 +234,7 @@ def macos_tools(monkeypatch, outputs: dict[str, str | None]) -> list[list[str]]:
     monkeypatch.setattr(environment, "sys", SimpleNamespace(platform="darwin"))
     monkeypatch.setattr(environment.subprocess, "run", run)
     monkeypatch.setattr(environment.platform, "mac_ver", lambda: ("15.5", ("", "", ""), "arm64"))
+    monkeypatch.setattr(environment.platform, "machine", lambda: "arm64")
     environment.mac_facts.cache_clear()
     environment.cpu_name.cache_clear()
     return ran
@@ -338,9 +339,11 @@ def test_an_mps_series_reads_against_its_chips_memory_bandwidth_labelled_unified
     gbps, label = telemetry.link_ceiling(series, env)
     assert gbps == 200.0 and label.startswith("unified memory: Apple M1 Pro, Apple's published memory bandwidth, theoretical")
     assert "2021-10-18" in label and "apple.com/newsroom/2021/10" in label and "twice its MB/s" in label
-    assert telemetry.fraction_of_link(series, env) == (pytest.approx(0.1), 200.0)
+    # 20 GB/s copied is 40 GB/s through memory (each byte read and written): 20% of 200
+    assert telemetry.fraction_of_link(series, env) == (pytest.approx(0.2), 200.0)
     caption = display.ceiling_parts(series, Result(env, {}, "t", [series], "complete"))
-    assert caption == ["10% of the unified memory's 200.0 GB/s (Apple's published bandwidth, theoretical)"]
+    assert caption == ["20% of the unified memory's 200.0 GB/s (Apple's published bandwidth, theoretical; a copy reads"
+                       " and writes each byte, so twice its MB/s)"]  # fmt: skip
     # the GPU decides where Apple gives a figure per configuration
     assert telemetry.link_ceiling(*mps_series({"chip": "Apple M3 Max", "gpu_cores": 30}))[0] == 300.0
     gbps, why = telemetry.link_ceiling(*mps_series({"chip": "Apple M3 Max"}))
@@ -496,7 +499,7 @@ def test_an_mps_series_goes_through_the_worker_into_the_file_as_unified_memory(t
         assert gbps == 200.0 and label.startswith("unified memory: Apple M1 Pro")
         assert all(p.status == "ok" for p in series.points)
     said = " ".join(r.stdout.split())
-    assert said.count("of the unified memory's 200.0 GB/s (Apple's published bandwidth, theoretical)") == 3
+    assert said.count("of the unified memory's 200.0 GB/s (Apple's published bandwidth, theoretical; a copy reads and writes each byte, so twice its MB/s)") == 3
     assert said.count("note: torch/pageable/copy@mps: on MPS a copy within unified memory") == 1
 
 
@@ -520,3 +523,23 @@ def test_an_older_pytorch_on_a_mac_skips_pinned_modes_and_an_m3_max_is_told_by_i
     assert mps["gpu_cores"] == 30 and mps["gpu_cores_source"].startswith("system_profiler SPDisplaysDataType")
     assert data["environment"]["os"] == "macOS-26.1-arm64-arm-64bit" and data["environment"]["macos"] == "26.1"
     assert link_ceiling(result.series[0], result.environment)[0] == 300.0
+
+
+def test_an_intel_macs_gpu_is_no_unified_memory(monkeypatch) -> None:
+    """PyTorch up to 2.2 and tensorflow-metal ran MPS on Intel Macs' AMD cards: a PCIe transfer, never
+    labelled unified memory nor read against an Apple chip's bandwidth."""
+    from xferbench import environment, telemetry
+    from xferbench.pairs import copy_kind
+
+    macos_tools(monkeypatch, {"sysctl -n machdep.cpu.brand_string": "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz\n",
+                              "sysctl -n hw.memsize": "34359738368\n"})  # fmt: skip
+    monkeypatch.setattr(environment.platform, "machine", lambda: "x86_64")
+    assert not environment.apple_silicon() and environment.apple_gpu_name() == "the GPU of an Intel Mac (MPS)"
+    entry = environment.mps_device()
+    assert entry["unified_memory"] is False and entry["name"] == "the GPU of an Intel Mac (MPS)"
+    series, env = mps_series({"chip": None, "unified_memory": False})
+    gbps, label = telemetry.link_ceiling(series, env)
+    assert gbps is None and "shares no unified memory" in label
+    assert telemetry.fraction_of_link(series, env) == (None, None)
+    series.note = "on MPS a copy to the GPU of an Intel Mac: no unified memory there (the GPU is an AMD card over PCIe)"
+    assert copy_kind(series) == "a transfer to an Intel Mac's GPU (MPS)"

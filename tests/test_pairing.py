@@ -136,7 +136,8 @@ def test_compare_json_parses_and_carries_the_same_verdicts(two) -> None:
     assert (data["base"], data["new"], data["threshold"], data["alpha"]) == (str(two[1]), str(two[0]), 0.05, 0.01)
     assert data["summary"] == comparison.summary() and data["caveat"] == comparing.CAVEAT
     assert data["failed"] == [] and data["unmatched"] == [] and data["damaged"] == comparison.damaged
-    assert list(slow) == ["series", "batch_size", "base_mbps", "new_mbps", "ratio", "p_value", "method", "significant", "verdict", "busy"]
+    assert list(slow) == ["series", "batch_size", "base_mbps", "new_mbps", "ratio", "p_value", "method", "significant", "verdict", "busy",
+                          "unlike"]  # fmt: skip
     row = next(r for r in comparison.rows if r.series == "tf/eager/copy@cpu" and r.batch_size == 512)
     assert (slow["base_mbps"], slow["new_mbps"], slow["significant"], slow["verdict"], slow["busy"]) == \
         (row.base_mbps, row.new_mbps, True, "slower", [])  # fmt: skip

@@ -30,7 +30,7 @@ from rich.text import Text
 from xferbench.display import rate
 from xferbench.errors import XferbenchError
 from xferbench.pairs import Difference, differences, pair, path_name, unlike
-from xferbench.results import Point, Result, Series, damaged_points, load
+from xferbench.results import DAMAGED, Point, Result, Series, damaged_points, load
 from xferbench.spec import SeriesKey
 from xferbench.stats import point_stats
 
@@ -99,6 +99,7 @@ class Row:
     significant: bool  # p < alpha, or the p10-p90 intervals apart
     verdict: str  # SLOWER, FASTER, NO_CHANGE, or INCONCLUSIVE (a change past the threshold, not significant)
     busy: tuple[str, ...] = ()  # "base", "new": the sides measured on a busy machine, whose verdict may show the machine
+    unlike: bool = False  # BASE and NEW made unlike copies (unified memory, a GPU's link, host to host): no regression test
 
 
 @dataclass(frozen=True)
@@ -141,13 +142,14 @@ class Comparison:
 
     @property
     def regressed(self) -> bool:
-        """What makes the exit status 1: a point significantly slower, or one that failed in NEW."""
-        return bool(self.slower or self.failed)
+        """What makes the exit status 1: a point significantly slower, or one that failed in NEW. A point
+        between unlike copies (an M1's unified memory against a GPU's link) is reported, never a regression."""
+        return any(not r.unlike for r in self.slower) or bool(self.failed)
 
     def fails(self, fail_on: str = FAIL_ON_SLOWER) -> bool:
         """Whether a CI job should fail (exit 1): on a regression, or with `fail_on` "change" on any
         significant change, faster ones too (a speed-up nobody expected is news as well)."""
-        return self.regressed or (fail_on == FAIL_ON_CHANGE and bool(self.faster))
+        return self.regressed or (fail_on == FAIL_ON_CHANGE and any(not r.unlike for r in self.faster))
 
     @property
     def paths(self) -> list[PathChange]:
@@ -167,6 +169,8 @@ class Comparison:
         counts = ", ".join(f"{len(self._with(v))} {v}" for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE))
         line = f"{counts} at threshold {self.threshold * 100:g}%"
         line += f"; {len(self.failed)} failed in NEW" if self.failed else ""
+        unlike = sum(1 for r in self.rows if r.unlike)
+        line += f"; {unlike} between unlike copies (reported, not judged a regression)" if unlike else ""
         return line + (f"; {len(self.unmatched)} measured in one file only" if self.unmatched else "")
 
 
@@ -362,10 +366,11 @@ def compare(
         for batch in sorted(base_points.keys() | new_points.keys()):
             if batch in base_points and batch in new_points:
                 row = compare_point(name, base_points[batch], new_points[batch], threshold, alpha)
+                row = dataclasses.replace(row, unlike=bool(kinds))
                 comparison.rows.append(row)
                 for side in row.busy:
                     comparison.busy[side].append(f"{name} batch {batch}")
-            elif batch in base_points and batch in tried and (tried[batch].status == "error" or other.status == "failed"):
+            elif batch in base_points and batch in tried and (tried[batch].status in ("error", DAMAGED) or other.status == "failed"):
                 # An error, or a point skipped after its worker died: the run broke where BASE worked.
                 comparison.failed.append(Failure(name, batch, tried[batch].error or other.reason or "not measured"))
             else:
@@ -408,7 +413,8 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
             rate(row.new_mbps),
             f"{row.ratio:.3f}" if math.isfinite(row.ratio) else "-",
             p,
-            f"[{colours[row.verdict]}]{row.verdict}[/]" + (f" [yellow](busy: {', '.join(row.busy)})[/]" if row.busy else ""),
+            f"[{colours[row.verdict]}]{row.verdict}[/]" + (" (unlike copies)" if row.unlike else "")
+            + (f" [yellow](busy: {', '.join(row.busy)})[/]" if row.busy else ""),
         )
     paths = {"base": str(base_path), "new": str(new_path)}
     lines: list[RenderableType] = [Text(f"{base_path} → {new_path}: median MB/s", style="bold")]  # a title would wrap at the table's width
@@ -436,7 +442,8 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
         lines.append(Text(f"note: {CAVEAT}", style="dim"))
     lines.append(Text("each path, NEW against BASE:", style="bold"))
     for change in comparison.paths:
-        colour = "bold red" if change.regressed else "green" if change.changed else "dim"
+        unlike = change.path in comparison.unlike
+        colour = "bold red" if change.regressed and not unlike else "green" if change.changed else "dim"
         lines.append(Text(f"  {change.path}: {unlike_prefix(comparison.unlike.get(change.path))}{change.sentence('NEW')}", style=colour))
     colour = "bold red" if comparison.fails(fail_on) else "bold green"
     lines.append(Text(comparison.summary() + f" (alpha {comparison.alpha:g})", style=colour))
@@ -484,7 +491,7 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
     def extreme(row: Row | None) -> dict[str, Any] | None:
         return None if row is None else {"batch_size": row.batch_size, "ratio": number(row.ratio)}
 
-    paths = [{"path": c.path, "sentence": unlike_prefix(comparison.unlike.get(c.path)) + c.sentence("NEW"), "regressed": c.regressed,
+    paths = [{"path": c.path, "sentence": unlike_prefix(comparison.unlike.get(c.path)) + c.sentence("NEW"), "regressed": c.regressed and (c.path not in comparison.unlike or bool(c.failed)),
               "unlike": comparison.unlike.get(c.path, []),
               "runs": [{"verdict": r.verdict, "batch_sizes": list(r.batches), "ratio_min": number(r.low),
                         "ratio_max": number(r.high), "busy": r.busy} for r in c.runs],
@@ -506,7 +513,8 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
         "differences": [{"field": d.field, "base": d.values[0], "new": d.values[1]} for d in comparison.differences],
         "rows": [{"series": r.series, "batch_size": r.batch_size, "base_mbps": number(r.base_mbps),
                   "new_mbps": number(r.new_mbps), "ratio": number(r.ratio), "p_value": r.p_value, "method": r.method,
-                  "significant": r.significant, "verdict": r.verdict, "busy": list(r.busy)} for r in comparison.rows],
+                  "significant": r.significant, "verdict": r.verdict, "busy": list(r.busy), "unlike": r.unlike}
+                 for r in comparison.rows],
         "failed": [dataclasses.asdict(f) for f in comparison.failed],
         "unmatched": [dataclasses.asdict(u) for u in comparison.unmatched],
         "damaged": comparison.damaged,

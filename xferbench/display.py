@@ -217,7 +217,8 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
     parts = []
     of_link, gbps = fraction_of_link(series, result.environment)
     if of_link and series.device == "mps":  # no link: the chip's memory, as Apple publishes its bandwidth
-        parts.append(f"{of_link:.0%} of the unified memory's {gbps:.1f} GB/s (Apple's published bandwidth, theoretical)")
+        parts.append(f"{of_link:.0%} of the unified memory's {gbps:.1f} GB/s (Apple's published bandwidth, theoretical;"
+                     " a copy reads and writes each byte, so twice its MB/s)")  # fmt: skip
     elif of_link:
         which = "as configured" if series.device.split(":")[0] == "sim" else "theoretical"
         both = ", both ways" if series.direction == BIDIR else ""

@@ -133,12 +133,21 @@ def mac_facts() -> dict[str, Any]:
         return {}
     cores, source = apple_gpu_cores()
     return {"chip": sysctl("machdep.cpu.brand_string"), "gpu_cores": cores, "gpu_cores_source": source,
-            "memory_bytes": _total_memory(), "macos": platform.mac_ver()[0] or None}  # fmt: skip
+            "memory_bytes": _total_memory(), "macos": platform.mac_ver()[0] or None,
+            "apple_silicon": platform.machine() == "arm64"}  # fmt: skip
+
+
+def apple_silicon() -> bool:
+    """Whether this Mac's GPU shares the CPU's memory: Apple silicon does; an Intel Mac's MPS runs on an
+    AMD or Intel GPU of its own, reached over PCIe or sharing memory by other rules."""
+    return bool(mac_facts().get("apple_silicon", True))
 
 
 def apple_gpu_name() -> str:
     """The Apple GPU's one name, whichever framework reached it: "Apple M1 Pro (16-core GPU)"."""
     facts = mac_facts()
+    if not apple_silicon():  # an Intel Mac: its chip name is the CPU's, which says nothing of the GPU
+        return "the GPU of an Intel Mac (MPS)"
     chip = facts.get("chip") or "Apple silicon"
     return f"{chip} ({facts['gpu_cores']}-core GPU)" if facts.get("gpu_cores") else f"{chip} GPU"
 
@@ -149,7 +158,7 @@ def mps_device(described: dict[str, Any] | None = None) -> dict[str, Any]:
     facts = mac_facts()
     return {**(described or {}), "id": "mps", "kind": "mps", "name": apple_gpu_name(), "chip": facts.get("chip"),
             "gpu_cores": facts.get("gpu_cores"), "gpu_cores_source": facts.get("gpu_cores_source"),
-            "memory_bytes": facts.get("memory_bytes"), "unified_memory": True}  # fmt: skip
+            "memory_bytes": facts.get("memory_bytes"), "unified_memory": apple_silicon()}  # fmt: skip
 
 
 def _text(value: Any) -> Any:

@@ -33,6 +33,8 @@ def copy_kind(series: Series) -> str:
     device = series.device.split(":")[0]
     if series.transfer == SIMULATED or device == "sim":
         return "a simulated link (no data moves)"
+    if device == "mps" and "no unified memory" in (series.note or ""):  # an Intel Mac's GPU, as its backend said
+        return "a transfer to an Intel Mac's GPU (MPS)"
     if device == "mps":
         return "a copy within unified memory (Apple GPU, MPS)"
     if series.transfer == HOST_TO_HOST or device == "cpu":

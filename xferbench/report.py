@@ -103,7 +103,9 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
             values = [fields[key] for fields in per_device]
             column[key] = "; ".join(f"{d}: {v}" for d, v in zip(ids, values)) if len(ids) > 1 else values[0]
         cores = f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""
+        memory = env.get("memory_bytes")
         column.update(CPU=f"{env.get('cpu') or MISSING}{cores}", OS=env.get("os") or MISSING,
+                      memory=f"{memory / 2**30:,.0f} GiB" if isinstance(memory, (int, float)) else MISSING,
                       Python=env.get("python") or MISSING)  # fmt: skip
         for name in env.get("frameworks") or {}:
             frameworks[name] = None
@@ -113,7 +115,7 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
         column["settings"] = "; ".join(f"{k}={v}" for k, v in settings.items()) or ("none" if "settings" in env else MISSING)
         column.update(xferbench=result.xferbench_version or MISSING, created=result.created, status=result.status)
         columns.append(column)
-    rows = ["file", "host", "device", "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU affinity", "CPU", "OS", "Python",
+    rows = ["file", "host", "device", "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU affinity", "CPU", "memory", "OS", "Python",
             *frameworks, "numpy", "settings", "xferbench", "created", "status"]  # fmt: skip
     return table(["field", *labels], [[row, *(c.get(row, MISSING) for c in columns)] for row in rows])
 

@@ -512,10 +512,11 @@ def load(path: str | os.PathLike[str]) -> Result:
         raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
     measured = [p for s in result.series for p in s.points if p.status == "ok"]
     for series in result.series:  # a damaged point is left out of every figure and verdict, and named
-        item = math.prod(series.shape) * (2 if series.direction == BIDIR else 1) if series.shape else None
+        item = math.prod(series.shape) if series.shape else None
+        ways = 2 if series.direction == BIDIR else 1
         seen = [p.batch_size for p in series.points]
         for point in series.points:
-            why = _damage(point, item) if point.status == "ok" else None
+            why = _damage(point, item, ways) if point.status == "ok" else None
             if seen.count(point.batch_size) > 1:  # which of two is the run's? neither can be trusted
                 why = f"batch {point.batch_size} appears {seen.count(point.batch_size)} times in this series"
             if why:
@@ -531,14 +532,15 @@ def load(path: str | os.PathLike[str]) -> Result:
 DAMAGED = "damaged"  # a point's status set when a file is read: its samples cannot be what a run wrote
 
 
-def _damage(point: Point, item_bytes: int | None = None) -> str | None:
+def _damage(point: Point, item_bytes: int | None = None, ways: int = 1) -> str | None:
     """Why a point's recorded samples cannot be trusted, or None. A sweep writes finite, positive
     times whose count and median match the point's own figures, and bytes that are its batch times
-    the item's bytes per call (`item_bytes`: both ways for bidir); anything else was damaged after."""
+    the item's bytes per call (`ways`: 2 for bidir, a batch each way); anything else was damaged after."""
     if point.batch_size <= 0 or point.bytes <= 0:
         return f"batch {point.batch_size} of {point.bytes} bytes"
-    if item_bytes and point.bytes != point.batch_size * item_bytes:
-        return f"{point.bytes:,} bytes, not batch {point.batch_size} × {item_bytes:,} bytes per item"
+    if item_bytes and point.bytes != ways * point.batch_size * item_bytes:
+        each = "2 × " if ways == 2 else ""
+        return f"{point.bytes:,} bytes, not {each}batch {point.batch_size} × {item_bytes:,} bytes per item"
     for name in ("times_s", "device_times_s"):
         values = getattr(point, name)
         if any(not math.isfinite(v) or v <= 0 for v in values):

@@ -407,6 +407,8 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
         return gbps, f"simulated link ({gbps:g} GB/s, as configured)" if gbps else "unknown: simulated link"
     if kind == "cpu":
         return None, "unknown: a CPU series copies host to host, over no PCIe link"
+    if kind == "mps" and not unified(environment):
+        return None, "unknown: the GPU of an Intel Mac (MPS) shares no unified memory, and its link is not recorded"
     if kind == "mps":
         return unified_memory_ceiling(series, environment)
     device = device_entry(environment, series.device)
@@ -462,7 +464,16 @@ def fraction_of_link(series: Series, environment: dict[str, Any]) -> tuple[float
     if gbps and series.direction == BIDIR:
         gbps *= 2
     peak = series.summary.peak_mbps
-    return (peak / (gbps * 1e3) if peak and gbps else None), gbps
+    # Within unified memory a copy reads each byte and writes it again: its share of the memory's
+    # bandwidth is twice its MB/s, where a PCIe transfer's share of the link is its MB/s
+    traffic = 2 if series.device.split(":")[0] == "mps" and unified(environment) else 1
+    return (traffic * peak / (gbps * 1e3) if peak and gbps else None), gbps
+
+
+def unified(environment: dict[str, Any]) -> bool:
+    """Whether the Mac's GPU shares the CPU's memory (Apple silicon), as its environment recorded;
+    files from before that was recorded ran on Apple silicon, where MPS is used almost always."""
+    return bool(device_entry(environment, "mps").get("unified_memory", True))
 
 
 def fraction_of_raw(series: Series, siblings: Iterable[Series]) -> float | None:

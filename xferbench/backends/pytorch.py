@@ -15,7 +15,8 @@ Ops: copy times the transfer alone; seed times the report's `.to(device).type(fl
 
 On an Apple GPU (mps) every mode is a copy within unified memory (MPS_COPY), and the pinned modes run
 where this PyTorch pins host memory for MPS: from 2.14, whose MPS pinned allocator (pytorch/pytorch
-#181720) returns a CPU tensor backed by a shared Metal buffer that the copy blits from directly.
+#181720) returns a CPU tensor backed by a shared Metal buffer, which the copy blits from directly
+(pytorch/pytorch#189512; the 2.14.0 wheel's headers hold the allocator, 2.13's do not).
 
 Directions (TorchBack): d2h brings a device tensor back, pageable with `.to("cpu")` (a fresh host
 tensor per call) and pinned_into with `dst.copy_(src, non_blocking=True)` into a preallocated pinned
@@ -35,7 +36,7 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
-from xferbench.environment import apple_gpu_name, cpu_name
+from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import (BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
@@ -70,6 +71,10 @@ MPS_COPY = ("a copy within unified memory: PyTorch wraps the host tensor's pages
 MPS_PINNED_COPY = ("a copy within unified memory: the pinned tensor is a CPU view of a shared Metal buffer, which"
                    " PyTorch blits from or into directly (no newBufferWithBytesNoCopy), so no bus is crossed; the ceiling"
                    " is the chip's memory bandwidth, of which a copy uses twice its MB/s (a read and a write)")
+
+
+MPS_INTEL_COPY = ("a copy to the GPU of an Intel Mac: no unified memory there (the GPU is an AMD card over PCIe, or"
+                  " Intel graphics), so neither Apple silicon's memory bandwidth nor a recorded link is its ceiling")
 
 
 def mps_pinned_reason(torch: Any) -> str | None:
@@ -465,7 +470,7 @@ class TorchBackend(Backend):
                         " from PyTorch's MPS pinned allocator; pin time is the first call of each size, which"
                         " allocated the buffer")  # fmt: skip
         elif kind == "mps":  # said on every MPS series: its figures are no link's
-            what = MPS_PINNED_COPY if pinned else MPS_COPY
+            what = (MPS_PINNED_COPY if pinned else MPS_COPY) if apple_silicon() else MPS_INTEL_COPY
             if key.mode == "tensor":
                 what = f"torch.tensor's fresh host copy, then {what}"
             note = f"on MPS {what}" + (f"; {note}" if note else "")

@@ -34,7 +34,7 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
-from xferbench.environment import apple_gpu_name, cpu_name, pci_key
+from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
 from xferbench.errors import NotSupportedHere, VerificationError
 from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec, usual_source
 
@@ -308,9 +308,12 @@ class TFBackend(Backend):
         else:
             info["host_copies"] = HOST_COPIES
             notes.append(HOST_COPIES + (" (on a Mac, memory the GPU shares)" if kind == "mps" else ""))
-            if kind == "mps":  # what a ratio against a CUDA GPU's figure compares
+            if kind == "mps" and apple_silicon():  # what a ratio against a CUDA GPU's figure compares
                 notes.append("on Apple silicon the device copy stays within unified memory (the CPU and GPU share one"
                              " memory): tensorflow-metal copies the tensor into a buffer of its GPU device, over no bus")  # fmt: skip
+            elif kind == "mps":
+                notes.append("on an Intel Mac the device copy goes to a GPU of its own (an AMD card over PCIe, or Intel"
+                             " graphics): no unified memory")  # fmt: skip
             if key.host_buffer == "aligned":
                 notes.append("the aligned source changes only what NumPy's copy reads: TensorFlow receives that copy")
         return SeriesInfo(
