@@ -390,3 +390,22 @@ def test_ctrl_c_in_fleet_says_it_wrote_nothing(cliff_pair, monkeypatch) -> None:
     monkeypatch.setattr(fleet, "read_fleet", stop)
     result = CliRunner().invoke(cli.app, ["fleet", str(cliff_pair[0])])
     assert result.exit_code == 130 and "interrupted: wrote nothing; no file was left half written" in result.stderr
+
+
+def test_a_peers_series_shows_a_peak_but_no_fit_saturation_or_cliff_after_loading() -> None:
+    """nvbandwidth's figures are medians of a few aggregates, one per size: no latency and bandwidth fit,
+    saturation or cliff can rest on them, however the file was written."""
+    repo = Path(__file__).resolve().parent.parent
+    run = repo / "results" / "nvidia-h200" / "2026-11-26" / "run-2" / "validation"
+    picks, empty = select([run / "peer-nvbandwidth.json"])
+    for pick in picks:
+        summary = pick.series.summary
+        assert pick.series.is_peer and summary.peak_mbps and summary.peak_mbps > 50_000
+        assert (summary.latency_s, summary.bandwidth_mbps, summary.saturation_batch_size, summary.cliff, summary.cliff_drop) == \
+            (None, None, None, False, None)  # fmt: skip
+    text = report.render(picks, empty)
+    row = next(x for x in text.splitlines() if x.startswith("| nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0"))
+    cells = row.split(" | ")
+    assert cells[1] == "55,521 @ 256 MiB" and cells[3:6] == ["-", "-", "-"] and cells[-1] == "- |"
+    sweep = select([run / "large.json"])[0][0].series
+    assert not sweep.is_peer and sweep.summary.bandwidth_mbps  # xferbench's own series keep their fit

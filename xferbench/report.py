@@ -171,7 +171,7 @@ def summary_table(
             latency = "— (streamed)" if series.method == STREAMED else latency  # no per-copy latency by design
             bandwidth = rate(summary.bandwidth_mbps) if summary.bandwidth_mbps else "unbounded"
             bandwidth += " (poor fit)" if (summary.fit_rel_rms or 0) > POOR_FIT else ""
-        cliff = "no"
+        cliff = "-" if series.is_peer else "no"  # a peer's aggregate figures say nothing of a cliff
         if summary.cliff:
             cliff = f"**yes**: <{CLIFF_FRACTION:.0%} of peak from {where_in(series, summary.cliff_batch_size, in_bytes)}"
             cliff += f" (worst −{summary.cliff_drop:.0%})" if summary.cliff_drop is not None else ""

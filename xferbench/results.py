@@ -157,6 +157,15 @@ class Series:
         self.summary = summarize(
             [p.batch_size for p in ok], [p.bytes for p in ok], [p.median_s or 0.0 for p in ok], [p.busy for p in ok]
         )
+        if self.is_peer:  # a peer's aggregate figures, one per size: a peak, but no fit, saturation or cliff
+            self.summary = dataclasses.replace(self.summary, saturation_batch_size=None, latency_s=None, bandwidth_mbps=None,
+                                               half_bandwidth_bytes=None, fit_rel_rms=None, cliff=False,
+                                               cliff_batch_size=None, cliff_drop=None)  # fmt: skip
+
+    @property
+    def is_peer(self) -> bool:
+        """Whether the series holds another tool's figures (xferbench import): its params name the tool."""
+        return bool((self.params or {}).get("tool"))
 
 
 @dataclass
