@@ -122,7 +122,7 @@ def test_validate_writes_the_folder_and_the_verdict(gpu_machine, tmp_path) -> No
     verdict = (out / "verdict.md").read_text()
     assert verdict.startswith("# xferbench validation: Fake GPU (cuda:0) on validator\n\n**FAIL**: failed: ")
     assert "| every path's bytes verified | **PASS** |" in verdict
-    assert "| streamed raw pinned copy within 3% of nvbandwidth's copy engine from 16 MiB | **FAIL** |" in verdict
+    assert "| streamed raw pinned copy within 3% of nvbandwidth's copy engine from 16 MiB (median) | **FAIL** |" in verdict
     assert "No published host-to-device figure for this model (Fake GPU)" in verdict and "Health-check floor: none published" in verdict
     assert "| 48 MiB (50.3 MB) |" in verdict and "nvbandwidth copy engine" in verdict  # batch 256 of 256x256x3: both measured it
     assert "`peers/nvbandwidth.json`: nvbandwidth's own output" in verdict
