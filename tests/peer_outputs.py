@@ -10,6 +10,17 @@ error sets "error" at the top, prints what was recorded so far, and the process 
 bandwidthTest --csv (CUDA samples v12.8): a banner, the device lines, the mode, shmoo's progress dots,
 one CSV line per size, "Result = PASS" or "Result = FAIL", and a closing note.
 
+nvbandwidth's text, without -j: v0.8 as output.cpp and inline_common.h print it (the host's name
+above "Device N: NAME (domain:bus:device)", a testcase as "Running NAME.", its description, a matrix
+of a two-wide row label and ten-wide cells to 0.01 GB/s, "SUM NAME TOTAL", MIN/MAX/AVG with -v, a
+waived testcase as a bare "Waived: ", an error as "Error: MESSAGE", the closing note last); v0.5 as
+its output.cpp prints it (no host name or PCI address, the note first); v0.4 as its nvbandwidth.cpp
+and common.h print it ("Waiving NAME.", a row label of no width, "ERROR: MESSAGE").
+
+bandwidthTest's readable text (CUDA samples v12.8 printResultsReadable, the same from v10.1): a
+heading and memory kind per direction, "Transfer Size (Bytes)<TAB>Bandwidth(GB/s)" and a row per size
+to 0.1 GB/s; the samples before v10.1 print the same table in MB/s.
+
 peers/run.sh keeps several runs of each in one file: nvbandwidth's as a JSON document of runs, each
 with its size, command, exit code and output; bandwidthTest's as text, each run under "### NAME",
 "### $ COMMAND" and "### exit N" lines.
@@ -154,3 +165,99 @@ def kit_sections(*runs: tuple[str, str, str, int | None]) -> str:
         code = (1 if "Result = FAIL" in stdout else 0) if code is None else code
         parts.append(f"### {name}\n### $ {BT} {arguments}\n### exit {code}\n{stdout}\n")
     return "".join(parts)
+
+
+TESTCASE_ERROR = "Could not allocate 512 MiB of pinned host memory"  # a message a testcase may throw
+NVB_NOTE_OLD = ("NOTE: This tool reports current measured bandwidth on your system.\nAdditional system-specific tuning may be required to"
+                " achieve maximal peak bandwidth.\n\n")  # fmt: skip
+NVB_NOTE = ("NOTE: The reported results may not reflect the full capabilities of the platform.\nPerformance can vary with software"
+            " drivers, hardware clocks, and system topology.\n\n")  # fmt: skip
+
+
+def _matrix_text(name: str, cells: list[str], version: str, verbose: bool) -> str:
+    """PeerValueMatrix's operator<< for one row, in std::fixed to 2 places."""
+    values = [0.0 if c == "N/A" else float(c) for c in cells]
+    head = (" " if version == "v0.4" else "  ") + "".join(f"{i:>10}" for i in range(len(cells))) + "\n"
+    label = "0" if version == "v0.4" else f"{0:>2}"
+    row = label + "".join(f"{'N/A':>10}" if c == "N/A" else f"{float(c):>10.2f}" for c in cells) + "\n"
+    text = head + row + "\n" + f"SUM {name} {sum(values):.2f}\n"
+    if verbose:
+        count = sum(1 for v in values if v > 0)
+        text += f"MIN {name} {min(values):.2f}\nMAX {name} {max(values):.2f}\nAVG {name} {sum(values) / count if count else float('nan'):.2f}\n"
+    return text
+
+
+def nvbandwidth_text(*testcases: list[dict[str, Any]], gpus: tuple[tuple[str, str], ...] = ((H100, "00000000:1b:00"),),
+                     host: str = "node07", version: str = "v0.8", mib: int | None = None, error: str | None = None,
+                     started: bool = True, verbose: bool = False, message: str = TESTCASE_ERROR, before: str = "",
+                     after: str = "") -> str:  # fmt: skip
+    """nvbandwidth's stdout and stderr without -j, for the testcases passed() and the others build;
+    `version`: v0.8, v0.5 or v0.4. `error`: a fatal error, printed where the process stopped."""
+    old = version in ("v0.4", "v0.5")
+    default = 64 if old else 512
+    text = before + f"nvbandwidth Version: {version}\nBuilt from Git version: \n\n"
+    if old:
+        text += NVB_NOTE_OLD
+    if not started:
+        return text + (error or "")
+    if mib is not None and mib < default:
+        text += ("NOTE: You have chosen a buffer size that is smaller than the default buffer size. \nIt is suggested to use the default"
+                 " buffer size (64MB) to achieve maximal peak bandwidth.\n\n" if version == "v0.4" else
+                 "NOTE: You have chosen a buffer size that is smaller than the default buffer size. It is suggested to use the default"
+                 " buffer size (64MB) to achieve maximal peak bandwidth.\n")  # fmt: skip
+    text += "CUDA Runtime Version: 12080\nCUDA Driver Version: 12080\nDriver Version: 570.124.06\n\n"
+    if not old:
+        text += host + "\n"
+    text += "".join(f"Device {i}: {name}" + ("" if old else f" ({bus})") + "\n" for i, (name, bus) in enumerate(gpus)) + "\n"
+    for case in testcases:
+        first = case[0]
+        name, status = first["name"], first["status"]
+        if status == "ERROR":
+            text += f"ERROR: Testcase {name} not found!\n"
+        elif status == "Waived":
+            text += f"Waiving {name}.\n\n" if version == "v0.4" else "Waived: \n"
+        else:
+            text += f"Running {name}.\n"
+            matrix = first.get("bandwidth_matrix")
+            if matrix:
+                cells = matrix[0]
+                if verbose:
+                    for i, cell in enumerate(cells):
+                        if cell != "N/A":
+                            way = f"Host -> Device {i}" if name.startswith("host") else f"Device {i} -> Host"
+                            text += "".join(f"\tSample {n}: {way}: {float(cell):.2f} GB/s\n" for n in range(3))
+                text += first["bandwidth_description"] + "\n" + _matrix_text(name, cells, version, verbose) + "\n"
+            if any(e["status"] == "Error" for e in case[1:]):
+                text += ("ERROR: " if version == "v0.4" else "Error: ") + message + "\n"
+    if error:
+        return text + error
+    return text + ("" if old else NVB_NOTE) + after
+
+
+def bt_table(kind: str, memory: str, rows: tuple[tuple[int, float], ...], devices: int = 1, wc: bool = False, unit: str = "GB") -> str:
+    """printResultsReadable: `kind` as bandwidthTest names it ("Host to Device"), `memory` PINNED or
+    PAGEABLE, (bytes, GB/s) per row; `unit` MB for the samples before v10.1."""
+    text = f" {kind} Bandwidth, {devices} Device(s)\n {memory} Memory Transfers\n"
+    if wc:
+        text += " Write-Combined Memory Writes are Enabled"  # no newline: the heading below runs on from it
+    text += f"   Transfer Size (Bytes)\tBandwidth({unit}/s)\n"
+    text += "".join(f"   {size}\t\t\t{chr(9) if size < 10000 else ''}{gbps:.1f}\n" for size, gbps in rows)
+    return text + "\n"
+
+
+def bandwidthtest_text(*tables: str, devices: tuple[str, ...] = (H100,), first: int = 0, mode: str = "Quick", every: bool = False,
+                       result: str = "PASS", tail: str | None = None, before: str = "", after: str = "") -> str:  # fmt: skip
+    """bandwidthTest's stdout without --csv; `every`: --device=all; shmoo's progress dots, one per size
+    and GPU, come before each table."""
+    text = before + "[CUDA Bandwidth Test] - Starting...\n"
+    if every:
+        text += "\n!!!!!Cumulative Bandwidth to be computed from all the devices !!!!!!\n\n"
+    text += "Running on...\n\n" + "".join(f" Device {first + i}: {name}\n" for i, name in enumerate(devices)) + f" {mode} Mode\n\n"
+    for table in tables:
+        if mode == "Shmoo":
+            text += "." * (table.count("\t\t\t") * len(devices)) + "\n"
+        text += table
+    if tail is not None:
+        return text + tail
+    return (text + f"Result = {result}\n\nNOTE: The CUDA Samples are not meant for performance measurements. Results may vary"
+            " when GPU Boost is enabled.\n" + after)  # fmt: skip

@@ -1,6 +1,7 @@
 """A peer tool's own output as an xferbench result file, so plot, report, compare and fleet show its
-figures beside xferbench's from the same machine: NVIDIA's nvbandwidth (`-j`) and the CUDA samples'
-bandwidthTest (`--csv`), read as their sources print them.
+figures beside xferbench's from the same machine: NVIDIA's nvbandwidth (`-j`, or its text) and the CUDA
+samples' bandwidthTest (`--csv`, or its readable table), read as their sources print them; a file's
+content says which form it holds, so output pasted into a bug report imports as it stands.
 
 A peer keeps no raw samples. Each point holds the figure the tool printed (nvbandwidth: the median,
 or with -m the mean, of its samples, each a run of copies between two events; bandwidthTest: one
@@ -50,12 +51,14 @@ PROCESS_FACTS = ("process_cpus", "load_average", "settings", "versions", "framew
 # nvbandwidth's testcases between the host and one GPU, by name: direction, whether a second stream
 # copies the other way meanwhile, and copy engine or SM kernel.
 NVB_TESTCASE = re.compile(r"^(host_to_device|device_to_host)_(bidirectional_)?memcpy_(ce|sm)$")
-# "0: NVIDIA H100 80GB HBM3 (00000000:1b:00): (node07)"; versions before v0.8 print no host name.
-NVB_DEVICE = re.compile(r"^\s*(\d+): (.*) \(([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\)(?:: \((.*)\))?\s*$")
+# "0: NVIDIA H100 80GB HBM3 (00000000:1b:00): (node07)"; versions before v0.8 print no host name, and
+# the text of v0.4 and v0.5 no PCI address.
+NVB_DEVICE = re.compile(r"^\s*(\d+): (.*?)(?: \(([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\))?(?:: \((.*)\))?\s*$")
 BT_BANNER = "[CUDA Bandwidth Test]"
 BT_LINE = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = (\S+) GB/s,"
                      r" Time = (\S+) s, Size = (\d+) bytes, NumDevsUsed = (\d+)\s*$")  # fmt: skip
 BT_DEVICE = re.compile(r"^\s*Device (\d+): (.+?)\s*$")
+BT_COMMAND = re.compile(r"(?:^|[\s/$#>])(bandwidthTest(?:\s+-\S+)+)\s*$")  # a shell line that ran it, in a pasted log
 
 
 def item_for(sizes: Sequence[int], shape: tuple[int, ...] = DEFAULT_SHAPE) -> tuple[int, ...]:
@@ -307,14 +310,159 @@ def _nvbandwidth_runs(path: Path) -> list[dict[str, Any]]:
     if not isinstance(document, dict) or not isinstance(document.get("nvbandwidth"), dict):
         if re.search(r'\{\s*"(nvbandwidth|tool|runs)"\s*:', text):
             raise XferbenchError(f"{path}: nvbandwidth's JSON in it is cut short (it does not parse); save the whole output of nvbandwidth -j")
-        raise XferbenchError(f"{path}: not nvbandwidth's JSON output (no 'nvbandwidth' object); run nvbandwidth with -j and save what it prints")
-    return [{"output": document, "mib": None, "command": None, "exit": None, "raw": None, "where": str(path)}]
+        if NVB_TEXT_MARK.search(text):
+            return _nvbandwidth_text_runs(text, path)
+        raise XferbenchError(f"{path}: not nvbandwidth's JSON output nor its text (no 'nvbandwidth' object, 'nvbandwidth Version:'"
+                             " line or 'Running TESTCASE.' line); run nvbandwidth with -j and save what it prints")  # fmt: skip
+    return [{"output": document, "mib": None, "command": None, "exit": None, "raw": None, "where": str(path), "form": "JSON"}]
+
+
+# nvbandwidth's text, as output.cpp (v0.5 to v0.8) and nvbandwidth.cpp (v0.4) print it.
+NVB_TEXT_MARK = re.compile(r"^\s*(nvbandwidth Version: \S+|Running [a-z0-9_]+\.)\s*$", re.M)
+NVB_TEXT_FACT = re.compile(r"^(nvbandwidth Version|Built from Git version|CUDA Runtime Version|Driver Version): ?(.*)$")
+NVB_TEXT_FATAL = re.compile(r"^\[[A-Z_]*ERROR[A-Z_]*\] ")  # CU_ASSERT and NVML_ASSERT, on stderr, before the process exits
+NVB_COMMAND = re.compile(r"(?:^|[\s/$#>])nvbandwidth((?:\s+-\S*.*)?)$")  # a shell line that ran it, in a pasted log
+
+
+def _nvbandwidth_text_runs(text: str, path: Path) -> list[dict[str, Any]]:
+    """nvbandwidth's plain text as runs shaped like its JSON, so one reader serves both: each
+    'nvbandwidth Version:' header starts a run, and the shell line that ran it, where pasted above it,
+    is its command."""
+    segments: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line.strip().startswith("nvbandwidth Version:") and any(NVB_TEXT_MARK.match(x) for x in segments[-1]):
+            before = segments[-1]
+            while before and not before[-1].strip():
+                before.pop()
+            # the shell line just above this header ran this run, not the one before
+            segments.append([before.pop()] if before and _nvbandwidth_command(before[-1]) else [])
+        segments[-1].append(line)
+    runs = []
+    for number, lines in enumerate(segments, 1):
+        where = str(path) if len(segments) == 1 else f"{path} run {number}"
+        command = next((m.group(0).strip() for m in map(_nvbandwidth_command, lines) if m), None)
+        root, notes = _nvbandwidth_text(lines, where)
+        runs.append({"output": {"nvbandwidth": root}, "mib": None, "command": command, "exit": None, "raw": None, "where": where,
+                     "form": "text", "notes": notes})  # fmt: skip
+    return runs
+
+
+def _nvbandwidth_command(line: str) -> re.Match[str] | None:
+    """A shell line that ran nvbandwidth with options; not its own 'nvbandwidth Version:' line."""
+    stripped = line.strip()
+    if stripped.startswith("nvbandwidth Version") or "nvbandwidth" not in stripped:
+        return None
+    found = NVB_COMMAND.search(stripped)
+    if found is None or not found.group(1):
+        return None
+    start = stripped.rfind(" ", 0, found.start(1)) + 1
+    return re.match(r".*", stripped[start:].lstrip("$#> "))
+
+
+def _nvbandwidth_text(lines: list[str], where: str) -> tuple[dict[str, Any], list[str]]:
+    """One run of nvbandwidth's text as its JSON root, and what was not understood. A testcase's
+    matrix is its description line, a header of column numbers, then a row per source (a label and
+    a cell per GPU, N/A where nothing was measured) up to a blank line; the SUM line follows."""
+    root: dict[str, Any] = {"testcases": []}
+    devices: list[str] = []
+    notes: list[str] = []
+    current: dict[str, Any] | None = None
+    columns: int | None = None  # the matrix under way: its column count once its header is read
+    previous = ""
+    for raw in lines:
+        line = raw.strip()
+        fact = NVB_TEXT_FACT.match(line)
+        device = re.match(r"^Device (\d+): (.+)$", line)
+        if current is not None and "bandwidth_matrix" in current and not current.get("_done"):
+            matrix = current["bandwidth_matrix"]
+            if columns is None:
+                words = line.split()
+                if words and all(w.isdigit() for w in words):
+                    columns = len(words)
+                    continue
+                notes.append(f"{where}: {current['name']}: no column header under its description; its matrix left out")
+                del current["bandwidth_matrix"]
+            elif line:
+                cells = _nvbandwidth_row(raw, columns)
+                if cells is None:
+                    notes.append(f"{where}: {current['name']}: a matrix row not understood: {line[:200]}")
+                else:
+                    matrix.append(cells)
+                continue
+            else:
+                current["status"] = "Passed" if matrix else current["status"]
+                if not matrix:
+                    del current["bandwidth_matrix"]
+                columns, current["_done"] = None, True
+                continue
+        if fact:
+            key, value = fact.groups()
+            if key == "nvbandwidth Version":
+                root["version"] = value.strip()
+            elif key == "Built from Git version":
+                root["git_version"] = value.strip()
+            elif key == "CUDA Runtime Version":
+                root[key] = int(value) if value.strip().isdigit() else value.strip()
+            else:
+                root[key] = value.strip()
+        elif device:
+            if not devices and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", previous) and not previous.isdigit():
+                root["Hostname"] = previous  # v0.8 prints the host's name above its device list
+            devices.append(f"{device.group(1)}: {device.group(2)}")
+        elif found := re.match(r"^(Running|Waiving) ([A-Za-z0-9_]+)\.$", line):
+            current = {"name": found.group(2), "status": "Running" if found.group(1) == "Running" else "Waived"}
+            root["testcases"].append(current)
+            current = current if found.group(1) == "Running" else None
+        elif re.match(r"^Waived:", line):
+            notes.append(f"{where}: a testcase was waived (nvbandwidth's text does not name it; -j does): it does not apply to this machine")
+        elif found := re.match(r"^ERROR: Testcase (?:index )?(\S+) (?:not found!|out of bound!)$", line):
+            root["testcases"].append({"name": found.group(1), "status": "ERROR"})
+        elif found := re.match(r"^(?:Error|ERROR): (.*)$", line):
+            if current is not None and not current.get("_done"):
+                root["testcases"].append({"name": current["name"], "status": "Error", "message": found.group(1)})
+                current = None
+            else:
+                notes.append(f"{where}: an error outside a testcase: {line[:200]}")
+        elif NVB_TEXT_FATAL.match(line):
+            root.setdefault("error", line)
+        elif "smaller than the default buffer size" in line:
+            root["warning"] = line
+        elif current is not None and not current.get("_done") and line.endswith("(GB/s)") and "bandwidth" in line:
+            current["bandwidth_description"] = line
+            current["bandwidth_matrix"] = []
+            columns = None
+        elif found := re.match(r"^SUM (\S+) (\S+)$", line):
+            if current is not None and current.get("name") == found.group(1):
+                current["sum"] = float(found.group(2)) if re.fullmatch(r"-?[0-9.]+", found.group(2)) else found.group(2)
+        previous = line
+    if current is not None and "bandwidth_matrix" in current and current["bandwidth_matrix"]:
+        current["status"] = "Passed"  # the paste ended at the matrix's last row
+    for entry in root["testcases"]:
+        entry.pop("_done", None)
+    if devices:
+        root["GPU Device list"] = devices
+    if not root["testcases"]:
+        del root["testcases"]
+    return root, notes
+
+
+def _nvbandwidth_row(raw: str, columns: int) -> list[str] | None:
+    """A matrix row's cells. v0.4 prints the row label with no width, so a cell 10 characters wide
+    runs into it: then the cells are read as the last `columns` fields of 10 characters."""
+    words = raw.split()
+    if len(words) == columns + 1 and words[0].isdigit():
+        return words[1:]
+    line = raw.rstrip()
+    if len(line) > 10 * columns and line[: len(line) - 10 * columns].strip().isdigit():
+        cells = [line[len(line) - 10 * (columns - i): len(line) - 10 * (columns - i - 1)].strip() for i in range(columns)]
+        return cells if all(cells) else None
+    return None
 
 
 def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, shape: tuple[int, ...] = DEFAULT_SHAPE,
                      environment: dict[str, Any] | None = None) -> Result:  # fmt: skip
-    """nvbandwidth's -j output, one or more files, as a result: a series per host<->device testcase
-    and GPU. nvbandwidth's JSON does not record its buffer size: a run kept with its size
+    """nvbandwidth's -j output or its text, one or more files, as a result: a series per host<->device
+    testcase and GPU. Neither form records the buffer size: a run kept with its size
     or command gives it, else `buffer_size_mib` (the run's -b), else the version's default, said so."""
     if not paths:
         raise XferbenchError("give at least one nvbandwidth output file")
@@ -333,6 +481,8 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
     errors: list[str] = []
     for path in paths:
         for run in _nvbandwidth_runs(Path(path)):
+            build.not_imported.extend(run.get("notes") or [])
+            form = run.get("form") or "JSON"
             words = _words(run["command"])
             if run["command"]:
                 commands.append(str(run["command"]))
@@ -353,7 +503,8 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
                 if found:
                     index, name, domain, bus, device, seen_on = found.groups()
                     # nvbandwidth prints domain:bus:device; a GPU is PCI function 0.
-                    devices[int(index)] = {"name": name, "pci_bus_id": f"{int(domain, 16):08x}:{int(bus, 16):02x}:{int(device, 16):02x}.0"}
+                    pci = f"{int(domain, 16):08x}:{int(bus, 16):02x}:{int(device, 16):02x}.0" if domain else None
+                    devices[int(index)] = {"name": name, "pci_bus_id": pci}
                     host = seen_on or host
                 else:
                     build.not_imported.append(f"{run['where']}: a GPU device list line not understood: {_one_line(line)}")
@@ -364,7 +515,7 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
             if root.get("warning"):
                 warnings.append(_one_line(root["warning"]))
             if not (run["mib"] or given or buffer_size_mib) and "smaller than the default" in str(root.get("warning") or ""):
-                raise XferbenchError(f"{run['where']}: nvbandwidth says its buffer was smaller than its default, and its JSON does"
+                raise XferbenchError(f"{run['where']}: nvbandwidth says its buffer was smaller than its default, and its {form} does"
                                      " not record -b; give the run's -b in MiB with --buffer-size")  # fmt: skip
             mib = run["mib"] or given or buffer_size_mib or _default_mib(version)
             if mib is None:
@@ -372,7 +523,7 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
                                      " its default is not known; give the run's -b in MiB with --buffer-size")  # fmt: skip
             assumed = [] if run["mib"] or given or buffer_size_mib else [
                 f"buffer size {'taken as' if run['command'] else 'assumed to be'} nvbandwidth {version}'s default ({mib} MiB):"
-                f" {'its command gives no -b' if run['command'] else 'its JSON does not record -b'}"]  # fmt: skip
+                f" {'its command gives no -b' if run['command'] else f'its {form} does not record -b'}"]  # fmt: skip
             sizes.append(mib * 2**20)
             where = f"{run['where']} (-b {mib})"
             failure = None
@@ -384,7 +535,7 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
                 errors.append(failure)
             how = _NvbHow(samples=_int(_option(words, ("-i", "--testSamples"))) or NVB_SAMPLES,
                           copies=_int(_option(words, ("--loopCount",))) or NVB_COPIES, mean="-m" in words or "--useMean" in words,
-                          stated=bool(run["command"]), version=version or "")  # fmt: skip
+                          stated=bool(run["command"]), version=version or "", form=form)  # fmt: skip
             _nvbandwidth_testcases(build, root, mib * 2**20, sorted(devices) or [0], how, assumed, failure, where)
             build.end_run(failure)
     series = build.done()
@@ -409,6 +560,7 @@ class _NvbHow:
     mean: bool
     stated: bool  # the run's command line is known
     version: str
+    form: str = "JSON"  # what nvbandwidth printed: JSON (-j) or text
 
 
 def _nvbandwidth_testcases(build: _Builder, root: dict[str, Any], nbytes: int, gpus: list[int], how: _NvbHow, notes: list[str],
@@ -438,8 +590,10 @@ def _nvbandwidth_testcases(build: _Builder, root: dict[str, Any], nbytes: int, g
                     build.entry(name, f"cuda:{gpu}", direction, nbytes, fields, notes).waived = (
                         f"nvbandwidth waived it at -b {nbytes // 2**20}: it does not apply to this machine")
                 continue
+            message = next((str(e["message"]) for e in found if e.get("message")), None)  # the text prints it; the JSON does not
             said = f"nvbandwidth's error: {_one_line(root['error'])}" if root.get("error") else (
-                "nvbandwidth marked it Error and kept no message" if {"Error", "ERROR"} & set(statuses)
+                f"nvbandwidth's error: {_one_line(message)}" if message
+                else "nvbandwidth marked it Error and kept no message" if {"Error", "ERROR"} & set(statuses)
                 else "nvbandwidth stopped during it: left at Running with no matrix")  # fmt: skip
             reason = f"{where}: {name} failed ({', '.join(statuses)}): {said}"
             for gpu in gpus:
@@ -475,7 +629,7 @@ def _nvbandwidth_fields(direction: str, bidirectional: bool, engine: str, how: _
     statistic = "mean" if how.mean else "median"
     note += f"; the {statistic} of {how.samples} samples of {how.copies} copies each, behind a spin kernel, after 4 warm-up copies"
     if not how.stated:
-        note += " (nvbandwidth's defaults: its JSON does not record -i, -m or --loopCount)"
+        note += f" (nvbandwidth's defaults: its {how.form} does not record -i, -m or --loopCount)"
     return {"host_buffer": "pinned", "method": STREAMED, "transfer": HOST_TO_DEVICE if direction == H2D else DEVICE_TO_HOST,
             "clock": f"CUDA events (cuEventElapsedTime, in whole microseconds) around {how.copies} copies queued behind a spin kernel,"
                      " per copy (nvbandwidth)",
@@ -518,8 +672,8 @@ def _bandwidthtest_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE, environment: dict[str, Any] | None = None) -> Result:
-    """bandwidthTest --csv output, one or more files, as a result: a series per memory kind, direction
-    and GPU, from every CSV line of every run."""
+    """bandwidthTest's output, --csv or its readable tables, one or more files, as a result: a series
+    per memory kind, direction and GPU, from every CSV line and table row of every run."""
     if not paths:
         raise XferbenchError("give at least one bandwidthTest output file")
     build = _Builder("bandwidthTest", shape)
@@ -529,14 +683,16 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
     errors: list[str] = []
     for path in paths:
         runs = _bandwidthtest_runs(Path(path))
-        if not any(run["command"] or any(BT_BANNER in line or line.startswith("bandwidthTest-") for line in run["lines"]) for run in runs):
-            raise XferbenchError(f"{path}: not bandwidthTest's output (no '{BT_BANNER}' banner or CSV line); run bandwidthTest"
+        if not any(run["command"] or any(BT_BANNER in line or line.startswith("bandwidthTest-") or BT_HEADING.match(line) for line in run["lines"])
+                   for run in runs):  # fmt: skip
+            raise XferbenchError(f"{path}: not bandwidthTest's output (no '{BT_BANNER}' banner, CSV line or table); run bandwidthTest"
                                  " with --csv and save what it prints")  # fmt: skip
         for run in runs:
             where = run["where"] + (f" ({run['name']})" if run["name"] else "")
-            words = _words(run["command"])
-            if run["command"]:
-                commands.append(run["command"])
+            pasted = next((m.group(1) for m in map(BT_COMMAND.search, run["lines"]) if m), None)
+            words = _words(run["command"] or pasted)
+            if run["command"] or pasted:
+                commands.append(run["command"] or pasted)
             named = {int(m.group(1)): m.group(2) for m in (BT_DEVICE.match(line) for line in run["lines"]) if m}
             for index, name in named.items():
                 devices.setdefault(index, {"name": name})
@@ -547,23 +703,27 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             single = min(named) if len(named) == 1 else int(chosen) if chosen and chosen.isdigit() else min(named, default=0)
             timing = "cpu" if "--cputiming" in words or "-cputiming" in words else "events"
             lines = [line.strip() for line in run["lines"] if line.strip().startswith("bandwidthTest-")]
-            if not lines:
-                readable = any("Transfer Size (Bytes)" in line for line in run["lines"])
-                said = "" if readable else _one_line(" ".join(run["lines"]))[-80:]
-                what = "its readable table, not --csv" if readable else "no CSV line"
-                build.not_imported.append(f"{where}: {what}: run bandwidthTest again with --csv{': ' + said if said else ''}")
+            tables = _bandwidthtest_tables(run["lines"], where)
+            if not lines and not tables:
+                said = _one_line(" ".join(run["lines"]))[-80:]
+                build.not_imported.append(f"{where}: no CSV line or table: run bandwidthTest again with --csv{': ' + said if said else ''}")
+            figures: list[tuple[str, str, str | None, str, str, int, str]] = []
             for line in lines:
                 match = BT_LINE.match(line)
                 if match is None:
+                    if BT_LINE_MB.match(line):
+                        raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
                     build.not_imported.append(f"{where}: a line not understood: {line[:200]}")
                     continue
                 kind, memory, wc, printed, _, nbytes, used = match.groups()
+                figures.append((line.split(",")[0], kind, memory, wc or "", printed, int(used), nbytes))
+            for label, kind, memory, wc, printed, used, nbytes in [*figures, *tables]:
                 if kind == "D2D":
-                    build.not_imported.append(f"{where}: {line.split(',')[0]} at {nbytes} B: a copy within the GPU, not host<->device")
+                    build.not_imported.append(f"{where}: {label} at {nbytes} B: a copy within the GPU, not host<->device")
                     continue
-                nbytes, used = int(nbytes), int(used)
+                nbytes = int(nbytes)
                 if nbytes <= 0:
-                    build.not_imported.append(f"{where}: {line.split(',')[0]} at {nbytes} B: no bytes moved")
+                    build.not_imported.append(f"{where}: {label} at {nbytes} B: no bytes moved")
                     continue
                 sizes.append(nbytes)
                 device = "cuda:all" if used > 1 else f"cuda:{single}"
@@ -590,6 +750,50 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
     peer = _peer("bandwidthTest", [], [], commands, paths, sizes, build.not_imported, errors=errors)
     return _result(_environment(environment, None, devices, {}, peer), series, paths)
+
+
+# bandwidthTest's readable table (printResultsReadable, cuda-samples v10.1 to v12.8): a heading, the
+# memory kind, then "Transfer Size (Bytes)<TAB>Bandwidth(GB/s)" (after the write-combined line, which
+# ends without a newline) and a row per size, to 0.1 GB/s.
+BT_HEADING = re.compile(r"^\s*(Host to Device|Device to Host|Device to Device) Bandwidth, (\d+) Device\(s\)\s*$")
+BT_MEMORY = re.compile(r"^\s*(PINNED|PAGEABLE) Memory Transfers\s*$")
+BT_COLUMNS = re.compile(r"^\s*(Write-Combined Memory Writes are Enabled)?\s*Transfer Size \(Bytes\)\s+Bandwidth\((GB|MB)/s\)\s*$")
+BT_ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s*$")
+BT_LINE_MB = re.compile(r"^bandwidthTest-\S+, Bandwidth = \S+ MB/s,")
+BT_KINDS = {"Host to Device": "H2D", "Device to Host": "D2H", "Device to Device": "D2D"}
+# The samples before v10.1 print MB/s and define it by their arithmetic alone (bytes x 1024/1000 / 2^20 per second):
+# a figure in it cannot be set beside GB/s without guessing which MB was meant.
+BT_MB_REFUSAL = ("bandwidthTest printed MB/s, as cuda-samples before v10.1 did, with an MB it does not state; run a"
+                 " bandwidthTest from cuda-samples v10.1 or later (it prints GB/s, 10^9 B/s) with --csv and import that")  # fmt: skip
+
+
+def _bandwidthtest_tables(lines: list[str], where: str) -> list[tuple[str, str, str | None, str, str, int, str]]:
+    """The figures of bandwidthTest's readable tables in one run, as (label, kind, memory, wc, printed
+    GB/s, devices summed, bytes), the same as its CSV lines give them."""
+    found: list[tuple[str, str, str | None, str, str, int, str]] = []
+    heading: re.Match[str] | None = None
+    memory: str | None = None
+    table: tuple[str, str | None, str, int] | None = None  # kind, memory, wc, devices of the table under way
+    for line in lines:
+        if table is not None:
+            row = BT_ROW.match(line)
+            if row:
+                kind, mem, wc, used = table
+                found.append((f"bandwidthTest-{kind}{mem or ''}{'-WriteCombined' if wc else ''}", kind, mem, wc, row.group(2), used,
+                              row.group(1)))  # fmt: skip
+                continue
+            table = None
+        if match := BT_HEADING.match(line):
+            heading, memory = match, None
+        elif (match := BT_MEMORY.match(line)) and heading is not None:
+            memory = "-Pinned" if match.group(1) == "PINNED" else "-Paged"
+        elif (match := BT_COLUMNS.match(line)) and heading is not None:
+            if match.group(2) == "MB":
+                raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
+            kind = BT_KINDS[heading.group(1)]
+            table = (kind, None if kind == "D2D" else memory, "wc" if match.group(1) else "", int(heading.group(2)))
+            heading = None
+    return found
 
 
 def _bandwidthtest_failure(run: dict[str, Any], where: str) -> str | None:
