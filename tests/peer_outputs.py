@@ -136,7 +136,8 @@ def kit_runs(*runs: tuple[int, str | None, int], tests: str = f"{H2D_CE} {D2H_CE
 
 
 def csv_line(config: str, gbps: float, size: int, devices: int = 1) -> str:
-    """One CSV line: bandwidth to 0.1 GB/s, and the time of one copy it implies to 10 us."""
+    """One CSV line as printResultsCSV prints it: the measured bandwidth to 0.1 GB/s, and the time of one
+    copy computed from the same unrounded figure, to 10 us."""
     seconds = size / (gbps * 1e9) if gbps else float("inf")
     return f"bandwidthTest-{config}, Bandwidth = {gbps:.1f} GB/s, Time = {seconds:.5f} s, Size = {size} bytes, NumDevsUsed = {devices}"
 

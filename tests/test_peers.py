@@ -306,3 +306,16 @@ def test_import_commands_write_a_result_file_and_refuse_bad_input(tmp_path) -> N
         said = CliRunner().invoke(app, ["import", *args])
         assert said.exit_code == 2 and message in said.output and "Traceback" not in said.output, said.output
         assert len(said.output.strip().splitlines()) == 1, said.output
+
+
+def test_bandwidthtest_figures_come_from_time_where_it_was_printed_finer(tmp_path) -> None:
+    """At 1 GiB the CSV's Time (to 10 us) holds about four times the precision of its GB/s (to 0.1)."""
+    measured = 55.3873  # what the run measured; the CSV prints 55.4 GB/s and Time = 0.01939 s
+    line = out.csv_line("H2D-Pinned", measured, 2**30)
+    assert "Bandwidth = 55.4 GB/s, Time = 0.01939 s" in line
+    (series,) = read_bandwidthtest([write(tmp_path, out.bandwidthtest(line))]).series
+    (point,) = series.ok_points()
+    assert point.mbps == pytest.approx(2**30 / 0.01939 / 1e6) and abs(point.mbps / 1e3 - measured) < abs(55.4 - measured)
+    small = out.csv_line("H2D-Pinned", 24.96, 16 * IMAGE)  # 3 MiB: Time = 0.00013 s, far coarser than 25.0 GB/s
+    (series,) = read_bandwidthtest([write(tmp_path, out.bandwidthtest(small), "small.txt")]).series
+    assert series.ok_points()[0].mbps == pytest.approx(25_000)

@@ -708,6 +708,7 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
                 said = _one_line(" ".join(run["lines"]))[-80:]
                 build.not_imported.append(f"{where}: no CSV line or table: run bandwidthTest again with --csv{': ' + said if said else ''}")
             figures: list[tuple[str, str, str | None, str, str, int, str]] = []
+            times: dict[tuple[str, str], str] = {}  # the CSV's Time, printed with more digits than its GB/s at large sizes
             for line in lines:
                 match = BT_LINE.match(line)
                 if match is None:
@@ -715,8 +716,9 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
                         raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
                     build.not_imported.append(f"{where}: a line not understood: {line[:200]}")
                     continue
-                kind, memory, wc, printed, _, nbytes, used = match.groups()
+                kind, memory, wc, printed, seconds, nbytes, used = match.groups()
                 figures.append((line.split(",")[0], kind, memory, wc or "", printed, int(used), nbytes))
+                times[(line.split(",")[0], nbytes)] = seconds
             for label, kind, memory, wc, printed, used, nbytes in [*figures, *tables]:
                 if kind == "D2D":
                     build.not_imported.append(f"{where}: {label} at {nbytes} B: a copy within the GPU, not host<->device")
@@ -734,6 +736,7 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
                     gbps = float(printed)
                 except ValueError:
                     gbps = math.nan
+                gbps = _more_precise(gbps, times.get((label, str(nbytes))), nbytes)
                 if not math.isfinite(gbps) or gbps <= 0:
                     why = f"bandwidthTest printed {printed} GB/s" + (": below its 0.1 GB/s resolution" if gbps == 0 else "")
                     build.gap(mode, device, direction, nbytes, fields, "skipped", why)
@@ -750,6 +753,20 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
     peer = _peer("bandwidthTest", [], [], commands, paths, sizes, build.not_imported, errors=errors)
     return _result(_environment(environment, None, devices, {}, peer), series, paths)
+
+
+def _more_precise(gbps: float, seconds: str | None, nbytes: int) -> float:
+    """bandwidthTest's CSV prints GB/s to 0.1 and, from the same unrounded figure, Time = bytes / GB/s
+    to 10 µs (printResultsCSV): at large sizes Time holds more digits. The figure from whichever was
+    printed with the smaller relative rounding."""
+    try:
+        time_s = float(seconds) if seconds is not None else math.nan
+    except ValueError:
+        time_s = math.nan
+    if not (math.isfinite(gbps) and gbps > 0 and math.isfinite(time_s) and time_s > 0):
+        return gbps
+    # Time only where its rounding is clearly the finer (at 1 GiB about 4x): near a tie, the printed GB/s stands
+    return nbytes / time_s / 1e9 if 2 * 0.000005 / time_s < 0.05 / gbps else gbps
 
 
 # bandwidthTest's readable table (printResultsReadable, cuda-samples v10.1 to v12.8): a heading, the
