@@ -167,7 +167,7 @@ def test_a_pasted_bandwidthtest_log_with_its_command(tmp_path) -> None:
 
 def test_megabytes_and_text_of_neither_tool_are_refused_in_one_line(tmp_path) -> None:
     old = write(tmp_path, out.bandwidthtest_text(out.bt_table("Host to Device", "PINNED", ((33_554_432, 12123.4),), unit="MB")), "old.txt")
-    one_line_error(lambda: read_bandwidthtest([old]), "printed MB/s.*cuda-samples v10.1 or later.*with --csv")
+    one_line_error(lambda: read_bandwidthtest([old]), "printed MB/s.*give --mb 1024000 .* or --mb 1048576 .*v10.1 or later.*with --csv")
     old_csv = write(tmp_path, out.bandwidthtest("bandwidthTest-H2D-Pinned, Bandwidth = 12123.4 MB/s, Time = 0.00264 s, Size = 33554432 bytes,"
                                                 " NumDevsUsed = 1"), "old-csv.txt")  # fmt: skip
     one_line_error(lambda: read_bandwidthtest([old_csv]), "printed MB/s")
@@ -203,3 +203,25 @@ def test_an_imported_text_file_reads_beside_a_simulated_one(tmp_path) -> None:
     text = report.render(picks, empty)
     assert "nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0" in text and "sim/link/copy@sim" in text
     assert "bandwidthTest/pinned/copy/streamed@cuda:0" in text and "-b 96 -t" in text
+
+
+def test_an_older_bandwidthtests_mb_is_settled_by_the_user(tmp_path) -> None:
+    """Before cuda-samples v10.1 bandwidthTest printed MB/s without saying which MB: --mb settles it,
+    and every figure is the printed one in that unit."""
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+    from xferbench.results import load
+
+    old = write(tmp_path, out.bandwidthtest_text(out.bt_table("Host to Device", "PINNED", ((33_554_432, 12123.4),), unit="MB")), "old.txt")
+    (series,) = read_bandwidthtest([old], mb=1_024_000).series
+    assert series.ok_points()[0].mbps == pytest.approx(12123.4 * 1.024)
+    old_csv = write(tmp_path, out.bandwidthtest("bandwidthTest-H2D-Pinned, Bandwidth = 12123.4 MB/s, Time = 0.00264 s, Size = 33554432 bytes,"
+                                                " NumDevsUsed = 1"), "old-csv.txt")  # fmt: skip
+    (series,) = read_bandwidthtest([old_csv], mb=2**20).series
+    assert series.ok_points()[0].mbps == pytest.approx(12123.4 * 1.048576)  # its Time is not used: its arithmetic is unstated
+    done = CliRunner().invoke(app, ["import", "bandwidthtest", str(old), "--mb", "1024000", "-o", str(tmp_path / "old.json")])
+    assert done.exit_code == 0, done.output
+    assert load(tmp_path / "old.json").series[0].ok_points()[0].mbps == pytest.approx(12123.4 * 1.024)
+    bad = CliRunner().invoke(app, ["import", "bandwidthtest", str(old), "--mb", "0", "-o", str(tmp_path / "bad.json")])
+    assert bad.exit_code == 2 and "--mb 0: give the bytes in one of the output's MB, such as 1048576 or 1024000" in bad.output

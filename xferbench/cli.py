@@ -685,11 +685,12 @@ def import_bandwidthtest(
     host: IMPORT_HOST = None,
     out_path: IMPORT_OUT = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
+    mb: Annotated[Optional[int], typer.Option("--mb", help="Bytes in one MB of an older bandwidthTest's MB/s (before cuda-samples v10.1): 1024000 (sdkTimer era) or 1048576 (cutil era).", show_default=False)] = None,
 ) -> None:
-    """Import the CUDA samples' bandwidthTest output (bandwidthTest --csv), every CSV line of every run it holds."""
+    """Import the CUDA samples' bandwidthTest output (its tables or --csv lines), every figure of every run it holds."""
     from xferbench import peers
 
-    _import("bandwidthTest", files, out_path, overwrite, host, lambda: peers.read_bandwidthtest(files, parse_shape(shape)))
+    _import("bandwidthTest", files, out_path, overwrite, host, lambda: peers.read_bandwidthtest(files, parse_shape(shape), mb=mb))
 
 
 SHOW_ALL = Annotated[bool, typer.Option("--all", help="Start every installed framework and show everything, also what this machine lacks.")]

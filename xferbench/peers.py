@@ -671,11 +671,15 @@ def _bandwidthtest_runs(path: Path) -> list[dict[str, Any]]:
     return runs
 
 
-def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE, environment: dict[str, Any] | None = None) -> Result:
+def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE, environment: dict[str, Any] | None = None,
+                       mb: int | None = None) -> Result:  # fmt: skip
     """bandwidthTest's output, --csv or its readable tables, one or more files, as a result: a series
-    per memory kind, direction and GPU, from every CSV line and table row of every run."""
+    per memory kind, direction and GPU, from every CSV line and table row of every run. `mb`: the bytes
+    an MB/s figure's MB stands for, which output from before cuda-samples v10.1 does not state."""
     if not paths:
         raise XferbenchError("give at least one bandwidthTest output file")
+    if mb is not None and mb <= 0:
+        raise XferbenchError(f"--mb {mb}: give the bytes in one of the output's MB, such as {MB_CUTIL} or {MB_SDK}")
     build = _Builder("bandwidthTest", shape)
     devices: dict[int, dict[str, Any]] = {}
     commands: list[str] = []
@@ -703,7 +707,7 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             single = min(named) if len(named) == 1 else int(chosen) if chosen and chosen.isdigit() else min(named, default=0)
             timing = "cpu" if "--cputiming" in words or "-cputiming" in words else "events"
             lines = [line.strip() for line in run["lines"] if line.strip().startswith("bandwidthTest-")]
-            tables = _bandwidthtest_tables(run["lines"], where)
+            tables = _bandwidthtest_tables(run["lines"], where, mb)
             if not lines and not tables:
                 said = _one_line(" ".join(run["lines"]))[-80:]
                 build.not_imported.append(f"{where}: no CSV line or table: run bandwidthTest again with --csv{': ' + said if said else ''}")
@@ -711,9 +715,13 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             times: dict[tuple[str, str], str] = {}  # the CSV's Time, printed with more digits than its GB/s at large sizes
             for line in lines:
                 match = BT_LINE.match(line)
-                if match is None:
-                    if BT_LINE_MB.match(line):
+                if match is None and (old := BT_LINE_MB.match(line)):
+                    if mb is None:
                         raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
+                    kind, memory, wc, printed, _, nbytes, used = old.groups()  # its Time is left: its arithmetic is not stated
+                    figures.append((line.split(",")[0], kind, memory, wc or "", _mb_to_gbps(printed, mb), int(used), nbytes))
+                    continue
+                if match is None:
                     build.not_imported.append(f"{where}: a line not understood: {line[:200]}")
                     continue
                 kind, memory, wc, printed, seconds, nbytes, used = match.groups()
@@ -776,27 +784,40 @@ BT_HEADING = re.compile(r"^\s*(Host to Device|Device to Host|Device to Device) B
 BT_MEMORY = re.compile(r"^\s*(PINNED|PAGEABLE) Memory Transfers\s*$")
 BT_COLUMNS = re.compile(r"^\s*(Write-Combined Memory Writes are Enabled)?\s*Transfer Size \(Bytes\)\s+Bandwidth\((GB|MB)/s\)\s*$")
 BT_ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s*$")
-BT_LINE_MB = re.compile(r"^bandwidthTest-\S+, Bandwidth = \S+ MB/s,")
+BT_LINE_MB = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = (\S+) MB/s,"
+                        r" Time = (\S+) s, Size = (\d+) bytes, NumDevsUsed = (\d+)\s*$")  # fmt: skip
+MB_CUTIL, MB_SDK = 2**20, 1_024_000  # an MB in the cutil-era samples; in the sdkTimer era, bytes x 1000/1024 per 2^20
 BT_KINDS = {"Host to Device": "H2D", "Device to Host": "D2H", "Device to Device": "D2D"}
 # The samples before v10.1 print MB/s and define it by their arithmetic alone (bytes x 1024/1000 / 2^20 per second):
 # a figure in it cannot be set beside GB/s without guessing which MB was meant.
-BT_MB_REFUSAL = ("bandwidthTest printed MB/s, as cuda-samples before v10.1 did, with an MB it does not state; run a"
-                 " bandwidthTest from cuda-samples v10.1 or later (it prints GB/s, 10^9 B/s) with --csv and import that")  # fmt: skip
+BT_MB_REFUSAL = (f"bandwidthTest printed MB/s, as cuda-samples before v10.1 did, with an MB it does not state: give --mb"
+                 f" {MB_SDK} for the sdkTimer-era samples (up to v10.0) or --mb {MB_CUTIL} for the older cutil-era ones,"
+                 " or run a bandwidthTest from v10.1 or later (GB/s, 10^9 B/s) with --csv")  # fmt: skip
 
 
-def _bandwidthtest_tables(lines: list[str], where: str) -> list[tuple[str, str, str | None, str, str, int, str]]:
+def _mb_to_gbps(printed: str, mb: int) -> str:
+    """An MB/s figure as the GB/s text the rest of the import reads, with the MB the user settled."""
+    try:
+        return repr(float(printed) * mb / 1e9)
+    except ValueError:
+        return printed
+
+
+def _bandwidthtest_tables(lines: list[str], where: str, mb: int | None = None) -> list[tuple[str, str, str | None, str, str, int, str]]:
     """The figures of bandwidthTest's readable tables in one run, as (label, kind, memory, wc, printed
     GB/s, devices summed, bytes), the same as its CSV lines give them."""
     found: list[tuple[str, str, str | None, str, str, int, str]] = []
     heading: re.Match[str] | None = None
     memory: str | None = None
     table: tuple[str, str | None, str, int] | None = None  # kind, memory, wc, devices of the table under way
+    in_mb = False  # the table under way prints MB/s
     for line in lines:
         if table is not None:
             row = BT_ROW.match(line)
             if row:
                 kind, mem, wc, used = table
-                found.append((f"bandwidthTest-{kind}{mem or ''}{'-WriteCombined' if wc else ''}", kind, mem, wc, row.group(2), used,
+                printed = _mb_to_gbps(row.group(2), mb) if in_mb and mb else row.group(2)
+                found.append((f"bandwidthTest-{kind}{mem or ''}{'-WriteCombined' if wc else ''}", kind, mem, wc, printed, used,
                               row.group(1)))  # fmt: skip
                 continue
             table = None
@@ -805,7 +826,8 @@ def _bandwidthtest_tables(lines: list[str], where: str) -> list[tuple[str, str, 
         elif (match := BT_MEMORY.match(line)) and heading is not None:
             memory = "-Pinned" if match.group(1) == "PINNED" else "-Paged"
         elif (match := BT_COLUMNS.match(line)) and heading is not None:
-            if match.group(2) == "MB":
+            in_mb = match.group(2) == "MB"
+            if in_mb and mb is None:
                 raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
             kind = BT_KINDS[heading.group(1)]
             table = (kind, None if kind == "D2D" else memory, "wc" if match.group(1) else "", int(heading.group(2)))
