@@ -1,6 +1,7 @@
 """Peers' output as the tools print it, to import in tests.
 
-nvbandwidth v0.8 with -j (json_output.cpp): one object under "nvbandwidth", printed by JsonCpp's
+nvbandwidth v0.5 to v0.8 with -j (json_output.cpp; before v0.8 with no "GPU Device list", so no GPU
+name, PCI address or host): one object under "nvbandwidth", printed by JsonCpp's
 styled writer (keys in sorted order, three-space indent, `"key" : value`, a short array of scalars on
 one line) and then a blank line; matrix cells are strings ("N/A" where nothing was measured); a
 testcase is appended as "Running" and completed in place with its matrix and "Passed", left at
@@ -93,16 +94,27 @@ def not_found(name: str) -> list[dict[str, Any]]:
     return [{"name": name, "status": "ERROR"}]
 
 
+# nvbandwidth -j by version (json_output.cpp, nvbandwidth.cpp, common.h): v0.5 to v0.7 write no device
+# list into the JSON (JsonOutput does not override recordDevices, and the text it falls back to is
+# silenced under -j); v0.8 adds "GPU Device list". The default -b is 64 MiB before v0.7, 512 MiB from it.
+NVB_NO_DEVICE_LIST = ("v0.5", "v0.6", "v0.7")
+NVB_DEFAULT_MIB = {"v0.5": 64, "v0.6": 64}
+
+
 def nvbandwidth(*testcases: list[dict[str, Any]], gpus: tuple[tuple[str, str], ...] = ((H100, "00000000:1b:00"),),
-                host: str = "node07", version: str = "v0.8", mib: int = 512, error: str | None = None,
+                host: str = "node07", version: str = "v0.8", mib: int | None = None, error: str | None = None,
                 started: bool = True, before: str = "", after: str = "") -> str:  # fmt: skip
-    """nvbandwidth -j's stdout, with any text the run printed around it. `started`: False when a fatal
-    error came at cuInit, before the versions and devices were recorded."""
+    """nvbandwidth -j's stdout, with any text the run printed around it, as `version` (v0.5 to v0.8)
+    writes it; `mib`: the run's -b, the version's default if None. `started`: False when a fatal error
+    came at cuInit, before the versions and devices were recorded."""
+    default = NVB_DEFAULT_MIB.get(version, 512)
+    mib = default if mib is None else mib
     root: dict[str, Any] = {"git_version": "", "version": version}
     if started:
-        root.update({"CUDA Runtime Version": 12080, "Driver Version": "570.124.06",
-                     "GPU Device list": [f"{i}: {name} ({bus}): ({host})" for i, (name, bus) in enumerate(gpus)]})  # fmt: skip
-        if mib < 512:
+        root.update({"CUDA Runtime Version": 12080, "Driver Version": "570.124.06"})
+        if version not in NVB_NO_DEVICE_LIST:
+            root["GPU Device list"] = [f"{i}: {name} ({bus}): ({host})" for i, (name, bus) in enumerate(gpus)]
+        if mib < default:
             root["warning"] = ("NOTE: You have chosen a buffer size that is smaller than the default buffer size. It is suggested"
                                " to use the default buffer size (64MB) to achieve maximal peak bandwidth.")  # fmt: skip
     if error:

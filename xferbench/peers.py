@@ -48,8 +48,8 @@ PEER_CEILINGS = {("nvbandwidth", "host_to_device_memcpy_ce"), ("bandwidthTest", 
 # Facts of a capture that describe xferbench's own process, not the machine: a peer's file leaves them out.
 PROCESS_FACTS = ("process_cpus", "load_average", "settings", "versions", "frameworks", "python", "python_implementation",
                  "nvml_after")  # fmt: skip
-# nvbandwidth's testcases between the host and one GPU, by name: direction, whether a second stream
-# copies the other way meanwhile, and copy engine or SM kernel.
+# nvbandwidth's testcases between the host and one GPU, by name: direction, whether it copies the other
+# way meanwhile (bidirectional), and copy engine or SM kernel.
 NVB_TESTCASE = re.compile(r"^(host_to_device|device_to_host)_(bidirectional_)?memcpy_(ce|sm)$")
 # "0: NVIDIA H100 80GB HBM3 (00000000:1b:00): (node07)"; versions before v0.8 print no host name, and
 # the text of v0.4 and v0.5 no PCI address.
@@ -284,12 +284,37 @@ def _result(environment: dict[str, Any], series: list[Series], paths: Sequence[P
 # nvbandwidth ------------------------------------------------------------------------------------------
 
 
-def _default_mib(version: str | None) -> int | None:
-    """nvbandwidth's default buffer: 512 MiB from v0.7, 64 MiB before; None for a version not understood."""
+def _nvb_version(version: str | None) -> tuple[int, int] | None:
+    """nvbandwidth's version as (major, minor), since its defaults and methods change between them;
+    None for a version not understood."""
     found = re.match(r"v?(\d+)\.(\d+)", version or "")
-    if not found:
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def _default_mib(version: str | None) -> int | None:
+    """nvbandwidth's default buffer (common.h defaultBufferSize): 512 MiB from v0.7, 64 MiB before; None
+    for a version not understood."""
+    found = _nvb_version(version)
+    if found is None:
         return None
-    return 512 if (int(found.group(1)), int(found.group(2))) >= (0, 7) else 64
+    return 512 if found >= (0, 7) else 64
+
+
+def _sm_threshold_mib(version: str | None) -> int | None:
+    """The size from which nvbandwidth's SM copy kernel strides over every SM and copies a truncated
+    size (kernels.cu): defaultBufferSize up to v0.7 (64 MiB, then 512 MiB from v0.7), and v0.8's own
+    smallBufferThreshold of 64 MiB; None for a version not understood."""
+    found = _nvb_version(version)
+    if found is None:
+        return None
+    return 64 if found >= (0, 8) else _default_mib(version)
+
+
+def _sm_split_warp(version: str | None) -> bool:
+    """From v0.7 a bidirectional SM testcase is one split-warp kernel copying both ways, its figure
+    halved (MemcpyInitiatorSMSplitWarp); before, a second SM copy of twice the size ran beside it."""
+    found = _nvb_version(version)
+    return found is not None and found >= (0, 7)
 
 
 def _nvbandwidth_runs(path: Path) -> list[dict[str, Any]]:
@@ -479,6 +504,7 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
     sizes: list[int] = []
     warnings: list[str] = []
     errors: list[str] = []
+    unnamed: list[str] = []
     for path in paths:
         for run in _nvbandwidth_runs(Path(path)):
             build.not_imported.extend(run.get("notes") or [])
@@ -508,6 +534,13 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
                     host = seen_on or host
                 else:
                     build.not_imported.append(f"{run['where']}: a GPU device list line not understood: {_one_line(line)}")
+            if form == "JSON" and "GPU Device list" not in root:
+                # v0.5 to v0.7 keep their device list out of -j: the GPUs are the matrices' columns, unnamed
+                for index in range(_nvbandwidth_columns(root)):
+                    devices.setdefault(index, {"name": None, "pci_bus_id": None})
+                if _nvbandwidth_columns(root):
+                    unnamed.append(f"nvbandwidth {version or '(no version)'}'s JSON names no GPU (its device list is"
+                                   " printed in its text only, and in -j from v0.8)")  # fmt: skip
             host = str(root.get("Hostname") or "") or host
             cuda = root.get("CUDA Runtime Version")  # nvbandwidth overwrites it with cuDriverGetVersion's
             facts = {"driver": root.get("Driver Version") or facts.get("driver"),
@@ -547,8 +580,16 @@ def read_nvbandwidth(paths: Sequence[Path], buffer_size_mib: int | None = None, 
     for s in series:
         s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
     peer = _peer("nvbandwidth", versions, git_versions, commands, paths, sizes, build.not_imported, warnings=list(dict.fromkeys(warnings)),
-                 errors=errors)  # fmt: skip
+                 errors=errors, **({"unrecorded": list(dict.fromkeys(unnamed))} if unnamed else {}))  # fmt: skip
     return _result(_environment(environment, host, devices, facts, peer), series, paths)
+
+
+def _nvbandwidth_columns(root: dict[str, Any]) -> int:
+    """How many GPUs a run measured, by its widest host<->device matrix row: the only count of them
+    that JSON without a device list holds."""
+    rows = [row for entry in root.get("testcases") or [] if isinstance(entry, dict) and NVB_TESTCASE.match(str(entry.get("name")))
+            for row in (entry.get("bandwidth_matrix") or [])[:1] if isinstance(row, list)]  # fmt: skip
+    return max(map(len, rows), default=0)
 
 
 @dataclass(frozen=True)
@@ -618,13 +659,21 @@ def _nvbandwidth_testcases(build: _Builder, root: dict[str, Any], nbytes: int, g
 def _nvbandwidth_fields(direction: str, bidirectional: bool, engine: str, how: _NvbHow) -> dict[str, Any]:
     """What a series of nvbandwidth says about how it was measured."""
     way, other = ("host to device", "device to host") if direction == H2D else ("device to host", "host to device")
+    threshold = _sm_threshold_mib(how.version)
+    split = engine == "sm" and bidirectional and _sm_split_warp(how.version)
     if engine == "ce":
         copy = "copy-engine cuMemcpyAsync between pinned host memory (cuMemHostAlloc) and device memory"
+    elif split:
+        copy = ("one kernel's own copy: the GPU's SMs read and write pinned host memory, no copy engine; its warps split"
+                " between the two ways, each way copying the whole buffer")  # fmt: skip
     else:
-        copy = ("a kernel's own copy: the GPU's SMs read or write pinned host memory, no copy engine; from 64 MiB the"
+        start = f"from {threshold} MiB" if threshold else "from nvbandwidth's default buffer size"
+        copy = (f"a kernel's own copy: the GPU's SMs read or write pinned host memory, no copy engine; {start} the"
                 " kernel copies a multiple of 16 B x 512 threads x the GPU's SMs, and the figure is over what it copied")  # fmt: skip
     note = f"nvbandwidth {how.version}: {way}, {copy}"
-    if bidirectional:
+    if split:
+        note += f"; half the kernel's figure for both ways at once, taken as the {way} share"
+    elif bidirectional:
         note += f"; the {way} stream's figure while a {other} copy of twice the size runs on a second stream"
     statistic = "mean" if how.mean else "median"
     note += f"; the {statistic} of {how.samples} samples of {how.copies} copies each, behind a spin kernel, after 4 warm-up copies"
