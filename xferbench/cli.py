@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import json
 import math
 import os
@@ -176,11 +177,16 @@ def sweep(
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:
         raise stopped_starting(stop) from None
+    output: OutputFile | None = None
     try:
         with running.terminated_as_interrupted(plan):
             path, numbered = output_path(out_path, default_name(plan.target))
             output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
             result = run_sweep(plan, output, not no_link_sampling)
+    except OSError as error:  # a stream that cannot be written (stdout to a full disk): main says so
+        if stream_error(error) and output is not None and output.saved_points == 0 and output.path.exists():
+            output.path.unlink()  # a file claimed and never given a point would block a rerun as "running"
+        raise
     except XferbenchError as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # before the first point: run_sweep handles it from there on
@@ -786,6 +792,25 @@ def plain_streams() -> None:
                 stream.reconfigure(errors="xferbench-ascii")  # type: ignore[union-attr]
 
 
+STREAM_FAILED = 74  # EX_IOERR (sysexits.h): output the tool had to print could not be written
+
+
+def stream_error(error: OSError) -> bool:
+    """Whether an error is a standard stream that cannot take more: a full disk under `> log`, a closed pipe."""
+    return error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EDQUOT, errno.EFBIG)
+
+
+def silence(fd: int) -> None:
+    """Point a broken standard stream at the null device, so that Python's own flush at exit adds no
+    "Exception ignored" to the one line said."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
 def main() -> None:
     plain_streams()
     try:
@@ -793,6 +818,17 @@ def main() -> None:
     except KeyboardInterrupt:  # a second Ctrl-C landing after the first was handled and saved: the exit stays clean
         err.print("interrupted", highlight=False)
         sys.exit(130)
+    except OSError as error:
+        if not stream_error(error):
+            raise
+        silence(1)
+        try:  # stderr may still work where stdout went to a full disk; if not, the exit status says it
+            sys.stderr.write(f"xferbench: cannot write its output: {error.strerror or error}; the output stopped there"
+                             " (a result file keeps every point saved)\n")  # fmt: skip
+            sys.stderr.flush()
+        except OSError:
+            silence(2)
+        sys.exit(STREAM_FAILED)
 
 
 if __name__ == "__main__":
