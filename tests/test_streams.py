@@ -45,3 +45,35 @@ def test_a_sweep_whose_stdout_is_full_leaves_no_running_file(tmp_path) -> None:
 def test_both_streams_full_is_the_exit_status_alone() -> None:
     done = run(["report", "results/sim/gpu-a-25gbps.json"], stderr=FULL)
     assert done.returncode == 74
+
+
+def test_overwrite_keeps_the_earlier_result_until_a_point_replaces_it(tmp_path, monkeypatch) -> None:
+    """--overwrite used to unlink the earlier file at the start: a run that then measured nothing
+    (a framework that would not start, Ctrl-C, a full stdout) had destroyed it for nothing."""
+    from typer.testing import CliRunner
+
+    from conftest import FAST_ARGS
+    from xferbench import running
+    from xferbench.cli import app
+    from xferbench.results import OutputFile, Result, load
+
+    out = tmp_path / "r.json"
+    earlier = Result({"host": "before"}, {}, "2026-11-01T00:00:00+00:00", [], "complete")
+    earlier.save(out)
+    output = OutputFile(out, overwrite=True)
+    assert output.replaces
+    output.save(Result({"host": "now"}, {}, "2026-11-26T00:00:00+00:00", [], "running"))  # no point yet
+    assert load(out).environment["host"] == "before" and output.written is None
+    said = CliRunner().invoke(app, ["sweep", "-f", "sim", "--batch-sizes", "1,2", "-o", str(out), "--overwrite", *FAST_ARGS])
+    assert said.exit_code == 0, said.output
+    assert "holds an earlier result: it is replaced when the first point is saved, and kept if none is" in " ".join(said.stdout.split())
+    replaced = load(out)
+    assert replaced.status == "complete" and replaced.environment.get("host") != "before" and replaced.series[0].ok_points()
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    earlier.save(out)
+    monkeypatch.setattr(running, "run_plan", stop)  # stopped before the first point
+    CliRunner().invoke(app, ["sweep", "-f", "sim", "--batch-sizes", "1,2", "-o", str(out), "--overwrite", *FAST_ARGS])
+    assert load(out).environment["host"] == "before"  # nothing measured: the earlier result is still there

@@ -184,7 +184,7 @@ def sweep(
             output = OutputFile(path, csv=csv, overwrite=overwrite, numbered=numbered)
             result = run_sweep(plan, output, not no_link_sampling)
     except OSError as error:  # a stream that cannot be written (stdout to a full disk): main says so
-        if stream_error(error) and output is not None and output.saved_points == 0 and output.path.exists():
+        if stream_error(error) and output is not None and output.written is not None and output.saved_points == 0:
             output.path.unlink()  # a file claimed and never given a point would block a rerun as "running"
         raise
     except XferbenchError as error:

@@ -384,6 +384,11 @@ class OutputFile:
         self.saved_points = 0  # measured points in the last complete save
         self.moved_from: Path | None = None  # where the run wrote before something else took that file
 
+    @property
+    def replaces(self) -> bool:
+        """Whether the run will replace an earlier file (--overwrite) it has not written yet."""
+        return self.overwrite and not self.numbered and self.written is None and self.path.exists()
+
     def _claim(self, text: str, numbered: bool) -> None:
         # Numbered from the name asked for: a run that moves twice goes to r-3.json, never r-2-2.json.
         path, stem, number = self.path, self.asked.stem, 1
@@ -445,9 +450,11 @@ class OutputFile:
 
     def _save(self, result: Result) -> None:
         text = result.to_json()
-        if self.written is None:
-            if self.overwrite and not self.numbered and self.path.exists():
-                self.path.unlink()  # check_writable proved it a regular file
+        if self.written is None and self.replaces:
+            if not any(p.status == "ok" for s in result.series for p in s.points):
+                return  # --overwrite: the earlier result stays until this run has a point to put in its place
+            self.written = write_whole(self.path, text)  # replaced in one step (check_writable proved it a regular file)
+        elif self.written is None:
             self._claim(text, self.numbered)
         else:
             try:

@@ -165,6 +165,9 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
     where = ", ".join(f"{device} ({names[device]})" if device in names else device for device in target.split("+"))
     display.say(out, escape(f"xferbench: {len(plan.runnable)} series × {len(plan.config.batch_sizes)} batch sizes on {where},"
                             f" saving to {output.path}"), highlight=False)  # fmt: skip
+    if output.replaces:  # --overwrite: said before the earlier result is gone, and kept while nothing replaces it
+        display.say(out, f"[yellow]note: {escape(str(output.path))} holds an earlier result: it is replaced when the first"
+                         " point is saved, and kept if none is[/]", highlight=False)  # fmt: skip
     for missing in result.environment.get("unavailable_checks") or []:
         display.say(out, f"[yellow]note: not available on {environment.os_name()}: {escape(missing)}[/]", highlight=False)
     for why in absent_frameworks(plan.config, target):
