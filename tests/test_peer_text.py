@@ -4,45 +4,19 @@ unit, size and direction, whatever surrounds it, and text that is neither refuse
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import peer_outputs as out
 from conftest import FAST
 from xferbench import report
-from xferbench.errors import XferbenchError
 from xferbench.peers import read_bandwidthtest, read_nvbandwidth
-from xferbench.results import Result, Series, select
-
-H2D_CE, D2H_CE = out.H2D_CE, out.D2H_CE
-IMAGE = 256 * 256 * 3
-MIB = 2**20
-TWO_GPUS = ((out.H100, "00000000:1b:00"), (out.H100, "00000000:43:00"))
-
-
-def write(tmp_path: Path, text: str, name: str = "pasted.txt") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def find(result: Result, mode: str, device: str = "cuda:0") -> Series:
-    (series,) = [s for s in result.series if s.mode == mode and s.device == device]
-    return series
+from xferbench.results import Series, select
+from test_peers import D2H_CE, H2D_CE, IMAGE, MIB, TWO_GPUS, find, one_line_error, write
 
 
 def figures(series: Series) -> list[tuple[int, float, str]]:
     """(bytes, GB/s, direction) of each measured point."""
     return [(p.bytes, round(p.mbps / 1e3, 6), series.direction) for p in series.ok_points()]
-
-
-def one_line_error(call, match: str) -> str:
-    with pytest.raises(XferbenchError, match=match) as raised:
-        call()
-    message = str(raised.value)
-    assert "\n" not in message, message
-    return message
 
 
 @pytest.mark.parametrize("verbose", [False, True])

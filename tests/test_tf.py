@@ -571,3 +571,4 @@ def test_an_mps_series_is_named_by_the_mac_and_says_its_copy_stays_in_unified_me
     info = BACKENDS["tf"].describe(SeriesKey("tf", "eager", "copy", "mps", (256, 256, 3)), {})
     assert info.device_name == "Apple M1 Pro (16-core GPU)"
     assert "the device copy stays within unified memory" in (info.note or "")
+    assert info.params["unified_memory"] is True  # what pairs.copy_kind reads

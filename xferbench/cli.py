@@ -22,7 +22,7 @@ from rich.markup import escape
 from xferbench import running
 from xferbench.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
 from xferbench.errors import XferbenchError
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_unless_regular, safe_name, select
+from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_existing, refuse_unless_regular, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
@@ -481,12 +481,6 @@ def interrupted(written: Sequence[Path]) -> typer.Exit:
     said = ", ".join(map(str, written)) if written else "nothing"
     err.print(f"interrupted: wrote {said}; no file was left half written", highlight=False)
     return typer.Exit(130)
-
-
-def refuse_existing(path: Path, option: str, overwrite: bool) -> None:
-    """A report or figure already there may be the one an issue links: replaced only when asked, as sweep does."""
-    if path.exists() and not path.is_dir() and not overwrite:
-        raise XferbenchError(f"{path} already exists; choose another {option}, or add --overwrite to replace it")
 
 
 def refuse_overwriting_input(path: Path, files: list[Path], option: str) -> None:

@@ -33,7 +33,7 @@ def copy_kind(series: Series) -> str:
     device = series.device.split(":")[0]
     if series.transfer == SIMULATED or device == "sim":
         return "a simulated link (no data moves)"
-    if device == "mps" and "no unified memory" in (series.note or ""):  # an Intel Mac's GPU, as its backend said
+    if device == "mps" and (series.params or {}).get("unified_memory") is False:  # an Intel Mac's GPU, as its backend said
         return "a transfer to an Intel Mac's GPU (MPS)"
     if device == "mps":
         return "a copy within unified memory (Apple GPU, MPS)"

@@ -337,6 +337,13 @@ def refuse_unless_regular(path: Path, option: str = "--out") -> None:
         raise XferbenchError(f"{option} {path} is {what}; xferbench writes only regular files: choose another {option}")
 
 
+def refuse_existing(path: Path, option: str, overwrite: bool) -> None:
+    """An existing file may be the only copy of a long run, or the figure an issue links: replaced only
+    when asked (--overwrite)."""
+    if path.exists() and not path.is_dir() and not overwrite:
+        raise XferbenchError(f"{path} already exists; choose another {option}, or add --overwrite to replace it")
+
+
 def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False, numbered: bool = False) -> Path:
     """Create the folder and prove a file can be written there, before anything is measured.
 
@@ -348,8 +355,7 @@ def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: b
         if path.is_dir():
             raise XferbenchError(f"--out {path} is a directory; give a file name such as {path / 'run.json'}")
         refuse_unless_regular(path)
-        if path.exists() and not overwrite:
-            raise XferbenchError(f"{path} already exists; choose another --out, or add --overwrite to replace it")
+        refuse_existing(path, "--out", overwrite)
     if csv and csv_path(path) == path:
         raise XferbenchError(f"--out {path} would be overwritten by --csv; give the result file a .json name")
     blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
@@ -658,7 +664,7 @@ def by_bytes(picks: Sequence[Selected]) -> bool:
     their items differ in shape, or a peer's buffers are among them (counted in items of its own, a
     peer's "batch 512" may be 512 MiB: no batch of images)."""
     shapes = {tuple(pick.series.shape) for pick in picks}
-    return len(shapes) > 1 or any((pick.result.environment.get("peer") or {}).get("tool") for pick in picks)
+    return len(shapes) > 1 or any(pick.series.is_peer for pick in picks)
 
 
 def select(paths: list[Path], selection: Selection | None = None) -> tuple[list[Selected], list[Selected]]:

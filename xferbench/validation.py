@@ -424,13 +424,13 @@ class PeerRun:
     spent_s: float = 0.0
     stopped: str | None = None  # why its remaining runs were skipped
     deadline: float | None = None  # time.monotonic() by which its runs must end (--max-minutes), leaving the finish its time
+    unbound: str | None = None  # why it could not be bound to the GPU's node (_bind)
 
     def placement(self) -> str:
         """Where its runs were placed, as the peer check reports it beside xferbench's binding."""
         if self.prefix:
             return "under " + " ".join([Path(self.prefix[0]).name, *self.prefix[1:]])
-        why = next((n for n in self.notes if "without NUMA binding (" in n), None)
-        return "without NUMA binding" + (f" ({why.split('(', 1)[1].split(')', 1)[0]})" if why else "")
+        return "without NUMA binding" + (f" ({self.unbound})" if self.unbound else "")
 
     def __call__(self, arguments: list[str], estimate_s: float = 0.0) -> tuple[int | None, float, str, list[str]] | None:
         """Run it once; None once it has hung or spent its budget (the rest are skipped, and said), or where the
@@ -481,8 +481,8 @@ def _bind(run: PeerRun, validation: Validation, environment: dict[str, Any]) -> 
     if isinstance(node, int) and node >= 0 and numactl:
         run.prefix = [numactl, f"--cpunodebind={node}", f"--membind={node}"]
     else:
-        why = "numactl is not on PATH" if isinstance(node, int) and node >= 0 else "the GPU's NUMA node is unknown"
-        run.notes.append(f"{run.name} ran without NUMA binding ({why}): its pinned figures may reflect where its memory landed")
+        run.unbound = "numactl is not on PATH" if isinstance(node, int) and node >= 0 else "the GPU's NUMA node is unknown"
+        run.notes.append(f"{run.name} ran without NUMA binding ({run.unbound}): its pinned figures may reflect where its memory landed")
 
 
 def bandwidthtest_peer(executable: str, validation: Validation, log: CommandLog, environment: dict[str, Any]) -> PeerRun:

@@ -441,6 +441,7 @@ class TorchBackend(Backend):
         info: dict[str, Any] = {"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {}
         if kind == "mps":
             info["device_clock"] = MPS_NO_DEVICE_CLOCK
+            info["unified_memory"] = apple_silicon()  # what a pairing with a CUDA GPU's series compares (pairs.copy_kind)
         if key.method == STREAMED:
             clock, sync, device_clock = "torch.cuda.Event pair around the copies queued on the held stream, per copy", "the end event synchronized", None
             info["hold"] = ("torch.cuda._sleep (a spin kernel), lengthened until the start event is still pending once every copy"

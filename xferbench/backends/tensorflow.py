@@ -288,6 +288,8 @@ class TFBackend(Backend):
         sync = sync_for(key.device, key.mode)
         notes = []
         info: dict[str, Any] = {"tf_device": tf_device(key.device), "onednn": onednn_enabled()}
+        if kind == "mps":
+            info["unified_memory"] = apple_silicon()  # what a pairing with a CUDA GPU's series compares (pairs.copy_kind)
         compile_options(tf, key.mode)  # a TensorFlow without XLA's keyword skips jit here, with the reason
         if key.op == "seed":
             sync = "the result fetched to the host with .numpy()"
