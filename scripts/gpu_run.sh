@@ -11,7 +11,7 @@
 #
 # It uses the machine's own python3 as it is (numpy, pandas, matplotlib, typer, rich, pytest,
 # nvidia-ml-py, and whichever of PyTorch, CuPy and JAX are there): nothing is installed. Each step is
-# time-boxed, so the whole command ends within about 8 minutes with whatever was measured; a step that
+# time-boxed, so the whole command ends within about 8 minutes (more with GPU_SWEEPS) with whatever was measured; a step that
 # fails or runs out of time leaves its partial output and its exit code in the pack (gpu-run.txt).
 #
 # Settings (environment, all optional):
@@ -19,6 +19,10 @@
 #   VALIDATE_MINUTES   validate's --max-minutes (default 6: on an H200 that plan ran whole in 4.2 minutes)
 #   VALIDATE_ARGS      more arguments for validate (e.g. "--quick -f cuda")
 #   BUILD_S, TESTS_S, SMI_S   the time boxes of the build, the GPU tests and each nvidia-smi call
+#   GPU_SWEEPS         more sweeps after the GPU tests, ';'-separated NAME=ARGUMENTS (e.g.
+#                      "d2h=-f cuda -f torch -d d2h,bidir;pipelines=-f torch --pipeline --overlap"); each runs as
+#                      `xferbench sweep ARGUMENTS -o NAME.json` within SWEEP_S seconds (default 90), stopped as
+#                      Ctrl-C stops it (it keeps what it measured), and all are packed into sweeps.tar.gz
 #   GPU_TESTS          the test files pytest runs (default tests/test_gpu.py)
 #   GPU_TESTS_SELECT   pytest's -k over them (default: all but the validate --quick test, which the validation repeats)
 #   PYTHON             the interpreter (default python3)
@@ -39,6 +43,7 @@ VALIDATE_MINUTES=${VALIDATE_MINUTES:-6}
 BUILD_S=${BUILD_S:-45}
 TESTS_S=${TESTS_S:-40}
 SMI_S=${SMI_S:-10}
+SWEEP_S=${SWEEP_S:-90}
 GPU_TESTS=${GPU_TESTS:-tests/test_gpu.py}
 GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-not validate_quick}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
@@ -142,6 +147,23 @@ fi
 # 4. The GPU tests (they skip cleanly where a framework sees no GPU).
 STOP_SIGNAL=INT EXIT_5="no test matched the selection" step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest -p no:cacheprovider -rA -m gpu \
   -k "$GPU_TESTS_SELECT" $GPU_TESTS
+
+# 5. More sweeps, each within its own box, all in one archive.
+if [ -n "${GPU_SWEEPS:-}" ]; then
+  mkdir -p "$WORK/sweeps"
+  IFS=';' read -r -a SWEEPS <<<"$GPU_SWEEPS"
+  for entry in "${SWEEPS[@]}"; do
+    name=${entry%%=*}
+    name=${name//[^A-Za-z0-9._-]/}
+    if [ -z "$name" ] || [[ $entry != *=* ]]; then
+      skip sweep "'$entry' is not NAME=ARGUMENTS"
+      continue
+    fi
+    # shellcheck disable=SC2086  # the arguments are a list of words
+    step "sweep-$name" "$SWEEP_S" "$WORK/sweeps/$name.log" "$PYTHON" -m xferbench sweep ${entry#*=} -o "$WORK/sweeps/$name.json"
+  done
+  tar -czf "$OUT/sweeps.tar.gz" -C "$WORK" sweeps
+fi
 
 {
   echo

@@ -52,6 +52,23 @@ def test_cuda_pinning_per_call_and_a_fresh_host_copy_deliver() -> None:
 
 
 @pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
+def test_cuda_dataloaders_deliver_pinned_batches_and_time_the_overlap() -> None:
+    """Every DataLoader mode on the GPU: batches verified on the device, the pinned ones pinned, and the
+    compute kernel's figures beside each point."""
+    config = SweepConfig(frameworks=("torch",), modes=("loader", "loader_pin", "loader_pin_workers"), device="cuda",
+                         batch_sizes=(1, 64), timing=FAST, overlap=True, loader_workers=2)  # fmt: skip
+    series = {s.mode: s for s in sweep(config).series}
+    assert set(series) == {"loader", "loader_pin", "loader_pin_workers"}
+    for s in series.values():
+        assert s.status == "ok" and s.transfer == "host-to-device", s.reason
+        assert s.params["pin_memory"] == ("_pin" in s.mode)
+        for p in s.points:
+            assert p.status == "ok", p.error
+            figures = p.overlap_figures()
+            assert figures is not None and figures.step_s > 0 and p.compute["kernel"] == "float32 1024x1024 matmul"
+
+
+@pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
 def test_cuda_out_of_memory_is_recorded_not_raised() -> None:
     import torch
 

@@ -33,12 +33,14 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     out = tmp_path / "out"
     environment.update(OUT=str(out), PEERS_KIT=str(kit), NVCC=str(tmp_path / "no-nvcc"), PYTHON=sys.executable,
                        VALIDATE_ARGS="--quick -f cuda", VALIDATE_MINUTES="3", GPU_TESTS=str(slow_test), GPU_TESTS_SELECT="waits",
-                       TESTS_S="3")  # fmt: skip
+                       TESTS_S="3", GPU_SWEEPS="small=-f sim --batch-sizes 1,2 --min-time 0.01;no name here",
+                       SWEEP_S="60")  # fmt: skip
     ran = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=600, env=environment, cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
 
     packed = sorted(p.name for p in out.iterdir())
-    assert packed == ["gpu-run.txt", "gpu-tests.txt", "nvidia-smi-q.txt", "nvidia-smi-topo.txt", "validate.log", "validation.tar.gz"]
+    assert packed == ["gpu-run.txt", "gpu-tests.txt", "nvidia-smi-q.txt", "nvidia-smi-topo.txt", "sweeps.tar.gz", "validate.log",
+                      "validation.tar.gz"]  # fmt: skip
     assert len(packed) <= 8 and all(NAME.match(n) for n in packed) and all((out / n).is_file() for n in packed)
     summary = (out / "gpu-run.txt").read_text()
     steps = dict(re.findall(r"^(\S+) +(.+?)\s*$", summary.split("## steps")[1].split("## the pack")[0], re.MULTILINE))
@@ -48,6 +50,12 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     assert steps["validate"].startswith("failed") and "exit 1 " in steps["validate"]  # a memmove is no Gen5 link
     assert steps["gpu-tests"].startswith("timed out after 3 s (partial output kept)") and "exit 124" in steps["gpu-tests"]
     assert "KeyboardInterrupt" in (out / "gpu-tests.txt").read_text()  # stopped by INT: pytest wrote what it had
+    assert steps["sweep-small"].startswith("ok") and steps["sweep"].startswith("skipped") and "NAME=ARGUMENTS" in steps["sweep"]
+    with tarfile.open(out / "sweeps.tar.gz") as archive:
+        archive.extractall(tmp_path / "sweeps", filter="data")
+    swept = load(tmp_path / "sweeps" / "sweeps" / "small.json")
+    assert [p.batch_size for p in swept.series[0].points] == [1, 2] and swept.series[0].framework == "sim"
+    assert (tmp_path / "sweeps" / "sweeps" / "small.log").read_text().count("saved") >= 1
     assert steps["nvidia-smi-q"].startswith("ok") and "Fake GPU" in (out / "nvidia-smi-q.txt").read_text()
 
     with tarfile.open(out / "validation.tar.gz") as archive:

@@ -22,6 +22,7 @@ from rich.markup import escape
 from xferbench import running
 from xferbench.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
 from xferbench.errors import XferbenchError
+from xferbench.pipeline import DEFAULT_LOADER_WORKERS
 from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_existing, refuse_unless_regular, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
@@ -131,6 +132,9 @@ def sweep(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     no_link_sampling: Annotated[bool, typer.Option("--no-link-sampling", help="Do not read each CUDA series' PCIe link with NVML every 0.1 s while it runs (by default the main process polls while the worker measures).")] = False,
     no_bind: Annotated[bool, typer.Option("--no-bind", help="Do not bind each CUDA series' worker to the CPUs NVML calls ideal for its GPU and to their NUMA node's memory (by default it is bound before it allocates).")] = False,
+    pipeline: Annotated[bool, typer.Option("--pipeline", help="Also the input pipelines a training loop feeds from, beside the plain copies: torch's DataLoader (loader, loader_workers, loader_pin, loader_pin_workers), then .to(device, non_blocking=True); tf.data (dataset, prefetch_to_device, copy_to_device, generator). Each point is the batches per second a loop with no compute receives on the device, verified.", rich_help_panel="Pipelines")] = False,
+    overlap: Annotated[bool, typer.Option("--overlap", help="With pipelines: also time a compute kernel (a chained matmul sized to each point's batch time) alone and fed by each batch, and report how much of the batch's delivery the pipeline hid behind it.", rich_help_panel="Pipelines")] = False,
+    loader_workers: Annotated[int, typer.Option("--loader-workers", help="DataLoader worker processes in torch's *_workers modes.", rich_help_panel="Pipelines")] = DEFAULT_LOADER_WORKERS,
     direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable or comma-separated. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable and pinned_into, cupy, jax device_put on a GPU, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
     timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable or comma-separated. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
@@ -168,6 +172,9 @@ def sweep(
             bind=not no_bind,
             directions=tuple(dict.fromkeys(d.lower() for d in split_lists(direction) or (H2D,))),
             concurrent=concurrent,
+            pipeline=pipeline,
+            overlap=overlap,
+            loader_workers=loader_workers,
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
             probe, numbered = output_path(out_path, "run.json")

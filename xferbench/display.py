@@ -80,7 +80,7 @@ def series_title(series: Series) -> str:
 
 # Columns a narrow terminal drops, first to last, until the table fits: each is derived from, or
 # secondary to, the columns that always stay (batch, MB/s and its p10–p90 band).
-DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "pin time", "device MB/s", "batch time")
+DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "pin time", "device MB/s", "compute", "step", "batch time")
 
 
 def measured_directions(series: Series) -> list[str]:
@@ -119,6 +119,10 @@ def series_table(series: Series, result: Result | None = None, console: Console 
         columns["faults/call"] = []
     if any(p.pin_s is not None for p in series.points):  # what pinning the batch in place took, once per point
         columns["pin time"] = []
+    if any(p.overlap_figures() for p in series.points):  # --overlap: the kernel alone, a step with both, and what it hid
+        caption += (" · compute: the kernel alone, sized to each batch time; step: the next batch, then the kernel fed"
+                    " by it; hidden: the share of the batch time the step hid behind the kernel")  # fmt: skip
+        columns.update({"compute": [], "step": [], "hidden": []})
     failed: dict[int, str] = {}
     for row, p in enumerate(series.points):
         if p.status != "ok":
@@ -135,6 +139,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             "device MB/s": rate(p.device_mbps),
             "faults/call": f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-",
             "pin time": seconds(p.pin_s),
+            **overlap_cells(p),
             **{f"{way} MB/s": rate((p.direction_mbps or {}).get(way)) for way in ways},
         }
         for name, values in columns.items():
@@ -165,6 +170,14 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             names.remove(name)
             dropped.append(name)
     return build(names, dropped)
+
+
+def overlap_cells(point: Point) -> dict[str, str]:
+    """The compute, step and hidden cells of a point measured with --overlap ("-" where it was not)."""
+    figures = point.overlap_figures()
+    if figures is None:
+        return {"compute": "-", "step": "-", "hidden": "-"}
+    return {"compute": seconds(figures.compute_s), "step": seconds(figures.step_s), "hidden": f"{figures.hidden:.0%}"}
 
 
 def summary_line(summary: Summary, sizes: int | None = None, streamed: bool = False) -> str:

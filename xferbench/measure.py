@@ -85,7 +85,11 @@ def measure_point(
             samples = sample(transfer, timing, transfer.clock)
         window_end = time.monotonic()
         cpu = contention.usage(cpu_before, contention.snapshot())
+        if getattr(transfer, "verify_after", False):  # a pipeline: no batch dropped or repeated while sampled either
+            transfer.verify()
         point = Point.measured(spec, samples, warmup_calls)
+        if params.get("overlap") and hasattr(transfer, "overlap"):  # after the copy's figures, outside its window
+            point.compute = transfer.overlap(point.median_s, timing)
         if on_ready and not transfer.virtual:
             point.window_s = [window_start, window_end]
         if cpu is not None:

@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.errors import XferbenchError
 from xferbench.spec import BIDIR, H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
-from xferbench.stats import Summary, point_stats, summarize
+from xferbench.stats import Overlap, Summary, overlap_stats, point_stats, summarize
 from xferbench.timing import Samples
 
 if TYPE_CHECKING:
@@ -78,6 +78,16 @@ class Point:
     # same clock in every process), and the share of it during which every device of the run sampled
     window_s: list[float] | None = None
     overlap: float | None = None
+    # --overlap on a pipeline: the kernel, its repeats per step (sized to this point's median), and the
+    # seconds of the kernel alone and of a step (the next batch, then the kernel fed by it), per call
+    compute: dict[str, Any] | None = None
+
+    def overlap_figures(self) -> Overlap | None:
+        """The copy, compute and step medians of --overlap, where this point has them."""
+        record = self.compute
+        if not record or not self.times_s or not record.get("compute_times_s") or not record.get("step_times_s"):
+            return None
+        return overlap_stats(self.times_s, record["compute_times_s"], record["step_times_s"])
 
     @property
     def busy(self) -> bool:
@@ -227,7 +237,7 @@ class Result:
                     "concurrent": s.concurrent,
                     "shape": "x".join(map(str, s.shape)),
                 }
-                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes", "direction_times_s", "direction_mbps", "window_s")})
+                row.update({k: v for k, v in dataclasses.asdict(p).items() if k not in ("times_s", "device_times_s", "host_nodes", "direction_times_s", "direction_mbps", "window_s", "compute")})
                 for way, mbps in (p.direction_mbps or {}).items():
                     row[f"{way}_mbps"] = mbps
                 row.update(os=env.get("os"), cpu=env.get("cpu"), python=env.get("python"))
@@ -567,6 +577,15 @@ def _damage(point: Point, item_bytes: int | None = None, ways: int = 1) -> str |
         values = getattr(point, name)
         if any(not math.isfinite(v) or v <= 0 for v in values):
             return f"a time in '{name}' is not a positive number"
+    if point.compute is not None:
+        record = point.compute
+        if not isinstance(record, dict) or not isinstance(record.get("repeats"), int) or record["repeats"] < 1:
+            return "its 'compute' record has no whole number of kernel repeats"
+        for name in ("compute_times_s", "step_times_s"):
+            values = record.get(name)
+            if not isinstance(values, list) or not values or any(
+                    not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0 for v in values):
+                return f"'compute' has no list of positive times in '{name}'"
     if point.times_s:
         if point.n != len(point.times_s):
             return f"n is {point.n} but it holds {len(point.times_s)} times"

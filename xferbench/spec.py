@@ -28,6 +28,18 @@ def usual_source(framework: str, mode: str) -> str:
     return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned
 
 
+# The input-pipeline paths (xferbench.pipeline): what a training loop's data loading delivers on the
+# device, batch after batch, rather than one copy call. Run with sweep --pipeline or by --mode.
+PIPELINE_MODES = {
+    "torch": ("loader", "loader_workers", "loader_pin", "loader_pin_workers"),  # DataLoader, then .to(device, non_blocking=True)
+    "tf": ("dataset", "prefetch_to_device", "copy_to_device", "generator"),  # tf.data, as tensorflow#43905 compares them
+}
+
+
+def is_pipeline(framework: str, mode: str) -> bool:
+    return mode in PIPELINE_MODES.get(framework, ())
+
+
 # Names this machine in result files and in --out's %h where its own name will not do (a Kubernetes
 # pod's host name is the pod's; the node's name comes in through the downward API).
 HOST_ENV = "XFERBENCH_HOST"

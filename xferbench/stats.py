@@ -47,6 +47,30 @@ def point_stats(times_s: Sequence[float], nbytes: int, batch_size: int) -> Point
     )
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """A pipeline's step with compute against its parts: the median seconds of delivering a batch
+    alone, of the compute kernel alone, and of a step doing both."""
+
+    copy_s: float
+    compute_s: float
+    step_s: float
+
+    @property
+    def hidden(self) -> float:
+        """The share of the delivery the step hid behind the compute, 0 to 1: what the step saved
+        against doing the two one after the other, over the delivery's time. A step no shorter than the
+        sum hid none; one no longer than the compute hid as much as the compute's length allows."""
+        saved = self.copy_s + self.compute_s - self.step_s
+        return min(1.0, max(0.0, saved / self.copy_s)) if self.copy_s > 0 else 0.0
+
+
+def overlap_stats(copy_times_s: Sequence[float], compute_times_s: Sequence[float], step_times_s: Sequence[float]) -> Overlap:
+    """The medians of a point's three sets of samples."""
+    copy, compute, step = (float(np.median(np.asarray(t, dtype=float))) for t in (copy_times_s, compute_times_s, step_times_s))
+    return Overlap(copy, compute, step)
+
+
 def median_uncertainty(times_s: Sequence[float]) -> float | None:
     """Half the width of a distribution-free 95% confidence interval of the median, as a share of the
     median: the order statistics ranked n/2 − 0.98·√n and 1 + n/2 + 0.98·√n (counted from 1) bracket

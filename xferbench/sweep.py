@@ -20,7 +20,8 @@ from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.numa import Binding, plan_binding
 from xferbench.results import Point, Result, Series
-from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, STREAMED, TIMING_METHODS, SeriesKey
+from xferbench.pipeline import DEFAULT_LOADER_WORKERS
+from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, PIPELINE_MODES, STREAMED, TIMING_METHODS, SeriesKey, is_pipeline
 from xferbench.telemetry import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
 from xferbench.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
@@ -47,10 +48,25 @@ class SweepConfig:
     bind: bool = True  # bind each CUDA worker to its GPU's CPUs and NUMA node before it allocates
     directions: tuple[str, ...] = (H2D,)  # which ways to copy (spec.DIRECTIONS)
     concurrent: bool = False  # also run each path on every device at once, after each device alone
+    pipeline: bool = False  # also each framework's input-pipeline modes (spec.PIPELINE_MODES)
+    overlap: bool = False  # pipelines also time a calibrated compute kernel alone and fed by each batch
+    loader_workers: int = DEFAULT_LOADER_WORKERS  # torch's DataLoader workers in its *_workers modes
 
     def params(self, framework: str, at_once: int = 1) -> dict[str, Any]:
-        """A path's parameters: the simulated link's, shared by `at_once` devices in a concurrent run."""
-        return dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once)) if framework == "sim" else {}
+        """A path's parameters: the simulated link's, shared by `at_once` devices in a concurrent run; a
+        pipeline's workers and whether to time the overlap with compute."""
+        if framework == "sim":
+            return dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once))
+        if framework in PIPELINE_MODES:
+            return {"overlap": self.overlap, "loader_workers": self.loader_workers}
+        return {}
+
+    def modes_for(self, backend: Backend) -> tuple[str, ...]:
+        """The modes this sweep runs for a backend: its --mode or default ones, and its pipelines with --pipeline."""
+        chosen = backend.chosen_modes(self.modes)
+        if self.pipeline:
+            chosen = tuple(dict.fromkeys(chosen + PIPELINE_MODES.get(backend.name, ())))
+        return chosen
 
 
 @dataclass
@@ -96,6 +112,7 @@ class Plan:
 MAX_BATCH = 1 << 20  # items in one batch: a million 1-byte items, or more than any batch of images
 MAX_BATCH_SIZES = 64  # sizes in one sweep: each is a point of every series
 MAX_DIMENSIONS = 8  # of one item
+MAX_LOADER_WORKERS = 64  # DataLoader worker processes: more than any machine's cores are worth
 MAX_ITEM_BYTES = 1 << 32  # 4 GiB per item: larger than any image; the host-memory check sizes the batch
 
 
@@ -272,6 +289,12 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     for direction in config.directions:
         if direction not in DIRECTIONS:
             raise XferbenchError(f"unknown --direction {direction!r}; choose from: {', '.join(DIRECTIONS)}")
+    if config.pipeline and not any(b.name in PIPELINE_MODES for b in backends):
+        raise XferbenchError(f"--pipeline: only {' and '.join(PIPELINE_MODES)} have input-pipeline paths; add -f torch or -f tf")
+    if config.overlap and not (config.pipeline or any(is_pipeline(b.name, m) for b in backends for m in config.modes)):
+        raise XferbenchError("--overlap times a compute kernel beside an input pipeline: add --pipeline (or a pipeline --mode)")
+    if not 1 <= config.loader_workers <= MAX_LOADER_WORKERS:
+        raise XferbenchError(f"--loader-workers {config.loader_workers}: give 1 to {MAX_LOADER_WORKERS} worker processes")
     for name in config.pythons:
         if name not in {b.name for b in backends}:
             raise XferbenchError(f"--python {name}=...: {name} is not among the frameworks swept")
@@ -318,7 +341,7 @@ def make_plan(config: SweepConfig) -> Plan:
             else:
                 present = runners[backend.name].devices()
                 targets = [backend.fixed_device] if backend.fixed_device else devices
-            for mode in backend.chosen_modes(config.modes):
+            for mode in config.modes_for(backend):
                 sources = backend.sources(mode)
                 kinds = sources if len(sources) == 1 else config.host_buffers or sources[:1]
                 for op in config.ops:

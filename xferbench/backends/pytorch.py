@@ -29,6 +29,7 @@ compiled, holds a stream of its own while the copies and their events are queued
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -38,7 +39,8 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.spec import (BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
+from xferbench.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.spec import (PIPELINE_MODES, BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
 from xferbench.timing import STREAM_WARM_COPIES
 
@@ -371,16 +373,181 @@ class TorchBack(_TorchCopy):
         self.up_source = self.up_dest = None
 
 
+class ItemDataset:
+    """A map-style dataset of uint8 items, as torch.utils.data expects one: each item a tensor viewing the
+    NumPy array (no copy), so the loader's collate makes the batch's one host copy. At module level, so
+    worker processes started by spawn (macOS, Windows) can unpickle it."""
+
+    def __init__(self, items: np.ndarray) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> Any:
+        return _torch().from_numpy(self.items[index])
+
+
+class CycledSampler:
+    """Item indices 0 ... n - 1 over and over: an endless epoch, so the loader's workers never restart."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __iter__(self) -> Any:
+        return cycled_indices(self.count)
+
+
+def loader_settings(mode: str, params: dict[str, Any]) -> dict[str, Any]:
+    """DataLoader's arguments for a loader mode: pin_memory from the mode, num_workers from
+    --loader-workers where the mode has workers."""
+    workers = int(params.get("loader_workers") or DEFAULT_LOADER_WORKERS) if mode.endswith("_workers") else 0
+    settings: dict[str, Any] = {"num_workers": workers, "pin_memory": "_pin" in mode}
+    if workers:
+        settings["prefetch_factor"] = BUFFER_BATCHES
+    return settings
+
+
+class TorchLoader(PipelineTransfer):
+    """A DataLoader over the pipeline's dataset, each batch then .to(device, non_blocking=True) and the
+    device synchronized."""
+
+    def __init__(self, spec: Spec, params: dict[str, Any]) -> None:
+        torch = self.torch = _torch()
+        key = spec.series
+        self.label, self.batch_size, self.device_id = key.label(), spec.batch_size, key.device
+        self.device = torch.device(key.device)
+        self.kind = self.device.type
+        if self.kind == "cuda":
+            torch.cuda.set_device(self.device)  # the pin thread pins for the current device
+        self.pinned = "_pin" in key.mode
+        self.items = dataset_items(spec.batch_size, key.shape)
+        loader = torch.utils.data.DataLoader(ItemDataset(self.items), batch_size=spec.batch_size,
+                                             sampler=CycledSampler(len(self.items)), **loader_settings(key.mode, params))  # fmt: skip
+        self.batches = iter(loader)
+        generator = torch.Generator(device=self.device).manual_seed(0) if self.kind != "cpu" else None
+        side = kernel_side(key.device)
+        matrix = torch.randn(side, side, generator=generator, device=self.device)
+        self.matrix = torch.linalg.qr(matrix)[0]  # orthogonal: a chain of products neither grows nor fades into denormals
+        self.transfers = 0
+
+    def _deliver(self) -> Any:
+        batch = next(self.batches)
+        if self.pinned and not batch.is_pinned():  # a pinned series whose batches are pageable would measure the wrong path
+            raise VerificationError(f"{self.label}: the DataLoader delivered a batch that is not pinned (is_pinned() is False)")
+        moved = batch.to(self.device, non_blocking=True)  # on the CPU the collated batch itself: .to('cpu') copies nothing
+        self.transfers += 1
+        self._synchronize()
+        return moved
+
+    def _synchronize(self) -> None:
+        if self.kind == "cuda":
+            self.torch.cuda.synchronize(self.device)
+        elif self.kind == "mps":
+            self.torch.mps.synchronize()
+
+    def _read(self, batch: Any) -> tuple[Any, np.ndarray | None]:
+        if batch.device.type != self.kind or (self.device.index is not None and batch.device.index != self.device.index):
+            raise VerificationError(f"{self.label}: the batch is on {batch.device}, not {self.device}")
+        if self.kind == "cpu":
+            return read_host(batch.numpy()), None
+        torch = self.torch
+        staging = torch.empty(min(batch.numel(), VERIFY_CHUNK_BYTES), dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
+        flat = batch.reshape(-1)
+
+        def read(offset: int, out: np.ndarray) -> None:
+            torch.from_numpy(out).copy_(flat[offset : offset + out.size])
+
+        return read, staging
+
+    def _compute(self, batch: Any | None) -> None:
+        torch = self.torch
+        product = self.matrix if batch is None else self.matrix + batch.reshape(-1)[:1].to(torch.float32)  # fed by the batch
+        for _ in range(self.repeats):
+            product = torch.mm(product, self.matrix)
+        self._synchronize()
+
+    def _stop(self) -> None:
+        batches, self.batches = self.batches, None
+        shutdown = getattr(batches, "_shutdown_workers", None)  # workers and the pin thread, now rather than at exit
+        if shutdown:
+            shutdown()
+        self.matrix = None
+
+
+def loader_skip_reason(key: SeriesKey) -> str | None:
+    """Why a DataLoader mode cannot run on this device or with this op, or None."""
+    if "_pin" in key.mode and key.device == "cpu":
+        return ("the DataLoader pins only for an accelerator (on the CPU it warns and leaves pin_memory off), so a pinned"
+                " loader series would time the unpinned one; loader and loader_workers run on the CPU")  # fmt: skip
+    if "_pin" in key.mode and key.device == "mps":
+        return ("PyTorch's DataLoader turns pin_memory off on MPS (it warns 'not supported on MPS now'), so a pinned"
+                " loader series would time the unpinned one; loader and loader_workers run on MPS")  # fmt: skip
+    if key.op != "copy":
+        return f"a pipeline series times the batches the pipeline delivers; the {key.op} op is for the single-copy modes"
+    return None
+
+
+def describe_loader(key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+    """What a DataLoader series does and waits for (torch/utils/data/dataloader.py and
+    _utils/pin_memory.py): the collate's copy, the pinning and the device copy, and who does each."""
+    torch = _torch()
+    kind = key.device.split(":")[0]
+    settings = loader_settings(key.mode, params)
+    workers, pinned = settings["num_workers"], settings["pin_memory"]
+    collate = (f"{workers} worker process(es) each collate a batch (torch.stack into shared memory), {BUFFER_BATCHES} batches"
+               " ahead per worker" if workers else "the loop's own thread collates each batch (torch.stack) when it is asked for")  # fmt: skip
+    pin = ""
+    if pinned:
+        pin = ("; a pin thread copies each collated batch into pinned memory (pin_memory()) as it arrives" if workers
+               else "; the same thread then copies it into pinned memory (pin_memory()), with nothing ahead")  # fmt: skip
+    if kind == "cuda":
+        name, sync = torch.cuda.get_device_name(torch.device(key.device)), "torch.cuda.synchronize"
+        copy = "; then .to(device, non_blocking=True) queues the device copy and the device is synchronized"
+    elif kind == "mps":
+        name, sync = apple_gpu_name(), "torch.mps.synchronize"
+        copy = f"; then .to('mps', non_blocking=True), {MPS_COPY}, and torch.mps.synchronize"
+    else:
+        name, sync = cpu_name(), "none needed: the CPU copy is synchronous"
+        copy = "; on the CPU .to('cpu') returns the collated batch itself, so the collate's copy is the host copy timed"
+    info: dict[str, Any] = {**settings, "dataset_items": "2b+1, each its own bytes, repeated without end",
+                            "batch_sampler": "in order, no shuffle"}  # fmt: skip
+    if kind == "cpu":
+        info["intra_op_threads"] = torch.get_num_threads()
+    if kind == "mps":
+        info["unified_memory"] = apple_silicon()
+    return SeriesInfo(
+        device_name=name,
+        transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
+        clock="time.perf_counter, around taking the next batch and its wait, as a training loop's step with no compute",
+        sync=sync,
+        params=info,
+        note=f"DataLoader(pin_memory={pinned}, num_workers={workers}) over a uint8 dataset: {collate}{pin}{copy}",
+    )
+
+
+def loader_host_bytes(spec: Spec, workers: int) -> int:
+    """The dataset's items, the batches in flight (collated, pinned, moved), and where worker processes
+    start by spawn (macOS, Windows) each worker's own copy of the items."""
+    items = item_count(spec.batch_size) * (spec.nbytes // spec.batch_size)
+    pinned = "_pin" in spec.series.mode
+    ahead = BUFFER_BATCHES * workers if spec.series.mode.endswith("_workers") else 1
+    spawned = workers if spec.series.mode.endswith("_workers") and sys.platform != "linux" else 0
+    return items * (1 + spawned) + spec.nbytes * (2 + ahead) * (1 + pinned) + pinned_size(min(spec.nbytes, VERIFY_CHUNK_BYTES))
+
+
 class TorchBackend(Backend):
     name = "torch"
     title, module, extra = "PyTorch", "torch", "torch"
     default_modes = ("pageable", "pinned", "pinned_into")
-    modes = (*default_modes, "pin_per_call", "tensor", "pin")
+    modes = (*default_modes, "pin_per_call", "tensor", "pin", *PIPELINE_MODES["torch"])
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
 
     def sources(self, mode: str) -> tuple[str, ...]:
+        if mode in PIPELINE_MODES["torch"]:
+            return ("numpy",)  # the dataset's items are a NumPy array; the loader's collate makes each batch
         return ("pinned",) if mode in PINNED_MODES else self.host_buffers
 
     def devices(self) -> list[str]:
@@ -391,6 +558,8 @@ class TorchBackend(Backend):
         return found
 
     def skip_reason(self, key: SeriesKey) -> str | None:
+        if key.mode in PIPELINE_MODES["torch"]:
+            return loader_skip_reason(key)
         if key.host_buffer == "pinned" and key.mode not in PINNED_MODES:
             return "a pinned source is what torch's pinned and pinned_into modes measure; choose them with --mode"
         if key.mode in PIN_MODES and key.device == "cpu":
@@ -419,6 +588,8 @@ class TorchBackend(Backend):
         return None  # whether this PyTorch has torch.cuda._sleep is for describe(), in the worker: planning imports no torch
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        if key.mode in PIPELINE_MODES["torch"]:
+            return describe_loader(key, params)
         if key.method == STREAMED and not hasattr(_torch().cuda, "_sleep"):
             raise NotSupportedHere("this PyTorch has no torch.cuda._sleep to hold a stream with")
         kind = key.device.split(":")[0]
@@ -486,6 +657,11 @@ class TorchBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
+        if spec.series.mode in PIPELINE_MODES["torch"]:
+            return loader_host_bytes(spec, DEFAULT_LOADER_WORKERS)
+        return self._copy_host_bytes(spec)
+
+    def _copy_host_bytes(self, spec: Spec) -> int:
         """Source, pinned copy (rounded up to a power of two by PyTorch's caching host allocator), the
         verification's read-back chunk, tensor's fresh host copy, and on the CPU the destination and the
         seed op's float32 cast. An Apple GPU shares the host's memory, so its destination and cast count too."""
@@ -501,6 +677,8 @@ class TorchBackend(Backend):
         return nbytes * (1 + fresh_copy + 4 * seed_float) + pinned_copy + staging
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        if spec.series.mode in PIPELINE_MODES["torch"]:
+            return TorchLoader(spec, params)
         return TorchTransfer(spec) if spec.series.direction == H2D else TorchBack(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:

@@ -1,0 +1,211 @@
+"""Input-pipeline paths: the dataset whose batches tell each other apart, the check that catches a
+dropped or repeated batch, --overlap's arithmetic and calibration on a virtual clock, torch's
+DataLoader modes on the CPU, and the sweep options that select them."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from conftest import FAST, needs_torch
+from xferbench.backends import BACKENDS
+from xferbench.buffers import read_host
+from xferbench.errors import VerificationError, XferbenchError
+from xferbench.measure import measure_point, measure_series
+from xferbench.pipeline import PipelineTransfer, batch_indices, dataset_items, item_count, repeats_for
+from xferbench.results import Point, Series, _damage
+from xferbench.spec import PIPELINE_MODES, SeriesKey
+from xferbench.stats import overlap_stats
+from xferbench.sweep import SweepConfig, _check_static, _select_backends
+
+SMALL = (4, 4, 3)
+
+
+def test_no_two_items_alike_and_batches_repeat_only_after_2b_plus_1() -> None:
+    for b in (1, 2, 3, 16):
+        items = dataset_items(b, SMALL)
+        flat = {items[i].tobytes() for i in range(item_count(b))}
+        assert len(flat) == item_count(b)
+        starts = [batch_indices(k, b)[0] for k in range(item_count(b) + 1)]
+        assert len(set(starts[:-1])) == item_count(b) and starts[-1] == starts[0]
+
+
+class FakePipeline(PipelineTransfer):
+    """A pipeline on a virtual clock: delivering takes `copy_s`, the kernel `kernel_s` per repeat, and a
+    step takes both, one after the other (overlaps=False) or at once (overlaps=True)."""
+
+    def __init__(self, b: int, copy_s: float = 1e-3, kernel_s: float = 1e-4, overlaps: bool = False, fault: str = "") -> None:
+        self.label, self.batch_size, self.items = "fake", b, dataset_items(b, SMALL)
+        self.copy_s, self.kernel_s, self.overlaps, self.fault = copy_s, kernel_s, overlaps, fault
+        self.now, self.next_batch, self.in_step = 0.0, 0, False
+        self.clock = lambda: self.now
+        self.virtual = True
+
+    def _deliver(self):  # type: ignore[no-untyped-def]
+        if self.fault == "drop" and self.next_batch == 5:
+            self.next_batch += 1
+        if self.fault == "repeat" and self.next_batch == 5:
+            self.next_batch -= 1
+            self.fault = ""
+        batch = self.items[batch_indices(self.next_batch, self.batch_size)]
+        self.next_batch += 1
+        if not self.in_step:
+            self.now += self.copy_s
+        return batch
+
+    def _read(self, batch):  # type: ignore[no-untyped-def]
+        return read_host(batch), None
+
+    def _compute(self, batch) -> None:  # type: ignore[no-untyped-def]
+        kernel = self.kernel_s * self.repeats
+        self.now += max(kernel, self.copy_s) if self.overlaps and batch is not None else kernel
+
+    def step(self) -> None:
+        self.in_step = True
+        batch = self._deliver()
+        self.delivered += 1
+        if not self.overlaps:
+            self.now += self.copy_s
+        self._compute(batch)
+        self.in_step = False
+
+
+def test_the_next_batch_is_checked_byte_for_byte_and_a_dropped_or_repeated_one_named() -> None:
+    clean = FakePipeline(3)
+    for _ in range(8):
+        clean()
+    clean.verify()
+    for fault, said in (("drop", "1 batch(es) dropped"), ("repeat", "1 batch(es) repeated")):
+        faulty = FakePipeline(3, fault=fault)
+        for _ in range(8):
+            faulty()
+        with pytest.raises(VerificationError, match=r"batch 8 of the pipeline: .*" + re.escape(said)):
+            faulty.verify()
+
+
+def test_a_batch_dropped_while_sampling_fails_the_point() -> None:
+    """measure_point checks the sequence after the samples too: a fault after the first check is caught."""
+
+    class LateDrop(FakePipeline):
+        checked = 0
+
+        def verify(self) -> None:
+            self.checked += 1
+            super().verify()
+
+        def _deliver(self):  # type: ignore[no-untyped-def]
+            if self.checked == 1 and not self.fault:  # the first sample after the first check
+                self.fault = "dropped"
+                self.next_batch += 1
+            return super()._deliver()
+
+    class Backend:
+        def prepare(self, spec, params):  # type: ignore[no-untyped-def]
+            return LateDrop(spec.batch_size)
+
+        def is_out_of_memory(self, error: BaseException) -> bool:
+            return False
+
+    key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
+    point = measure_point(Backend(), key.at(2), {}, FAST)  # type: ignore[arg-type]
+    assert point.status == "error" and "verification failed" in point.error and "dropped" in point.error
+
+
+def test_overlap_none_when_the_step_is_the_sum_all_when_it_is_the_longer_part() -> None:
+    assert overlap_stats([2.0], [1.0], [3.0]).hidden == 0
+    assert overlap_stats([2.0], [1.0], [3.5]).hidden == 0  # slower than the sum: still none, never negative
+    assert overlap_stats([2.0], [2.0], [2.0]).hidden == 1
+    assert overlap_stats([2.0], [1.0], [2.0]).hidden == pytest.approx(0.5)  # hid as much as the compute's length
+    assert overlap_stats([1.0, 2.0, 3.0], [1.0], [2.5]).hidden == pytest.approx(0.25)  # medians: (2 + 1 - 2.5) / 2
+
+
+@pytest.mark.parametrize("overlaps, hidden", [(False, 0.0), (True, 1.0)])
+def test_overlap_is_measured_with_a_kernel_sized_to_the_batch_time(overlaps: bool, hidden: float) -> None:
+    pipeline = FakePipeline(2, copy_s=1e-3, kernel_s=1e-4, overlaps=overlaps)
+    record = pipeline.overlap(1e-3, FAST)
+    assert record["repeats"] == 10 and record["kernel"] == "float32 128x128 matmul"
+    figures = overlap_stats([1e-3], record["compute_times_s"], record["step_times_s"])
+    assert figures.compute_s == pytest.approx(1e-3)
+    assert figures.hidden == pytest.approx(hidden)
+    pipeline.verify()  # the steps took their batches in order too
+
+
+def test_repeats_follow_the_target_within_bounds() -> None:
+    assert repeats_for(1e-3, 1e-4) == 10
+    assert repeats_for(1e-6, 1e-4) == 1
+    assert repeats_for(1e3, 1e-9) == 100_000
+    assert repeats_for(math.inf, 1e-4) == 1
+
+
+def test_a_point_whose_compute_record_is_damaged_is_left_out() -> None:
+    spec = SeriesKey("torch", "loader", "copy", "cpu", SMALL).at(2)
+    from xferbench.timing import Samples
+
+    point = Point.measured(spec, Samples([1e-3, 2e-3]), 1)
+    point.compute = {"kernel": "k", "repeats": 3, "compute_times_s": [1e-3], "step_times_s": [2e-3]}
+    assert _damage(point, 48) is None and point.overlap_figures() is not None
+    for broken in ({"repeats": 0}, {"step_times_s": []}, {"compute_times_s": [-1.0]}, {"step_times_s": ["x"]}):
+        point.compute = {"kernel": "k", "repeats": 3, "compute_times_s": [1e-3], "step_times_s": [2e-3], **broken}
+        assert _damage(point, 48), broken
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["loader", "loader_workers"])
+def test_torch_loaders_deliver_verified_batches_on_the_cpu(mode: str) -> None:
+    key = SeriesKey("torch", mode, "copy", "cpu", SMALL)
+    series = Series("torch", mode, "copy", "cpu", list(SMALL))
+    measure_series(BACKENDS["torch"], key, (1, 3), {"overlap": True, "loader_workers": 1}, FAST, series)
+    assert series.status == "ok", series.reason
+    assert [p.status for p in series.points] == ["ok", "ok"], [p.error for p in series.points]
+    for point in series.points:
+        assert point.transfers >= point.n + 2  # every sample, and both checks
+        assert point.compute["repeats"] >= 1 and point.overlap_figures().step_s > 0
+    assert series.params["num_workers"] == (1 if mode == "loader_workers" else 0) and series.params["pin_memory"] is False
+    assert "DataLoader(pin_memory=False" in series.note and series.transfer == "host-to-host"
+
+
+@needs_torch
+def test_a_torch_loader_that_drops_a_batch_is_caught(monkeypatch) -> None:
+    from xferbench.backends import pytorch
+
+    deliver = pytorch.TorchLoader._deliver
+
+    def dropping(self):  # type: ignore[no-untyped-def]
+        if self.delivered == 3:
+            next(self.batches)
+        return deliver(self)
+
+    monkeypatch.setattr(pytorch.TorchLoader, "_deliver", dropping)
+    key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
+    point = measure_point(BACKENDS["torch"], key.at(2), {}, FAST)
+    assert point.status == "error" and "1 batch(es) dropped" in point.error
+
+
+@needs_torch
+def test_pinned_loaders_and_the_seed_op_say_why_they_do_not_run() -> None:
+    torch = BACKENDS["torch"]
+    assert "pins only for an accelerator" in torch.skip_reason(SeriesKey("torch", "loader_pin", "copy", "cpu", SMALL))
+    assert "turns pin_memory off on MPS" in torch.skip_reason(SeriesKey("torch", "loader_pin_workers", "copy", "mps", SMALL))
+    assert "seed op" in torch.skip_reason(SeriesKey("torch", "loader", "seed", "cpu", SMALL))
+    assert torch.skip_reason(SeriesKey("torch", "loader_pin", "copy", "cuda:0", SMALL)) is None
+    assert not set(PIPELINE_MODES["torch"]) & set(torch.default_modes)  # the default sweep is unchanged
+
+
+def test_pipeline_options_are_refused_where_they_select_nothing() -> None:
+    def check(**kwargs) -> None:  # type: ignore[no-untyped-def]
+        config = SweepConfig(**kwargs)
+        _check_static(config, _select_backends(config))
+
+    with pytest.raises(XferbenchError, match="only torch and tf have input-pipeline paths"):
+        check(frameworks=("host",), pipeline=True)
+    with pytest.raises(XferbenchError, match="--overlap times a compute kernel"):
+        check(frameworks=("host",), overlap=True)
+    with pytest.raises(XferbenchError, match="--loader-workers 0"):
+        check(frameworks=("host",), loader_workers=0)
+    config = SweepConfig(frameworks=("torch",), pipeline=True)
+    assert config.modes_for(BACKENDS["torch"]) == (*BACKENDS["torch"].default_modes, *PIPELINE_MODES["torch"])
+    assert SweepConfig(frameworks=("torch",)).modes_for(BACKENDS["torch"]) == BACKENDS["torch"].default_modes
+    assert config.params("torch") == {"overlap": False, "loader_workers": config.loader_workers}

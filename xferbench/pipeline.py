@@ -1,0 +1,177 @@
+"""What every input-pipeline path shares (torch's DataLoader, tf.data): a dataset whose batches tell
+each other apart, the check that each delivered batch is the one that was due, and the calibrated
+compute kernel of --overlap.
+
+A pipeline path is timed as a training loop sees it: each call takes the next batch the pipeline
+delivers, makes sure it is on the device and usable there, and returns. The pipeline runs ahead
+between calls (prefetching, worker processes, a pinning thread), so a call's time is the step time
+of a loop that does nothing else, and MB/s is the batch's bytes over that time.
+
+The dataset holds 2b + 1 items for batch size b, each with its own bytes, and repeats forever, so
+batch k holds items (k*b ... k*b + b - 1) mod (2b + 1). Its batches only repeat every 2b + 1
+batches, so a pipeline that drops or repeats any number of batches below that delivers, at the next
+check, a batch other than the one due: the check reads every byte of a delivered batch against the
+items due, before the samples and again after them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+
+from xferbench.backends.base import Transfer
+from xferbench.buffers import ReadBack, check_all, make_source
+from xferbench.errors import VerificationError
+from xferbench.timing import Clock, Samples, TimingConfig, sample
+
+# torch's DataLoader workers in its *_workers modes unless --loader-workers says: one per core, up to 4
+DEFAULT_LOADER_WORKERS = max(1, min(4, os.cpu_count() or 1))
+BUFFER_BATCHES = 2  # batches a prefetching pipeline keeps ready: tf.data's prefetch, torch's prefetch_factor
+# The compute kernel of --overlap: a float32 square matmul, chained. Its side is fixed per device kind so
+# that the same batch size gets the same kernel in every series; only its repeats follow the copy's time.
+KERNEL_SIDE = {"cpu": 128, "gpu": 1024}
+MAX_REPEATS = 100_000  # of the kernel per step: a copy that slow would take longer than any point allows
+
+
+def item_count(batch_size: int) -> int:
+    """Items in a pipeline's dataset: 2b + 1, so no whole number of batches below 2b + 1 lines up with it."""
+    return 2 * batch_size + 1
+
+
+def dataset_items(batch_size: int, shape: tuple[int, ...]) -> np.ndarray:
+    """The dataset's items, uint8 of `shape` each, filled with the pattern (item i starts i items into
+    it, and the pattern's prime period never lines up with an item, so no two items are alike)."""
+    return make_source((item_count(batch_size), *shape))
+
+
+def batch_indices(k: int, batch_size: int) -> np.ndarray:
+    """Which dataset items batch k (counted from 0 since the pipeline started) holds."""
+    return (k * batch_size + np.arange(batch_size)) % item_count(batch_size)
+
+
+def cycled_indices(count: int):  # type: ignore[no-untyped-def]
+    """0, 1, ..., count - 1, 0, 1, ... forever: the order every pipeline reads its items in."""
+    while True:
+        yield from range(count)
+
+
+def kernel_side(device: str) -> int:
+    return KERNEL_SIDE["cpu" if device == "cpu" else "gpu"]
+
+
+def repeats_for(target_s: float, one_s: float) -> int:
+    """Kernel repeats per step so that the compute takes about `target_s`, one repeat taking `one_s`."""
+    if not (one_s > 0 and math.isfinite(target_s)):
+        return 1
+    return max(1, min(MAX_REPEATS, round(target_s / one_s)))
+
+
+class PipelineTransfer(Transfer):
+    """A pipeline prepared at one batch size. Subclasses give _deliver (the next batch, on the device
+    and waited for), _read (a read-back of a delivered batch), _compute (the kernel on the device,
+    waited for) and _stop (the pipeline shut down)."""
+
+    label: str
+    items: np.ndarray
+    batch_size: int
+    verify_after = True  # measure_point checks the sequence again once the samples are taken
+    delivered = 0  # batches taken from the pipeline so far
+    repeats = 1  # the compute kernel's repeats per step (calibrate_compute)
+
+    @abstractmethod
+    def _deliver(self) -> Any:
+        """Take the next batch and make it usable on the device: return it once it is there."""
+
+    @abstractmethod
+    def _read(self, batch: Any) -> tuple[ReadBack, np.ndarray | None]:
+        """A ReadBack of a delivered batch's bytes and the staging buffer for it (None: a fresh one)."""
+
+    @abstractmethod
+    def _compute(self, batch: Any | None) -> None:
+        """The kernel, `repeats` times, on the device; fed by the batch where one is given (a step), by
+        a tensor already there where not (compute alone); returns once the device has finished."""
+
+    def _stop(self) -> None:
+        """Shut the pipeline down (worker processes, threads, iterators)."""
+
+    def __call__(self) -> None:
+        self._deliver()
+        self.delivered += 1
+
+    def verify(self) -> None:
+        """The next batch must be batch `delivered`, byte for byte; where it is not, say which batch it
+        is, if any, so a dropped or repeated batch is named as such."""
+        due = self.delivered
+        batch = self._deliver()
+        self.delivered += 1
+        read, staging = self._read(batch)
+        expected = self.items[batch_indices(due, self.batch_size)]
+        try:
+            check_all(expected, read, f"{self.label} batch {due} of the pipeline", staging)
+        except VerificationError as error:
+            raise VerificationError(f"{error}{self._which(read)}") from None
+
+    def _which(self, read: ReadBack) -> str:
+        """'; it holds batch N's items (...)' where the delivered batch's first item is another batch's."""
+        first = np.empty(self.items[0].size, dtype=np.uint8)
+        read(0, first)
+        due = self.delivered - 1
+        for shift in range(-3, item_count(self.batch_size)):
+            if shift == 0:
+                continue
+            index = batch_indices(due + shift, self.batch_size)[0]
+            if np.array_equal(self.items[index].reshape(-1), first):
+                what = f"{-shift} batch(es) repeated" if shift < 0 else f"{shift} batch(es) dropped"
+                return f"; its first item is batch {due + shift}'s: {what}"
+        return ""
+
+    def calibrate_compute(self, target_s: float, clock: Clock = time.perf_counter) -> None:
+        """Size the kernel's repeats so that compute alone takes about `target_s` (the copy's median):
+        after a first run that loads and warms the kernel, the repeats double until a run lasts at least
+        half the target (one short run is mostly launch and timer noise), then scale to the target."""
+        self.repeats = 1
+        self._compute(None)
+        while True:
+            started = clock()
+            self._compute(None)
+            took = clock() - started
+            if took >= target_s / 2 or self.repeats >= MAX_REPEATS:
+                break
+            self.repeats = min(MAX_REPEATS, self.repeats * 2)
+        self.repeats = repeats_for(target_s, took / self.repeats)
+
+    def compute_alone(self) -> None:
+        self._compute(None)
+
+    def step(self) -> None:
+        """What a training step does: take the next batch and run the kernel on it."""
+        batch = self._deliver()
+        self.delivered += 1
+        self._compute(batch)
+
+    def overlap(self, copy_median_s: float, timing: TimingConfig) -> dict[str, Any]:
+        """Compute alone and copy-plus-compute steps, sampled as the copy was, with the kernel sized to
+        the copy's median: the point's `compute` record."""
+        clock = self.clock
+        self.calibrate_compute(copy_median_s, clock)
+        alone: Samples = sample(self.compute_alone, timing, clock)
+        for _ in range(timing.warmup_calls):
+            self.step()
+        steps: Samples = sample(self.step, timing, clock)
+        return {"kernel": self.kernel, "repeats": self.repeats, "compute_times_s": alone.times_s, "step_times_s": steps.times_s}
+
+    @property
+    def kernel(self) -> str:
+        side = kernel_side(getattr(self, "device_id", "cpu"))
+        return f"float32 {side}x{side} matmul"
+
+    def close(self) -> None:
+        try:
+            self._stop()
+        finally:
+            self.items = None  # type: ignore[assignment]
