@@ -1,6 +1,7 @@
 """The CLI through Typer's runner: real sweeps, and one-line errors for every bad input."""
 
 import json
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
