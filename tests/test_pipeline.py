@@ -51,6 +51,8 @@ class FakePipeline(PipelineTransfer):
             self.next_batch -= 1
             self.fault = ""
         batch = self.items[batch_indices(self.next_batch, self.batch_size)]
+        if self.fault == "corrupt" and self.next_batch == 8:
+            batch[-1, -1] = 0  # a copy (fancy indexing) of the items: one byte lost on the way
         self.next_batch += 1
         if not self.in_step:
             self.now += self.copy_s
@@ -78,11 +80,23 @@ def test_the_next_batch_is_checked_byte_for_byte_and_a_dropped_or_repeated_one_n
     for _ in range(8):
         clean()
     clean.verify()
+    corrupt = FakePipeline(3, fault="corrupt")
+    for _ in range(8):
+        corrupt()
+    with pytest.raises(VerificationError, match=r"batch 8 of the pipeline: 1 of 144 bytes differ"):
+        corrupt.verify()
+    for b in (1, 3):  # with one item a batch, a dropped batch must not read as two repeated
+        for fault, said in (("drop", "1 batch(es) dropped"), ("repeat", "1 batch(es) repeated")):
+            faulty = FakePipeline(b, fault=fault)
+            for _ in range(8):
+                faulty()
+            with pytest.raises(VerificationError, match=re.escape(said)):
+                faulty.verify()
     for fault, said in (("drop", "1 batch(es) dropped"), ("repeat", "1 batch(es) repeated")):
         faulty = FakePipeline(3, fault=fault)
         for _ in range(8):
             faulty()
-        with pytest.raises(VerificationError, match=r"batch 8 of the pipeline: .*" + re.escape(said)):
+        with pytest.raises(VerificationError, match=r"batch 8 of the pipeline is not the batch due: its first item is batch \d+'s: " + re.escape(said)):
             faulty.verify()
 
 

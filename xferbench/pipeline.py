@@ -35,7 +35,9 @@ BUFFER_BATCHES = 2  # batches a prefetching pipeline keeps ready: tf.data's pref
 # The compute kernel of --overlap: a float32 square matmul, chained. Its side is fixed per device kind so
 # that the same batch size gets the same kernel in every series; only its repeats follow the copy's time.
 KERNEL_SIDE = {"cpu": 128, "gpu": 1024}
+REPEATS_LOOKED_BACK = 3  # batches a check looks back for a repeated one (it looks forward for dropped ones up to 2b)
 MAX_REPEATS = 100_000  # of the kernel per step: a copy that slow would take longer than any point allows
+CALIBRATION_RUNS = 3
 
 
 def item_count(batch_size: int) -> int:
@@ -114,32 +116,35 @@ class PipelineTransfer(Transfer):
         try:
             check_all(expected, read, f"{self.label} batch {due} of the pipeline", staging)
         except VerificationError as error:
-            raise VerificationError(f"{error}{self._which(read)}") from None
+            other = self._which(read, due)
+            if other:
+                raise VerificationError(f"{self.label}: batch {due} of the pipeline is not the batch due: {other}") from None
+            raise
 
-    def _which(self, read: ReadBack) -> str:
-        """'; it holds batch N's items (...)' where the delivered batch's first item is another batch's."""
+    def _which(self, read: ReadBack, due: int) -> str:
+        """"its first item is batch N's: M batch(es) dropped" (or repeated) where the delivered batch starts
+        as another batch does, the nearest first; "" where it starts as none does (its bytes are wrong)."""
         first = np.empty(self.items[0].size, dtype=np.uint8)
         read(0, first)
-        due = self.delivered - 1
-        for shift in range(-3, item_count(self.batch_size)):
-            if shift == 0:
-                continue
-            index = batch_indices(due + shift, self.batch_size)[0]
-            if np.array_equal(self.items[index].reshape(-1), first):
+        nearest = sorted(range(-REPEATS_LOOKED_BACK, item_count(self.batch_size)), key=lambda shift: (abs(shift), shift < 0))
+        for shift in nearest:
+            if shift and np.array_equal(self.items[batch_indices(due + shift, self.batch_size)[0]].reshape(-1), first):
                 what = f"{-shift} batch(es) repeated" if shift < 0 else f"{shift} batch(es) dropped"
-                return f"; its first item is batch {due + shift}'s: {what}"
+                return f"its first item is batch {due + shift}'s: {what}"
         return ""
 
     def calibrate_compute(self, target_s: float, clock: Clock = time.perf_counter) -> None:
         """Size the kernel's repeats so that compute alone takes about `target_s` (the copy's median):
-        after a first run that loads and warms the kernel, the repeats double until a run lasts at least
-        half the target (one short run is mostly launch and timer noise), then scale to the target."""
+        after a first run that loads and warms the kernel, the repeats double until the quickest of a few
+        runs lasts at least half the target (a short run is mostly launch and timer noise), then scale."""
         self.repeats = 1
         self._compute(None)
         while True:
-            started = clock()
-            self._compute(None)
-            took = clock() - started
+            took = math.inf
+            for _ in range(CALIBRATION_RUNS):  # the quickest of a few: one slow run (a worker's burst, a clock ramping up) is no rate
+                started = clock()
+                self._compute(None)
+                took = min(took, clock() - started)
             if took >= target_s / 2 or self.repeats >= MAX_REPEATS:
                 break
             self.repeats = min(MAX_REPEATS, self.repeats * 2)

@@ -21,6 +21,9 @@ is a no-op.
 Before any device copy the batch is copied on the host: NumPy copies the array as TensorFlow converts
 it (every call, aligned or not), and TF_NewTensor copies that again unless it is aligned for Eigen.
 On the CPU the path is therefore a host-side copy. There is no user-facing pinned path.
+
+Pipeline modes (xferbench.pipeline): dataset, prefetch_to_device, copy_to_device and generator time
+the batches a tf.data pipeline delivers on the device, as tensorflow#43905 compares them (TFPipeline).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec, usual_source
+from xferbench.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, PIPELINE_MODES, SeriesKey, Spec, usual_source
 
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
 COPY_WAITS = ("TensorFlow's own: the call's host-to-device copy is the NumPy argument's conversion (an _EagerConst on the"
@@ -119,6 +123,18 @@ def desc_field(description: str, name: str) -> str | None:
         if sep and key.strip() == name:
             return value.strip() or None
     return None
+
+
+def device_name(device: str) -> str:
+    """The device's own name: TensorFlow's for a CUDA GPU, the Mac's for its GPU, the CPU's model."""
+    kind = device.split(":")[0]
+    if kind == "cuda":
+        tf = _tf()
+        gpu = tf.config.list_physical_devices("GPU")[int(device.split(":")[1])]
+        return str(tf.config.experimental.get_device_details(gpu).get("device_name", "CUDA GPU"))
+    if kind == "mps":
+        return apple_gpu_name()  # the Mac's one name for its GPU, whichever framework reached it
+    return cpu_name()
 
 
 def jit_on_cpu_command(key: SeriesKey) -> str:
@@ -232,13 +248,192 @@ class TFTransfer(Transfer):
         self.host = self.function = None
 
 
+PIPELINE_CLOCK = "time.perf_counter, around taking the next batch and its wait, as a training loop's step with no compute"
+PIPELINE_CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously, and next() returns a finished batch"
+PIPELINE_GPU_SYNC = ("one element of the delivered batch fetched to the host with .numpy(): a slice that runs on the device"
+                     " after whatever made the batch there, so it returns once the whole batch is there")  # fmt: skip
+# What TensorFlow 2.21's Python source shows (data/experimental/ops/prefetching_ops.py, data/ops/prefetch_op.py,
+# data/ops/iterator_ops.py), said under every series of the modes that copy inside the pipeline.
+COPY_TO_DEVICE = ("copy_to_device(target) wraps the pipeline in a GeneratorDataset placed on the target, whose next function"
+                  " calls the CPU (remote_call) for the pipeline's next batch, so the batch comes back onto the target as that"
+                  " call's output")  # fmt: skip
+PREFETCH_TO_DEVICE = ("prefetch_to_device(target, n) is copy_to_device(target) then prefetch(n); the prefetch is placed with"
+                      " the copy's dataset and the eager iterator with the prefetch, so a background thread runs the copies"
+                      " on the target, up to n batches ahead of the loop")  # fmt: skip
+SAME_PIPELINE = ("in TensorFlow 2.21 copy_to_device then prefetch(n) builds exactly what prefetch_to_device(target, n) builds,"
+                 " so the two series time one pipeline (tensorflow#43905's reporter timed them apart on a 2.4 nightly); no"
+                 " tf.device scope is needed around iter(): an eager iterator is placed with its dataset, on the target")  # fmt: skip
+PINNED_FINDING = ("tensorflow#43905 reports, from a TensorFlow maintainer, that prefetch_to_device overlaps the copy only when"
+                  " the pipeline's output is in pinned host memory; that a plain tf.data batch is not pinned is that report's,"
+                  " not verified here (the allocators are in TensorFlow's C++)")  # fmt: skip
+METAL_UNKNOWN = ("whether tensorflow-metal (a PluggableDevice) runs copy_to_device's GeneratorDataset and iterator on its GPU"
+                 " is not known: the Python source only checks that the target's type is GPU; each check of the sequence"
+                 " fails the series if a batch arrives anywhere but /GPU:0")  # fmt: skip
+PIPELINE_ITEMS = "2b+1, each its own bytes, repeated without end"
+
+
+def pipeline_dataset(tf: Any, mode: str, held: list[np.ndarray], batch_size: int, target: str) -> Any:
+    """The mode's tf.data pipeline: the items (held[0]) in order without end, batched by `batch_size`.
+
+    In eager mode from_generator's py_func stays registered for the process's life (script_ops ties it
+    to the global graph), and its generator with it: the generator reaches the items only through
+    `held`, which the pipeline empties when it stops, so each batch size's items are freed."""
+    count, item_shape = len(held[0]), held[0].shape[1:]
+    if mode == "generator":
+
+        def generate() -> Any:
+            for index in cycled_indices(count):
+                if not held:
+                    return
+                yield held[0][index]
+
+        source = tf.data.Dataset.from_generator(generate, output_signature=tf.TensorSpec(item_shape, tf.uint8))
+    else:
+        source = tf.data.Dataset.from_tensor_slices(held[0]).repeat()
+    batched = source.batch(batch_size)
+    if mode == "dataset":
+        return batched  # the step's tf.identity under the target's scope moves each batch
+    if mode == "copy_to_device":
+        return batched.apply(tf.data.experimental.copy_to_device(target)).prefetch(BUFFER_BATCHES)
+    return batched.apply(tf.data.experimental.prefetch_to_device(target, BUFFER_BATCHES))
+
+
+class TFPipeline(PipelineTransfer):
+    """A tf.data pipeline with one iterator for the whole point: each call takes the next batch and
+    makes it usable on the target, as a training loop's step does."""
+
+    def __init__(self, spec: Spec, params: dict[str, Any]) -> None:
+        tf = self.tf = _tf()
+        key = spec.series
+        self.label, self.batch_size, self.device_id, self.mode = key.label(), spec.batch_size, key.device, key.mode
+        self.target = tf_device(key.device)
+        # A GPU's ops are only queued when they return; the CPU's have run, unless eager execution is made async.
+        self.fetch = key.device != "cpu" or not tf.config.experimental.get_synchronous_execution()
+        self.items = dataset_items(spec.batch_size, key.shape)
+        self.held = [self.items]
+        self.dataset = pipeline_dataset(tf, key.mode, self.held, spec.batch_size, self.target)
+        self.batches = iter(self.dataset)  # placed with the dataset's last op: on the target for the *_to_device modes
+        side = kernel_side(key.device)
+        with tf.device(self.target):  # orthogonal: a chain of products neither grows nor fades into denormals
+            self.matrix = tf.linalg.qr(tf.random.stateless_normal((side, side), seed=(0, 0)))[0]
+        self.transfers = 0
+
+    def _wait(self, tensor: Any) -> None:
+        """Fetch one element of the tensor: it is read on the device after the tensor is made there."""
+        if self.fetch:
+            tensor[(0,) * tensor.shape.rank].numpy()
+
+    def _deliver(self) -> Any:
+        batch = next(self.batches)
+        if self.mode == "dataset":
+            with self.tf.device(self.target):
+                batch = self.tf.identity(batch)  # the step's copy to the device; on the CPU the iterator's batch itself
+        self.transfers += 1
+        self._wait(batch)
+        return batch
+
+    def _read(self, batch: Any) -> tuple[Any, np.ndarray | None]:
+        expected = self.target.strip("/").upper()  # CPU:0, GPU:1, ...
+        if batch.device.rsplit("/", 1)[-1].upper() != f"DEVICE:{expected}":
+            raise VerificationError(f"{self.label}: the batch is on {batch.device}, not on {self.target}")
+        return read_host(batch.numpy()), None
+
+    def _compute(self, batch: Any | None) -> None:
+        tf = self.tf
+        with tf.device(self.target):
+            product = self.matrix
+            if batch is not None:  # fed by the batch, so the step's compute waits for it
+                product = product + tf.cast(tf.reshape(batch, [-1])[:1], tf.float32)
+            for _ in range(self.repeats):
+                product = tf.matmul(product, self.matrix)
+        self._wait(product)
+
+    def _stop(self) -> None:
+        self.batches = self.dataset = self.matrix = None  # the iterator's threads and buffers go with the last reference
+        self.held.clear()
+
+
+def pipeline_skip_reason(key: SeriesKey) -> str | None:
+    """Why a tf.data mode cannot run with this op, or None."""
+    if key.op != "copy":
+        return f"a pipeline series times the batches the pipeline delivers; the {key.op} op is for the single-copy modes"
+    return None
+
+
+def describe_pipeline(key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+    """What a tf.data series copies, where, and who does it (TensorFlow's prefetching_ops.py, prefetch_op.py,
+    iterator_ops.py and options.py)."""
+    tf = _tf()
+    kind = key.device.split(":")[0]
+    target = tf_device(key.device)
+    cpu = kind == "cpu"
+    synchronous = tf.config.experimental.get_synchronous_execution()
+    sync = PIPELINE_CPU_SYNC if cpu and synchronous else PIPELINE_GPU_SYNC
+    batch = "the batch op copies b items into a fresh host tensor"
+    if key.mode == "dataset":
+        notes = [f"from_tensor_slices(items).repeat().batch(b): {batch}, made ahead by the prefetch tf.data injects after a"
+                 " final synchronous transformation (Options inject_prefetch, on by default)"]  # fmt: skip
+        if cpu:
+            notes.append("on the CPU the step's tf.identity under tf.device('/CPU:0') returns the iterator's batch and copies"
+                         " nothing, so the batch op's copy is the host copy timed, at the rate the background thread makes batches")  # fmt: skip
+        else:
+            notes.append(f"then the step's tf.identity under tf.device('{target}') copies it to the device from the batch's"
+                         " host memory, in the loop's own thread, as TFTransfer's eager copy does")  # fmt: skip
+    else:
+        if key.mode == "generator":
+            notes = [f"from_generator over the items (a Python generator run by a py_func, under the GIL, each item converted"
+                     f" to a tensor), batch(b): {batch}; then prefetch_to_device('{target}', {BUFFER_BATCHES})",
+                     "tensorflow#43905 reports that prefetch_to_device 'does not do anything' after from_generator"]  # fmt: skip
+        elif key.mode == "copy_to_device":
+            notes = [f"from_tensor_slices(items).repeat().batch(b): {batch}; then copy_to_device('{target}')"
+                     f" and prefetch({BUFFER_BATCHES})", SAME_PIPELINE]  # fmt: skip
+        else:
+            notes = [f"from_tensor_slices(items).repeat().batch(b): {batch}; then prefetch_to_device('{target}', {BUFFER_BATCHES})"]
+        notes += [COPY_TO_DEVICE, PREFETCH_TO_DEVICE]
+        if cpu:
+            notes.append("on the CPU the copy to '/CPU:0' is the same device and copies nothing, so the batch op's copy is"
+                         " the host copy timed, at the rate the background thread makes batches")  # fmt: skip
+        else:
+            notes.append(PINNED_FINDING)
+            if kind == "mps":
+                notes.append(METAL_UNKNOWN)
+    info: dict[str, Any] = {"tf_device": target, "dataset_items": PIPELINE_ITEMS, "iterator": "one, made when the point is prepared",
+                            "buffer_size": "autotuned (tf.data's injected prefetch)" if key.mode == "dataset" else BUFFER_BATCHES}  # fmt: skip
+    if cpu:
+        info["onednn"] = onednn_enabled()
+    if kind == "mps":
+        info["unified_memory"] = apple_silicon()
+    return SeriesInfo(
+        device_name=device_name(key.device),
+        transfer=HOST_TO_HOST if cpu else HOST_TO_DEVICE,
+        clock=PIPELINE_CLOCK,
+        sync=sync,
+        params=info,
+        note="; ".join(notes),
+    )
+
+
+def pipeline_host_bytes(spec: Spec) -> int:
+    """The dataset's items (and from_tensor_slices' tensor of them), and the batches in flight: the one being
+    made, those prefetched, the delivered one, its read-back and the expected items of a check."""
+    items = item_count(spec.batch_size) * (spec.nbytes // spec.batch_size)
+    sliced = spec.series.mode != "generator"
+    return items * (1 + sliced) + spec.nbytes * (4 + BUFFER_BATCHES)
+
+
 class TFBackend(Backend):
     name = "tf"
     title, module, extra = "TensorFlow", "tensorflow", "tf"
-    modes = default_modes = ("eager", "function", "jit")
+    default_modes = ("eager", "function", "jit")
+    modes = (*default_modes, *PIPELINE_MODES["tf"])
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
+
+    def sources(self, mode: str) -> tuple[str, ...]:
+        if mode in PIPELINE_MODES["tf"]:
+            return ("numpy",)  # the dataset's items are a NumPy array; the pipeline's batch op makes each batch
+        return self.host_buffers
 
     def devices(self) -> list[str]:
         gpus = _tf().config.list_physical_devices("GPU")
@@ -260,6 +455,8 @@ class TFBackend(Backend):
         return super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
+        if key.mode in PIPELINE_MODES["tf"]:
+            return pipeline_skip_reason(key)
         if key.host_buffer == "pinned":
             return "TensorFlow has no user-facing pinned host memory; torch's pinned modes show what pinning buys"
         if key.mode == "jit" and key.device == "mps":
@@ -276,15 +473,11 @@ class TFBackend(Backend):
                 " cuda, torch, cupy and jax time d2h, and cuda and torch bidir")  # fmt: skip
 
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
+        if key.mode in PIPELINE_MODES["tf"]:
+            return describe_pipeline(key, params)
         tf = _tf()
         kind = key.device.split(":")[0]
-        if kind == "cuda":
-            gpu = tf.config.list_physical_devices("GPU")[int(key.device.split(":")[1])]
-            name = tf.config.experimental.get_device_details(gpu).get("device_name", "CUDA GPU")
-        elif kind == "mps":
-            name = apple_gpu_name()  # the Mac's one name for its GPU, whichever framework reached it
-        else:
-            name = cpu_name()
+        name = device_name(key.device)
         sync = sync_for(key.device, key.mode)
         notes = []
         info: dict[str, Any] = {"tf_device": tf_device(key.device), "onednn": onednn_enabled()}
@@ -332,10 +525,14 @@ class TFBackend(Backend):
         XLA's own copy under jit; on the CPU and on a Mac (whose GPU shares the host's memory) the seed op's
         cast too, and on a Mac the destination."""
         key = spec.series
+        if key.mode in PIPELINE_MODES["tf"]:
+            return pipeline_host_bytes(spec)
         seed_float = key.op == "seed" and key.device in ("cpu", "mps")
         return spec.nbytes * (4 + (key.mode == "jit") + (key.device == "mps") + 4 * seed_float)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
+        if spec.series.mode in PIPELINE_MODES["tf"]:
+            return TFPipeline(spec, params)
         return TFTransfer(spec)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
