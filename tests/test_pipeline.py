@@ -52,7 +52,7 @@ class FakePipeline(PipelineTransfer):
             self.fault = ""
         batch = self.items[batch_indices(self.next_batch, self.batch_size)]
         if self.fault == "corrupt" and self.next_batch == 8:
-            batch[-1, -1] = 0  # a copy (fancy indexing) of the items: one byte lost on the way
+            batch[-1, -1, -1, -1] = 0  # a copy (fancy indexing) of the items: one byte lost on the way
         self.next_batch += 1
         if not self.in_step:
             self.now += self.copy_s
