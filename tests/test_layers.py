@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-READERS = ("plot", "report", "compare", "validate", "fleet", "pairs", "results", "display", "references", "peers")
+READERS = ("plot", "report", "compare", "validate", "fleet", "pairs", "results", "display", "references", "peers", "pipeline_report")
 MEASURING = ("xferbench.backends", "xferbench.measure", "xferbench.sweep", "xferbench.worker")
 
 

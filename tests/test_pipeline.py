@@ -132,6 +132,7 @@ def test_overlap_none_when_the_step_is_the_sum_all_when_it_is_the_longer_part() 
     assert overlap_stats([2.0], [1.0], [3.0]).hidden == 0
     assert overlap_stats([2.0], [1.0], [3.5]).hidden == 0  # slower than the sum: still none, never negative
     assert overlap_stats([2.0], [2.0], [2.0]).hidden == 1
+    assert overlap_stats([2.0], [3.0], [2.5]).hidden == 1  # quicker than the compute alone (noise): all, never more
     assert overlap_stats([2.0], [1.0], [2.0]).hidden == pytest.approx(0.5)  # hid as much as the compute's length
     assert overlap_stats([1.0, 2.0, 3.0], [1.0], [2.5]).hidden == pytest.approx(0.25)  # medians: (2 + 1 - 2.5) / 2
 

@@ -16,6 +16,7 @@ from typing import Any
 from xferbench.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.errors import XferbenchError
+from xferbench import pipeline_report
 from xferbench.concurrency import groups
 from xferbench.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
 from xferbench.pairs import Pair, copy_kind, differences, framework_version, pair, pair_key, placement, unlike
@@ -649,8 +650,11 @@ def render(
     if plot is not None:
         lines += [_plot_link(plot, out), ""]
     notes = _notes(picks, names, files, empty)
+    pipelines = pipeline_report.section(picks)
     if paired:  # the answer first: what differs and each path paired, then the notes that qualify it
-        lines += answer + (["### Notes", "", *notes, ""] if notes else []) + by_batch
+        lines += answer + pipelines + (["### Notes", "", *notes, ""] if notes else []) + by_batch
+    else:  # input pipelines answer which delivers the most: that first
+        lines += pipelines
     empty_names = [(e, e.series.label() + (f" ({label_of[id(e.result)]})" if several and id(e.result) in label_of else ""))
                    for e in empty]  # fmt: skip
     summary, ceilings, raw = summary_table(picks, names, where, empty_names)

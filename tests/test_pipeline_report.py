@@ -1,0 +1,73 @@
+"""The report's answer for input pipelines, read from the files real runs wrote: the H200's DataLoader
+sweep (results/nvidia-h200/2026-11-26/run-3) and this CPU's tf.data and DataLoader sweep."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from xferbench import pipeline_report
+from xferbench.report import render
+from xferbench.results import Selection, load, select
+
+REPO = Path(__file__).resolve().parent.parent
+H200 = REPO / "results" / "nvidia-h200" / "2026-11-26" / "run-3" / "sweeps" / "pipelines.json"
+CPU = REPO / "results" / "cpu-amd-epyc-2core" / "pipelines-tf-torch.json"
+
+
+def picks(path: Path, selection: Selection = Selection()):  # type: ignore[no-untyped-def]
+    return select([path], selection)[0]
+
+
+def test_the_h200_answer_names_the_pipeline_with_the_most_batches_and_its_share_of_the_ceiling() -> None:
+    lines = pipeline_report.section(picks(H200))
+    text = "\n".join(lines)
+    assert lines[0] == "### Input pipelines: what a training loop receives"
+    assert ("- **cuda:0** (NVIDIA H200): most batches per second from `torch/loader_pin/copy` at batches 1–512; the best"
+            " pipeline reaches 7–28% of the raw ceiling (`cuda/raw_pinned` at the same batch) and 0.07–0.37× the best plain"
+            " copy of the same batch.") in text  # fmt: skip
+    assert "| 1 | 8,943 (17%) | 1,760 (3%) | **14,775 (28%)** | 1,407 (3%) | 39,742 (`torch/pinned/copy`) | 52,334 |" in text
+    assert "| `torch/loader_pin_workers/copy` | 44% | 8% | 57% | 59% | 51% |" in text
+    assert "| `torch/loader/copy` | 0% | 0% | 0% | 0% | 0% |" in text
+
+
+def test_the_winner_follows_the_figures_batch_by_batch() -> None:
+    """Make loader_workers the fastest at batch 256 and 512 only: the sentence splits into two runs."""
+    chosen = picks(H200)
+    changed = copy.deepcopy(chosen)
+    for pick in changed:
+        if pick.series.mode == "loader_workers":
+            for point in pick.series.points:
+                if point.batch_size >= 256:
+                    point.batches_per_s, point.mbps = point.batches_per_s * 3, point.mbps * 3
+    text = "\n".join(pipeline_report.section(changed))
+    assert "most batches per second from `torch/loader_pin/copy` at batches 1–64; `torch/loader_workers/copy` at batches 256–512" in text
+    assert "| 256 | 43.6 (4%) | **201 (19%)** |" in text
+
+
+def test_no_section_without_pipelines_and_the_report_puts_it_first() -> None:
+    assert pipeline_report.section(picks(H200, Selection(modes=("pinned", "raw_pinned")))) == []
+    report = render(picks(H200))
+    assert report.index("### Input pipelines") < report.index("### Summary")
+
+
+def test_a_tf_and_torch_sweep_on_the_cpu_says_which_delivers_most_without_a_raw_ceiling() -> None:
+    text = "\n".join(pipeline_report.section(picks(CPU)))
+    assert "- **cpu** (AMD EPYC): most batches per second from " in text
+    assert "of the raw ceiling" not in text and "host memcpy, for scale (`host/numpy/copy`)" in text
+    assert ("most batches per second from `torch/loader/copy` at batch 1; `tf/dataset/copy` at batches 16–128;"
+            " `tf/prefetch_to_device/copy` at batch 256; the best pipeline reaches 0.31–5.01× the best plain copy") in text
+    # the host memcpy is for scale, never the best plain copy a pipeline is read against
+    assert "| 1 | 22,018 | 5,529 | 5,199 | 2,821 | **83,696** | 1,537 | 267,023 (`torch/pageable/copy`) | 514,668 |" in text
+    without_host = "\n".join(pipeline_report.section(picks(CPU, Selection(frameworks=("tf", "torch")))))
+    assert "raw ceiling (none ran)" in without_host
+    for mode in ("tf/dataset", "tf/prefetch_to_device", "tf/copy_to_device", "tf/generator", "torch/loader", "torch/loader_workers"):
+        assert f"`{mode}/copy`" in text
+
+
+def test_only_host_to_device_copies_are_read_beside_the_pipelines() -> None:
+    """The same GPU's d2h and bidir sweep beside it: a bidir copy moves twice the bytes, and is no plain copy of these batches."""
+    both = select([H200, H200.parent / "d2h.json"], Selection())[0]
+    text = "\n".join(pipeline_report.section(both))
+    assert "| 512 | 21.6 (4%) | 26.5 (5%) | **36.1 (7%)** | 26 (5%) | 539 (`torch/pinned/copy`) | 543 |" in text
+    assert "d2h" not in text and "bidir" not in text

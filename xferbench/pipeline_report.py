@@ -1,0 +1,132 @@
+"""The report's answer for input pipelines: which pipeline delivers the most batches per second at each
+batch size on each device, how far each stands from that device's ceiling, and how much of a batch's
+delivery each hid behind compute (--overlap). Read from result files only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xferbench.display import rate
+from xferbench.results import Point, Selected, Series
+from xferbench.spec import H2D, is_pipeline
+from xferbench.telemetry import is_raw_reference, raw_series
+
+ABSENT = "–"
+YARDSTICKS = ("host", "sim")  # no framework's copy: a host memcpy for scale, a simulated link
+
+
+def _ok(series: Series) -> dict[int, Point]:
+    return {p.batch_size: p for p in series.ok_points()}
+
+
+def _span(batches: Sequence[int]) -> str:
+    """'batch 16' or 'batches 1–64' (the batches as measured, in order)."""
+    return f"batch {batches[0]}" if len(batches) == 1 else f"batches {batches[0]}–{batches[-1]}"
+
+
+def _runs(best: list[tuple[int, str]]) -> list[tuple[str, list[int]]]:
+    """Neighbouring batches won by the same path, in batch order: [(path, batches), ...]."""
+    runs: list[tuple[str, list[int]]] = []
+    for batch, name in best:
+        if runs and runs[-1][0] == name:
+            runs[-1][1].append(batch)
+        else:
+            runs.append((name, [batch]))
+    return runs
+
+
+def _share(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low * 100:.0f}–{high:.0%}"
+
+
+def section(picks: Sequence[Selected]) -> list[str]:
+    """The section's Markdown lines, or none where no picked series is a pipeline."""
+    devices: dict[str, list[Selected]] = {}
+    for pick in picks:
+        if pick.series.direction == H2D:
+            devices.setdefault(pick.series.device, []).append(pick)
+    lines: list[str] = []
+    for device, here in devices.items():
+        pipes = [p.series for p in here if is_pipeline(p.series.framework, p.series.mode) and p.series.ok_points()]
+        if not pipes:
+            continue
+        plain = [p.series for p in here if not is_pipeline(p.series.framework, p.series.mode) and p.series.op == "copy"
+                 and p.series.framework not in YARDSTICKS and not is_raw_reference(p.series) and p.series.ok_points()]  # fmt: skip
+        result = next(p.result for p in here if p.series is pipes[0])
+        raw = raw_series(pipes[0], result.series)
+        scale = None if raw else next((p.series for p in here if p.series.framework == "host" and p.series.ok_points()), None)
+        raw_points = _ok(raw) if raw is not None else {}
+        points = {s.label(): _ok(s) for s in pipes}
+        batches = sorted({b for found in points.values() for b in found})
+        best: list[tuple[int, str]] = []
+        rows, raw_shares, plain_ratios = [], [], []
+        for batch in batches:
+            here_points = {name: found[batch] for name, found in points.items() if batch in found}
+            name, top = max(here_points.items(), key=lambda item: item[1].batches_per_s or 0)
+            best.append((batch, name))
+            plains = [(s, _ok(s)[batch]) for s in plain if batch in _ok(s)]
+            best_plain = max(plains, key=lambda item: item[1].mbps or 0) if plains else None
+            ceiling = raw_points.get(batch)
+            if ceiling and ceiling.mbps and top.mbps:
+                raw_shares.append(top.mbps / ceiling.mbps)
+            if best_plain and best_plain[1].mbps and top.mbps:
+                plain_ratios.append(top.mbps / best_plain[1].mbps)
+            cells = []
+            for label in points:
+                point = here_points.get(label)
+                if point is None or not point.batches_per_s:
+                    cells.append(ABSENT)
+                    continue
+                share = f" ({point.mbps / ceiling.mbps:.0%})" if ceiling and ceiling.mbps and point.mbps else ""
+                text = f"{rate(point.batches_per_s)}{share}"
+                cells.append(f"**{text}**" if label == name else text)
+            plain_cell = (f"{rate(best_plain[1].batches_per_s)} (`{best_plain[0].label().rsplit('@', 1)[0]}`)"
+                          if best_plain else ABSENT)  # fmt: skip
+            yardstick = ceiling or (_ok(scale).get(batch) if scale else None)
+            rows.append([str(batch), *cells, plain_cell, rate(yardstick.batches_per_s) if yardstick else ABSENT])
+        name_of = {s.label(): s.label().rsplit("@", 1)[0] for s in pipes}
+        won = "; ".join(f"`{name_of[name]}` at {_span(run)}" for name, run in _runs(best))
+        device_name = pipes[0].device_name or device
+        against = []
+        if raw_shares:
+            against.append(f"{_share(raw_shares)} of the raw ceiling (`cuda/raw_pinned` at the same batch)")
+        if plain_ratios:
+            low, high = min(plain_ratios), max(plain_ratios)
+            span = f"{low:.2f}×" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{high:.2f}×"
+            against.append(f"{span} the best plain copy of the same batch")
+        lines.append(f"- **{device}** ({device_name}): most batches per second from {won}"
+                     + (f"; the best pipeline reaches {' and '.join(against)}." if against else "."))  # fmt: skip
+        lines += ["", f"Batches per second delivered on {device}, the most at each batch in bold"
+                  + ("; (%): MB/s as a share of the raw ceiling at the same batch" if raw_points else "")
+                  + f"; {ABSENT}: not measured:", ""]  # fmt: skip
+        last = "raw ceiling" if raw_points else f"host memcpy, for scale (`{scale.label().rsplit('@', 1)[0]}`)" if scale else "raw ceiling (none ran)"
+        header = ["batch", *(f"`{name_of[s.label()]}`" for s in pipes), "best plain copy", last]
+        lines += [_row(header), _row(["---:"] * len(header)), *(_row(r) for r in rows), ""]
+        lines += _overlap(pipes, name_of)
+    if not lines:
+        return []
+    return ["### Input pipelines: what a training loop receives", "",
+            "Each pipeline series is a training loop with no compute: each call takes the next batch and waits until it is"
+            " usable on the device, every delivered batch checked in order. The plain copies are the single-call paths of"
+            " the same file on the same device.", "", *lines]  # fmt: skip
+
+
+def _overlap(pipes: Sequence[Series], name_of: dict[str, str]) -> list[str]:
+    """Hidden share of each pipeline at each batch, where --overlap measured it."""
+    measured = [s for s in pipes if any(p.overlap_figures() for p in s.ok_points())]
+    if not measured:
+        return []
+    batches = sorted({p.batch_size for s in measured for p in s.ok_points() if p.overlap_figures()})
+    rows = []
+    for series in measured:
+        found = {p.batch_size: p.overlap_figures() for p in series.ok_points()}
+        rows.append([f"`{name_of[series.label()]}`", *(f"{f.hidden:.0%}" if (f := found.get(b)) else ABSENT for b in batches)])
+    return ["With compute (--overlap): the share of each batch's delivery a step hid behind a kernel sized to the"
+            " batch's own delivery time (0%: the step took as long as delivery then compute; 100%: as long as the longer"
+            " of the two). Each step waits for its kernel, as a loop that reads its loss does.", "",
+            _row(["path", *(f"batch {b}" for b in batches)]), _row(["---", *["---:"] * len(batches)]), *(_row(r) for r in rows), ""]  # fmt: skip
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
