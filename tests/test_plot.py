@@ -476,3 +476,11 @@ def test_plot_replaces_an_existing_figure_only_with_overwrite(tmp_path, monkeypa
     r = CliRunner().invoke(app, ["plot", str(run)])
     assert r.exit_code == 2 and "runs/run.png already exists; choose another --out, or add --overwrite" in r.stderr
     assert CliRunner().invoke(app, ["plot", str(run), "--overwrite"]).exit_code == 0
+
+
+def test_frameworks_sharing_a_panel_draw_its_link_ceiling_once() -> None:
+    """torch and the raw copy of one H200 run share the throughput panel: one theoretical line, one key."""
+    run = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200" / "2026-11-26" / "run-3" / "sweeps" / "pipelines.json"
+    picks, _ = select([run], Selection(modes=("pinned", "raw_pinned")))
+    texts = legend_texts(figure(picks))
+    assert [t for t in texts if "theoretical" in t] == ["PCIe Gen5 x16 theoretical (63.0 GB/s, under load)"]

@@ -326,9 +326,11 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
     marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
     hollow = ", hollow: busy machine" if key else ""
     what = f"throughput: band p10–p90, ring at saturation (95% of peak){marked}{hollow}"
+    lined: set[int] = set()  # several panel names may share one axes: its ceilings are drawn once
     for number, (name, axes) in enumerate(dict.fromkeys(panels.items())):
-        for text, mbps in ceilings.items():
+        for text, mbps in ceilings.items() if id(axes) not in lined else ():
             axes.axhline(mbps, color="grey", linestyle="--", linewidth=1, label=text)
+        lined.add(id(axes))
         axes.set_xscale("log", base=2)
         axes.set_xticks(ticks, tick_texts, fontsize=8)
         axes.tick_params(axis="x", labelbottom=True)  # shared axes hide inner labels: a panel above an empty slot keeps its own
