@@ -425,10 +425,11 @@ class TorchLoader(PipelineTransfer):
         loader = torch.utils.data.DataLoader(ItemDataset(self.items), batch_size=spec.batch_size,
                                              sampler=CycledSampler(len(self.items)), **loader_settings(key.mode, params))  # fmt: skip
         self.batches = iter(loader)
-        generator = torch.Generator(device=self.device).manual_seed(0) if self.kind != "cpu" else None
         side = kernel_side(key.device)
-        matrix = torch.randn(side, side, generator=generator, device=self.device)
-        self.matrix = torch.linalg.qr(matrix)[0]  # orthogonal: a chain of products neither grows nor fades into denormals
+        # Orthogonal, so a chain of products neither grows nor fades into denormals; made on the CPU, as MPS
+        # has no QR of its own, and the same matrix on every device.
+        matrix = torch.randn(side, side, generator=torch.Generator().manual_seed(0))
+        self.matrix = torch.linalg.qr(matrix)[0].to(self.device)
         self.transfers = 0
 
     def _deliver(self) -> Any:

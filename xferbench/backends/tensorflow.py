@@ -314,8 +314,12 @@ class TFPipeline(PipelineTransfer):
         self.dataset = pipeline_dataset(tf, key.mode, self.held, spec.batch_size, self.target)
         self.batches = iter(self.dataset)  # placed with the dataset's last op: on the target for the *_to_device modes
         side = kernel_side(key.device)
-        with tf.device(self.target):  # orthogonal: a chain of products neither grows nor fades into denormals
-            self.matrix = tf.linalg.qr(tf.random.stateless_normal((side, side), seed=(0, 0)))[0]
+        # Orthogonal, so a chain of products neither grows nor fades into denormals; made on the CPU (no GPU
+        # plugin need offer a QR), then copied to the target.
+        with tf.device("/CPU:0"):
+            orthogonal = tf.linalg.qr(tf.random.stateless_normal((side, side), seed=(0, 0)))[0]
+        with tf.device(self.target):
+            self.matrix = tf.identity(orthogonal)
         self.transfers = 0
 
     def _wait(self, tensor: Any) -> None:
