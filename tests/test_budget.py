@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import sys
 import time
@@ -123,7 +124,8 @@ def test_a_peer_command_that_does_not_fit_before_the_deadline_is_skipped_and_sai
     log = validation.CommandLog(tmp_path / "commands.txt", lambda line: None)
     peer = validation.PeerRun("bandwidthTest", "/bin/sleep", log, deadline=time.monotonic() + 30)
     assert peer(["30"], estimate_s=60.0) is None
-    assert peer.stopped == "bandwidthTest's remaining runs were skipped: the run's --max-minutes budget was spent"
+    assert re.fullmatch(r"bandwidthTest's remaining runs were skipped: (29|30) s of the --max-minutes budget were left and"
+                        r" the next is estimated to need 60 s", peer.stopped)  # fmt: skip
     assert (tmp_path / "commands.txt").read_text() == ""  # nothing was started
 
 
@@ -148,6 +150,18 @@ def test_a_sweep_with_no_time_left_is_not_started_and_said(tmp_path) -> None:
     files = validation.run_sweeps(run, lambda line: None, deadline=time.monotonic() - 1, notes=notes)
     assert files == {"default": None, "large": None}
     assert notes == [f"{stem}.json was not started: the run's --max-minutes budget was spent" for stem in ("default", "large")]
+
+
+def test_a_sweep_the_later_steps_leave_no_time_says_how_much_was_left_and_needed() -> None:
+    """A budget under the estimate is not a budget spent: the note says what was left and what the rest needs."""
+    run = planned(1.0)
+    notes: list[str] = []
+    files = validation.run_sweeps(run, lambda line: None, deadline=time.monotonic() + 60, notes=notes)
+    assert files["default"] is None
+    found = re.fullmatch(r"default\.json was not started: (\d+) s of the --max-minutes budget were left and the steps after it"
+                         r" are estimated to need (\d+) s \(at a Gen4 link's rates; a faster link needs less, so a longer"
+                         r" --max-minutes would have fitted it\)", notes[0])  # fmt: skip
+    assert found and 58 <= int(found.group(1)) <= 60 and int(found.group(2)) > 60
 
 
 def test_an_unbound_workers_empty_numa_record_keeps_the_reason_it_was_not_bound() -> None:

@@ -339,9 +339,14 @@ def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None
         command = [sys.executable, "-m", "xferbench", "sweep", *arguments, "-o", str(path)]
         limit = None
         if deadline is not None:
-            limit = deadline - time.monotonic() - peers_s - sum(plans.get(s, 0.0) for s in stems[at + 1:]) - budget.STOP_GRACE_S
+            left = deadline - time.monotonic()
+            after = peers_s + sum(plans.get(s, 0.0) for s in stems[at + 1:]) + budget.STOP_GRACE_S
+            limit = left - after
             if limit <= 0:
-                said = f"{stem}.json was not started: the run's --max-minutes budget was spent"
+                said = (f"{stem}.json was not started: {max(left, 0):.0f} s of the --max-minutes budget were left and the"
+                        f" steps after it are estimated to need {after:.0f} s (at a Gen4 link's rates; a faster link needs"
+                        " less, so a longer --max-minutes would have fitted it)" if left > 0 else
+                        f"{stem}.json was not started: the run's --max-minutes budget was spent")  # fmt: skip
                 echo(f"warning: {said}")
                 notes.append(said)
                 files[stem] = None
@@ -441,7 +446,8 @@ class PeerRun:
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left < estimate_s:
-                self.stopped = f"{self.name}'s remaining runs were skipped: the run's --max-minutes budget was spent"
+                self.stopped = (f"{self.name}'s remaining runs were skipped: {max(left, 0):.0f} s of the --max-minutes budget"
+                                f" were left and the next is estimated to need {estimate_s:.0f} s")  # fmt: skip
                 return None
             timeout = min(timeout, left)
         command = [*self.prefix, self.executable, *arguments]
