@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import FAST, needs_torch
+from conftest import FAST, needs_torch, run_config
 from xferbench.backends import BACKENDS
 from xferbench.buffers import read_host
 from xferbench.errors import VerificationError, XferbenchError
@@ -168,18 +168,33 @@ def test_a_point_whose_compute_record_is_damaged_is_left_out() -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize("mode", ["loader", "loader_workers"])
-def test_torch_loaders_deliver_verified_batches_on_the_cpu(mode: str) -> None:
-    key = SeriesKey("torch", mode, "copy", "cpu", SMALL)
-    series = Series("torch", mode, "copy", "cpu", list(SMALL))
+def test_torch_loader_delivers_verified_batches_on_the_cpu() -> None:
+    key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
+    series = Series("torch", "loader", "copy", "cpu", list(SMALL))
     measure_series(BACKENDS["torch"], key, (1, 3), {"overlap": True, "loader_workers": 1}, FAST, series)
     assert series.status == "ok", series.reason
     assert [p.status for p in series.points] == ["ok", "ok"], [p.error for p in series.points]
     for point in series.points:
         assert point.transfers >= point.n + 2  # every sample, and both checks
         assert point.compute["repeats"] >= 1 and point.overlap_figures().step_s > 0
-    assert series.params["num_workers"] == (1 if mode == "loader_workers" else 0) and series.params["pin_memory"] is False
+    assert series.params["num_workers"] == 0 and series.params["pin_memory"] is False
     assert "DataLoader(pin_memory=False" in series.note and series.transfer == "host-to-host"
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_pipeline_sweep_runs_the_loaders_with_workers_in_torchs_own_process() -> None:
+    """Workers are forked from torch's worker process, as in every sweep (never from a process other
+    frameworks have made multithreaded); --pipeline adds the pipelines to the default modes."""
+    result = run_config(SweepConfig(frameworks=("torch",), pipeline=True, overlap=True, loader_workers=2, shape=SMALL,
+                                    batch_sizes=(1, 3), timing=FAST))  # fmt: skip
+    by_mode = {s.mode: s for s in result.series}
+    assert list(by_mode) == [*BACKENDS["torch"].default_modes, *PIPELINE_MODES["torch"]]
+    workers = by_mode["loader_workers"]
+    assert workers.status == "ok" and [p.status for p in workers.points] == ["ok", "ok"], [p.error for p in workers.points]
+    assert workers.params["num_workers"] == 2 and all(p.overlap_figures() for p in workers.points)
+    assert by_mode["loader_pin"].status == "skipped" and "pins only for an accelerator" in by_mode["loader_pin"].reason
+    assert result.config["pipeline"] is True and result.config["loader_workers"] == 2
 
 
 @needs_torch
@@ -224,3 +239,16 @@ def test_pipeline_options_are_refused_where_they_select_nothing() -> None:
     assert config.modes_for(BACKENDS["torch"]) == (*BACKENDS["torch"].default_modes, *PIPELINE_MODES["torch"])
     assert SweepConfig(frameworks=("torch",)).modes_for(BACKENDS["torch"]) == BACKENDS["torch"].default_modes
     assert config.params("torch") == {"overlap": False, "loader_workers": config.loader_workers}
+
+
+def test_the_cli_refuses_a_pipeline_option_that_selects_nothing_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    for args, said in ((["-f", "host", "--pipeline"], "--pipeline: only torch and tf have input-pipeline paths; add -f torch or -f tf"),
+                       (["-f", "host", "--overlap"], "--overlap times a compute kernel beside an input pipeline"),
+                       (["-f", "host", "--loader-workers", "0"], "--loader-workers 0: give 1 to 64 worker processes")):
+        ran = CliRunner().invoke(app, ["sweep", *args])
+        assert ran.exit_code == 2 and said in ran.output and "Traceback" not in ran.output, ran.output
+        assert len(ran.output.strip().splitlines()) == 1
