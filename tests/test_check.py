@@ -11,11 +11,12 @@ from typer.testing import CliRunner
 from nodes import H100, node, write
 from xferbench import check
 from xferbench.cli import app
+from xferbench.verdict import Verdict
 from xferbench.references import floor_for
 from xferbench.results import Result
 
 
-def findings(result, **kwargs) -> dict[str, check.Finding]:
+def findings(result, **kwargs) -> dict[str, Verdict]:
     (verdict,) = check.verdicts(result, **kwargs)
     return {f.name: f for f in verdict.findings}
 

@@ -19,3 +19,18 @@ def test_a_reader_imports_nothing_that_measures(reader: str) -> None:
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert found.returncode == 0, found.stderr
     assert found.stdout.split() == [], f"xferbench.{reader} imports {found.stdout.strip()}"
+
+
+def test_check_validate_and_fleet_judge_in_one_vocabulary() -> None:
+    """One verdict type and one set of statuses: those the files hold, whichever command wrote or reads them."""
+    import ast
+    from pathlib import Path
+
+    from xferbench import check, validate, verdict
+
+    assert check.Verdict is validate.Verdict is verdict.Verdict
+    assert (check.PASS, check.FAIL, check.WARN, check.NA, check.INFO) == verdict.STATUSES
+    for name in ("check", "validate", "fleet", "validation"):
+        tree = ast.parse((Path(verdict.__file__).parent / f"{name}.py").read_text())
+        literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+        assert not literals & set(verdict.STATUSES), f"{name}.py spells a status itself: {literals & set(verdict.STATUSES)}"

@@ -16,6 +16,7 @@ from xferbench.results import Point, Result, Series
 from xferbench.spec import PER_CALL, STREAMED, SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
 from xferbench.timing import Samples
+from xferbench.verdict import Verdict
 from xferbench.worker import LocalRunner
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,7 +70,7 @@ def good_raw() -> list[Series]:
             series("cuda", "raw_pinned", {64: 26_100, 256: 26_100, 1024: 26_100}, method=STREAMED)]  # fmt: skip
 
 
-def check(name: str, *made: Series, environment: dict[str, Any] = GEN4_X16) -> validate.Check:
+def check(name: str, *made: Series, environment: dict[str, Any] = GEN4_X16) -> Verdict:
     """The one check whose function is `name`, over a file holding these series."""
     return getattr(validate, f"{name}_check")([result(*made, environment=environment)])
 
@@ -173,7 +174,7 @@ def test_a_virtual_machines_understated_port_reads_as_facts_disagreeing() -> Non
 def test_the_event_and_wall_clocks_are_information_only() -> None:
     wall_too_fast = check("clock", series("cuda", "raw_pinned", {1024: 26_000}, device_ratio=1.2))
     assert wall_too_fast.status == "info" and "worst +20.0% (wall vs device)" in wall_too_fast.figure
-    assert validate.passed([wall_too_fast, validate.Check("x", "pass", "")])  # shown, never judged: it cannot fail
+    assert validate.passed([wall_too_fast, Verdict("x", "pass", "")])  # shown, never judged: it cannot fail
     pageable = series("torch", "pageable", {64: 10_000, 1024: 12_000}, device_ratio=1.5)  # host staging: not judged
     small = series("cuda", "raw_pinned", {64: 20_000}, device_ratio=1.2)  # 64 MiB: launch costs still weigh
     assert check("clock", pageable, small).status == "n/a" and "no pinned copy of 256 MiB or more" in check("clock", pageable, small).figure

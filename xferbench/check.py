@@ -32,17 +32,10 @@ from xferbench.references import floor_for, floor_line, published_line
 from xferbench.results import Point, Result, Series
 from xferbench.spec import H2D, STREAMED
 from xferbench.telemetry import is_raw_reference, ran_below_max
+from xferbench.verdict import FAIL, INFO, NA, PASS, WARN, Verdict
 
-PASS, FAIL, WARN, NA, INFO = "pass", "fail", "warn", "n/a", "info"
 LINK_SHARE = 0.75  # the raw ceiling must reach this share of the link's theoretical rate
 JUDGED = ("link", "reference", "link state", "baseline")  # findings that can pass or fail a GPU (baseline: by prefix)
-
-
-@dataclass(frozen=True)
-class Finding:
-    name: str  # link, reference, link state, replays, baseline, or a path's label
-    status: str  # PASS, FAIL, WARN, NA or INFO
-    figure: str  # what was found, in words and numbers
 
 
 @dataclass
@@ -50,7 +43,7 @@ class DeviceVerdict:
     device: str
     device_name: str
     ceiling_mbps: float | None  # the raw pinned copy at the checked batch, streamed where it ran
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Verdict] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -78,51 +71,51 @@ def best_point(series: list[Series]) -> tuple[Series, Point] | None:
     return None
 
 
-def _link_findings(series: Series, environment: dict[str, Any], mbps: float, share: float) -> list[Finding]:
+def _link_findings(series: Series, environment: dict[str, Any], mbps: float, share: float) -> list[Verdict]:
     device = device_entry(environment, series.device)
     ceiling = pcie_ceiling(device, series.link)
     if ceiling is None:
         why = (series.link or {}).get("reason") or (environment.get("nvml") or {}).get("reason") or "NVML gave no PCIe link"
-        link = Finding("link", NA, f"no theoretical rate to judge by: {why}")
+        link = Verdict("link", NA, f"no theoretical rate to judge by: {why}")
     else:
         gbps, label = ceiling
         reached = mbps / (gbps * 1e3)
-        link = Finding("link", PASS if reached >= share else FAIL,
+        link = Verdict("link", PASS if reached >= share else FAIL,
                        f"{mbps / 1e3:.1f} GB/s, {reached:.0%} of {label}; at least {share:.0%} needed")  # fmt: skip
     state = _link_state(series, environment)
     return [link, state]
 
 
-def _link_state(series: Series, environment: dict[str, Any]) -> Finding:
+def _link_state(series: Series, environment: dict[str, Any]) -> Verdict:
     """Down-trained when most samples under load ran below the maximum (telemetry.ran_below_max)."""
     down = ran_below_max(series, environment)
     if down:
-        return Finding("link state", FAIL, down)
+        return Verdict("link state", FAIL, down)
     readings = link_readings(device_entry(environment, series.device), series.link)
     under = [r for r in readings if r[0] == "under load"]
     maxima = [r for r in readings if r[0] != "under load"]
     if not under:
         top = f" (max Gen{maxima[0][1]} x{maxima[0][2]})" if maxima else ""
-        return Finding("link state", NA, f"no NVML reading while data moved{top}")
+        return Verdict("link state", NA, f"no NVML reading while data moved{top}")
     if not maxima:
-        return Finding("link state", NA, f"Gen{under[0][1]} x{under[0][2]} under load; NVML gave no maximum")
-    return Finding("link state", PASS, f"Gen{under[0][1]} x{under[0][2]} under load, its maximum Gen{maxima[0][1]} x{maxima[0][2]}")
+        return Verdict("link state", NA, f"Gen{under[0][1]} x{under[0][2]} under load; NVML gave no maximum")
+    return Verdict("link state", PASS, f"Gen{under[0][1]} x{under[0][2]} under load, its maximum Gen{maxima[0][1]} x{maxima[0][2]}")
 
 
-def _reference_finding(name: str, mbps: float) -> Finding:
+def _reference_finding(name: str, mbps: float) -> Verdict:
     """The raw ceiling against the model's published health-check floor, which alone judges, cited with
     its source and date; the published measurements of the model are shown beside it, never judged."""
     gbps = mbps / 1e3
     published = published_line(name, None)
     floor = floor_for(name)
     if floor is None:
-        return Finding("reference", INFO, f"{gbps:.1f} GB/s; no published health-check floor for this model ({name}): only the"
+        return Verdict("reference", INFO, f"{gbps:.1f} GB/s; no published health-check floor for this model ({name}): only the"
                                           f" link and a baseline judge it; {published}")  # fmt: skip
-    return Finding("reference", PASS if gbps >= floor.low_gbps else FAIL,
+    return Verdict("reference", PASS if gbps >= floor.low_gbps else FAIL,
                    f"{gbps:.1f} GB/s against the floor of {floor_line(floor)}; {published}")  # fmt: skip
 
 
-def _replay_finding(environment: dict[str, Any], device_id: str) -> Finding:
+def _replay_finding(environment: dict[str, Any], device_id: str) -> Verdict:
     before_entry = device_entry(environment, device_id).get("nvml") or {}
     before = before_entry.get("pcie_replay_counter")
     after_gpus = (environment.get("nvml_after") or {}).get("gpus") or []
@@ -130,14 +123,14 @@ def _replay_finding(environment: dict[str, Any], device_id: str) -> Finding:
     after_entry = after_entry or next((g for g in after_gpus if g.get("index") == before_entry.get("index")), {})
     after = after_entry.get("pcie_replay_counter")
     if before is None or after is None:
-        return Finding("replays", NA, "NVML gave no PCIe replay counter before and after")
+        return Verdict("replays", NA, "NVML gave no PCIe replay counter before and after")
     if after > before:
-        return Finding("replays", WARN, f"the PCIe replay counter rose by {after - before:,} during the check ({before:,} → {after:,}):"
+        return Verdict("replays", WARN, f"the PCIe replay counter rose by {after - before:,} during the check ({before:,} → {after:,}):"
                                         " the link retransmitted packets")  # fmt: skip
-    return Finding("replays", PASS, f"no replays during the check (counter {after:,})")
+    return Verdict("replays", PASS, f"no replays during the check (counter {after:,})")
 
 
-def _baseline_findings(checked: list[Series], baseline: Result, threshold: float) -> list[Finding]:
+def _baseline_findings(checked: list[Series], baseline: Result, threshold: float) -> list[Verdict]:
     found = []
     by_key = {s.key: s for s in baseline.series if s.ok_points()}
     for series in checked:
@@ -149,9 +142,9 @@ def _baseline_findings(checked: list[Series], baseline: Result, threshold: float
         batch = shared[-1]
         row = compare_point(series.label(), next(p for p in base.ok_points() if p.batch_size == batch), points[batch], threshold)  # type: ignore[union-attr]
         status = FAIL if row.verdict == SLOWER else WARN if row.verdict == INCONCLUSIVE else PASS
-        found.append(Finding(f"baseline {series.label()}", status,
+        found.append(Verdict(f"baseline {series.label()}", status,
                              f"{row.base_mbps:,.0f} → {row.new_mbps:,.0f} MB/s at batch {batch} ({row.ratio:.2f}×, {row.verdict})"))  # fmt: skip
-    return found or [Finding("baseline", NA, "the baseline has no series measured on this GPU at a batch checked here")]
+    return found or [Verdict("baseline", NA, "the baseline has no series measured on this GPU at a batch checked here")]
 
 
 def verdicts(result: Result, link_share: float = LINK_SHARE, baseline: Result | None = None,
@@ -170,10 +163,10 @@ def verdicts(result: Result, link_share: float = LINK_SHARE, baseline: Result | 
         broken += [f"{s.label()}: {s.reason}" for s in raws if s.status == "failed"]
         if raw is None:
             why = [s.reason for s in raws if s.reason] + [p.error for s in raws for p in s.points if p.error] + ["no point"]
-            verdict.findings.append(Finding("raw copy", FAIL, f"the raw pinned copy measured nothing: {why[0]}"))
+            verdict.findings.append(Verdict("raw copy", FAIL, f"the raw pinned copy measured nothing: {why[0]}"))
         else:
             if broken:
-                verdict.findings.append(Finding("raw copy", FAIL, f"a raw copy failed: {broken[0]}"))
+                verdict.findings.append(Verdict("raw copy", FAIL, f"a raw copy failed: {broken[0]}"))
             series, point = raw
             verdict.findings += _link_findings(series, environment, point.mbps or 0.0, link_share)
             verdict.findings.append(_reference_finding(name, point.mbps or 0.0))
@@ -182,10 +175,10 @@ def verdicts(result: Result, link_share: float = LINK_SHARE, baseline: Result | 
             for series in [s for s in on_device if not is_raw_reference(s) and s.status != "skipped"]:
                 point = best_point([series])
                 if point is None:
-                    verdict.findings.append(Finding(series.label(), FAIL, f"measured nothing: {series.reason or 'see the result file'}"))
+                    verdict.findings.append(Verdict(series.label(), FAIL, f"measured nothing: {series.reason or 'see the result file'}"))
                 else:
                     share = (point[1].mbps or 0.0) / (verdict.ceiling_mbps or 1.0)
-                    verdict.findings.append(Finding(series.label(), INFO, f"{point[1].mbps:,.0f} MB/s at batch {point[1].batch_size},"
+                    verdict.findings.append(Verdict(series.label(), INFO, f"{point[1].mbps:,.0f} MB/s at batch {point[1].batch_size},"
                                                                           f" {share:.0%} of the raw ceiling"))  # fmt: skip
         if baseline is not None:
             verdict.findings += _baseline_findings(on_device, baseline, threshold)
@@ -196,7 +189,7 @@ def verdicts(result: Result, link_share: float = LINK_SHARE, baseline: Result | 
     return out
 
 
-def _unchecked_gpus(environment: dict[str, Any], checked: list[str]) -> Finding | None:
+def _unchecked_gpus(environment: dict[str, Any], checked: list[str]) -> Verdict | None:
     """A GPU NVML sees that no series measured: it fell off CUDA's list (unless CUDA_VISIBLE_DEVICES
     chose which GPUs CUDA sees)."""
     nvml = environment.get("nvml") or {}
@@ -205,7 +198,7 @@ def _unchecked_gpus(environment: dict[str, Any], checked: list[str]) -> Finding 
         return None
     if (environment.get("settings") or {}).get("CUDA_VISIBLE_DEVICES") is not None:
         return None  # the user chose which GPUs CUDA sees
-    return Finding("GPU count", FAIL, f"NVML sees {len(gpus)} GPUs but CUDA let {len(checked)} be checked: a GPU may have"
+    return Verdict("GPU count", FAIL, f"NVML sees {len(gpus)} GPUs but CUDA let {len(checked)} be checked: a GPU may have"
                                       " fallen off the bus or failed to initialize (see nvidia-smi and the kernel log)")  # fmt: skip
 
 
@@ -222,7 +215,7 @@ def verdict_table(verdict: DeviceVerdict) -> Table:
     table.add_column("result")
     table.add_column("figure")
     for finding in verdict.findings:
-        status = finding.status.upper() if finding.status != INFO else "info"
+        status = finding.status.upper() if finding.status != INFO else INFO  # shown as written: never a verdict
         table.add_row(escape(finding.name), f"[{VERDICT_STYLE[finding.status]}]{status}[/]" if VERDICT_STYLE[finding.status] else status,
                       escape(finding.figure))  # fmt: skip
     return table
@@ -247,5 +240,5 @@ def to_dict(found: list[DeviceVerdict], link_share: float, baseline: str | None)
             "devices": [{**dataclasses.asdict(v), "status": v.status} for v in found]}  # fmt: skip
 
 
-__all__ = ["EXIT_CODES", "FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Finding", "best_point", "checked",
+__all__ = ["EXIT_CODES", "FAIL", "INFO", "LINK_SHARE", "NA", "PASS", "WARN", "DeviceVerdict", "Verdict", "best_point", "checked",
            "overall", "to_dict", "verdict_table", "verdicts"]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from xferbench.check import best_point, checked
+from xferbench.verdict import FAIL, NA, WARN
 from xferbench.environment import device_entry, link_readings
 from xferbench.errors import XferbenchError
 from xferbench.peers import PEER_CEILINGS
@@ -111,11 +112,11 @@ def _link(series: Series, result: Result) -> tuple[str, str, bool]:
 def _check_flags(device_check: dict[str, Any]) -> list[str]:
     """What a device's check said beyond PASS: which checks failed, replays that rose, nothing judged."""
     findings = device_check.get("findings") or []
-    failed = [f["name"] for f in findings if f.get("status") == "fail"]
+    failed = [f["name"] for f in findings if f.get("status") == FAIL]
     flags = [f"check FAIL: {', '.join(failed)}"] if failed else []
-    if device_check.get("status") == "n/a":
+    if device_check.get("status") == NA:
         flags.append("check judged nothing")
-    flags += ["replays rose" for f in findings if f.get("name") == "replays" and f.get("status") == "warn"]
+    flags += ["replays rose" for f in findings if f.get("name") == "replays" and f.get("status") == WARN]
     return flags
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from xferbench.display import rate, size
 from xferbench.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
@@ -20,8 +19,8 @@ from xferbench.results import Point, Result, Series
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.numa import placed_pages
 from xferbench.telemetry import claimed_bytes, link_below_max, loaded_samples, pages_warning, received_bytes
+from xferbench.verdict import FAIL, INFO, NA, PASS, Verdict, passed
 
-PASS, FAIL, NA, INFO = "pass", "fail", "n/a", "info"
 CEILING_FLOOR = 0.80  # the raw pinned copy reaches at least this share of the theoretical link
 PINNED_INTO_FLOOR = 0.95  # torch pinned_into reaches at least this share of the raw ceiling
 CLOCK_AGREEMENT = 0.03  # device-event and wall-clock MB/s agree within this at large sizes
@@ -34,18 +33,6 @@ MIN_LOADED_SAMPLES = 20  # integrated throughput needs this many samples under l
 # "Large sizes": from 256 MiB, a copy takes ≥ 5 ms even on PCIe Gen5, so the 15–30 µs of launch and
 # synchronization that a per-call sample adds stay under 1%.
 LARGE_BYTES = 256 * 2**20
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # PASS, FAIL, NA or INFO
-    figure: str  # the measured figure, or why the check could not run
-
-
-def passed(checks: Sequence[Check]) -> bool:
-    """Every check that can fail passed: INFO checks are shown, not judged."""
-    return all(c.status == PASS for c in checks if c.status != INFO)
 
 
 def _series(results: Sequence[Result], framework: str, mode: str, method: str | None = None) -> list[tuple[Result, Series]]:
@@ -68,48 +55,48 @@ def _largest(series: Series) -> Point:
     return max(series.ok_points(), key=lambda p: p.bytes)
 
 
-def raw_ceiling_check(results: Sequence[Result]) -> Check:
+def raw_ceiling_check(results: Sequence[Result]) -> Verdict:
     """The raw pinned copy is at most the link's theoretical rate (else the clock, the byte count or
     the link facts are wrong) and at least 80% of it (else the link, the NUMA placement or the setup
     is poor). The streamed figure counts where there is one: it is the link's own rate."""
     name = f"raw pinned ceiling within {CEILING_FLOOR:.0%}–100% of the theoretical link"
     raw = _series(results, "cuda", "raw_pinned")
     if not raw:
-        return Check(name, NA, "no cuda/raw_pinned series was measured (pip install 'xferbench[cupy]')")
+        return Verdict(name, NA, "no cuda/raw_pinned series was measured (pip install 'xferbench[cupy]')")
     result, series = max(raw, key=lambda rs: (rs[1].method == STREAMED, rs[1].summary.peak_mbps or 0))
     device = device_entry(result.environment, series.device)
     ceiling = pcie_ceiling(device, series.link)
     peak = series.summary.peak_mbps or 0.0
     if ceiling is None:
-        return Check(name, NA, f"peak {rate(peak)} MB/s; the link is unknown (no NVML PCIe facts for {series.device})")
+        return Verdict(name, NA, f"peak {rate(peak)} MB/s; the link is unknown (no NVML PCIe facts for {series.device})")
     share = peak / (ceiling[0] * 1e3)
     figure = f"{series.label()}: {rate(peak)} MB/s = {share:.1%} of {ceiling[1]}"
     if share > 1.0:
         disagreement = link_disagreement(peak, device, series.link)
         if disagreement:
-            return Check(name, NA, disagreement)
+            return Verdict(name, NA, disagreement)
         readings = ", ".join(f"{source} Gen{g} x{w} ({lane_rate(g, w):.1f} GB/s)" for source, g, w in link_readings(device, series.link))
-        return Check(name, FAIL, f"{figure}: faster than every reading of the link allows ({readings}): the clock or the byte count is wrong")
-    return Check(name, PASS if share >= CEILING_FLOOR else FAIL, figure)
+        return Verdict(name, FAIL, f"{figure}: faster than every reading of the link allows ({readings}): the clock or the byte count is wrong")
+    return Verdict(name, PASS if share >= CEILING_FLOOR else FAIL, figure)
 
 
-def link_check(results: Sequence[Result]) -> Check:
+def link_check(results: Sequence[Result]) -> Verdict:
     """The PCIe link ran at its maximum generation and width while data moved: a link trained down
     (a bad riser, a BIOS setting, power saving) caps every figure below it."""
     name = "PCIe link at its maximum generation and width under load"
     sampled = [(r, s) for r, s in _cuda(results) if loaded_samples(s.link or {})]
     if not sampled:
-        return Check(name, NA, "no CUDA series has NVML link samples taken while data moved")
+        return Verdict(name, NA, "no CUDA series has NVML link samples taken while data moved")
     slow = [(s, warning) for r, s in sampled if (warning := link_below_max(s, r.environment))]
     if slow:
-        return Check(name, FAIL, f"{slow[0][0].label()}: {slow[0][1]}")
+        return Verdict(name, FAIL, f"{slow[0][0].label()}: {slow[0][1]}")
     series = sampled[0][1]
     summary = series.link["summary"]
-    return Check(name, PASS, f"Gen{summary['gen_under_load'][1]} x{summary['width_under_load'][1]} under load"
+    return Verdict(name, PASS, f"Gen{summary['gen_under_load'][1]} x{summary['width_under_load'][1]} under load"
                              f" in {len(sampled)} series")  # fmt: skip
 
 
-def placement_check(results: Sequence[Result]) -> Check:
+def placement_check(results: Sequence[Result]) -> Verdict:
     """Every CUDA series ran with its worker's CPUs and memory on its GPU's NUMA node, and no sampled
     page of its source buffers sat elsewhere: else its figures depend on where the scheduler happened
     to put it. Pinned memory that a driver maps cannot be placed by the kernel (EFAULT): such pages
@@ -117,42 +104,42 @@ def placement_check(results: Sequence[Result]) -> Check:
     name = "workers bound to the GPU's NUMA node, source pages on it"
     measured = _cuda(results)
     if not measured:
-        return Check(name, NA, "no CUDA series was measured")
+        return Verdict(name, NA, "no CUDA series was measured")
     unbound = [(s, (s.numa or {}).get("reason") or "no binding recorded") for _, s in measured if not (s.numa or {}).get("cpus")]
     if unbound:
         series, why = unbound[0]
-        return Check(name, NA, f"{len(unbound)} series not bound, first {series.label()}: {why}")
+        return Verdict(name, NA, f"{len(unbound)} series not bound, first {series.label()}: {why}")
     refused = [s for _, s in measured if (s.numa.get("requested") or {}).get("node") is not None and s.numa.get("node") is None]
     if refused:
-        return Check(name, NA, f"{refused[0].label()}: its memory could not be put on node {refused[0].numa['requested']['node']}:"
+        return Verdict(name, NA, f"{refused[0].label()}: its memory could not be put on node {refused[0].numa['requested']['node']}:"
                                f" {refused[0].numa.get('reason')}")  # fmt: skip
     unknown = [(r, s) for r, s in measured if (s.numa.get("requested") or {}).get("node") is None]
     if unknown:  # bound to CPUs alone: no page can be said to be on or off a node nobody knows
         result, series = unknown[0]
         nvml = device_entry(result.environment, series.device).get("nvml") or {}
         why = nvml.get("numa_node_reason") or "the result records no host node for the GPU"
-        return Check(name, NA, f"node unknown: {series.label()} was bound to CPUs only ({why})")
+        return Verdict(name, NA, f"node unknown: {series.label()} was bound to CPUs only ({why})")
     off = [(s, warning) for r, s in measured if (warning := pages_warning(s, r.environment))]
     if off:
-        return Check(name, FAIL, f"{off[0][0].label()}: {off[0][1]}")
+        return Verdict(name, FAIL, f"{off[0][0].label()}: {off[0][1]}")
     pages = [p.host_nodes for _, s in measured for p in s.points if p.host_nodes]
     placed, sampled = sum(placed_pages(p) for p in pages), sum(sum(p.values()) for p in pages)
     if not placed:
-        return Check(name, NA, f"the kernel placed none of {sampled} sampled pages on a node (driver-mapped pinned memory"
+        return Verdict(name, NA, f"the kernel placed none of {sampled} sampled pages on a node (driver-mapped pinned memory"
                                " answers EFAULT; move_pages may be refused): placement unproven")  # fmt: skip
     where = ", ".join(f"node {n}" for n in sorted({s.numa.get("node") for _, s in measured}))
     unplaced = f"; {sampled - placed} the kernel cannot place (driver-mapped pinned memory)" if sampled > placed else ""
-    return Check(name, PASS, f"{len(measured)} series bound to {where}; {placed} sampled pages on it, none off it{unplaced}")
+    return Verdict(name, PASS, f"{len(measured)} series bound to {where}; {placed} sampled pages on it, none off it{unplaced}")
 
 
-def pinned_into_check(results: Sequence[Result]) -> Check:
+def pinned_into_check(results: Sequence[Result]) -> Verdict:
     """torch's best pattern (pinned source, preallocated destination) reaches the raw ceiling at the
     largest batch, where both move the same bytes the same way: what is left is framework overhead."""
     name = f"torch pinned_into ≥ {PINNED_INTO_FLOOR:.0%} of the raw ceiling at the largest batch"
     raw, torch = _series(results, "cuda", "raw_pinned"), _series(results, "torch", "pinned_into")
     if not raw or not torch:
         missing = " and ".join(n for n, found in (("cuda/raw_pinned", raw), ("torch/pinned_into", torch)) if not found)
-        return Check(name, NA, f"no {missing} series was measured")
+        return Verdict(name, NA, f"no {missing} series was measured")
     pairs = []
     for result, series in torch:
         reference = next((s for r, s in raw if r is result and s.device == series.device and s.method == series.method), None)
@@ -162,15 +149,15 @@ def pinned_into_check(results: Sequence[Result]) -> Check:
             if match is not None and match.mbps:
                 pairs.append((at, match, series))
     if not pairs:
-        return Check(name, NA, "no batch size measured by both in the same file on the same device with the same timing")
+        return Verdict(name, NA, "no batch size measured by both in the same file on the same device with the same timing")
     at, match, series = max(pairs, key=lambda pair: (pair[0].bytes, pair[2].method == PER_CALL))
     share = (at.mbps or 0) / (match.mbps or 1)
     figure = (f"{rate(at.mbps)} / {rate(match.mbps)} MB/s = {share:.1%} at batch {at.batch_size}"
               f" ({at.bytes / 2**20:,.0f} MiB, {series.method})")  # fmt: skip
-    return Check(name, PASS if share >= PINNED_INTO_FLOOR else FAIL, figure)
+    return Verdict(name, PASS if share >= PINNED_INTO_FLOOR else FAIL, figure)
 
 
-def methods_check(results: Sequence[Result]) -> Check:
+def methods_check(results: Sequence[Result]) -> Verdict:
     """The raw pinned copy's streamed and per-call figures agree on large copies, where a call's launch
     and wait vanish beside the copy: else one of the two methods times something besides the link."""
     name = f"streamed and per-call MB/s within {METHOD_AGREEMENT:.0%} from {LARGE_BYTES // 2**20} MiB (cuda/raw_pinned)"
@@ -190,12 +177,12 @@ def methods_check(results: Sequence[Result]) -> Check:
 
     worst, count = _worst(gaps())
     if worst is None:
-        return Check(name, NA, f"no file has cuda/raw_pinned both per call and streamed at {LARGE_BYTES // 2**20} MiB or more")
+        return Verdict(name, NA, f"no file has cuda/raw_pinned both per call and streamed at {LARGE_BYTES // 2**20} MiB or more")
     status = PASS if abs(worst[0]) <= METHOD_AGREEMENT else FAIL
-    return Check(name, status, f"worst {worst[0]:+.1%} (streamed vs per call) at {worst[1]} MB/s, over {count} sizes")
+    return Verdict(name, status, f"worst {worst[0]:+.1%} (streamed vs per call) at {worst[1]} MB/s, over {count} sizes")
 
 
-def bytes_check(results: Sequence[Result]) -> Check:
+def bytes_check(results: Sequence[Result]) -> Verdict:
     """What NVML says the GPU received over PCIe during the longest raw run agrees with the bytes
     xferbench says it moved: a wrong byte count, a copy that moved less than claimed, or a clock
     that cut the run short shows here, whatever the timing says."""
@@ -204,21 +191,21 @@ def bytes_check(results: Sequence[Result]) -> Check:
     runs = [(claimed_bytes(s), s) for _, s in _series(results, "cuda", "raw_pinned") if s.link.get("t_s")]
     runs = [(claimed, s) for claimed, s in runs if claimed]
     if not runs:
-        return Check(name, NA, "no cuda/raw_pinned series has both its transfers counted and NVML link samples")
+        return Verdict(name, NA, "no cuda/raw_pinned series has both its transfers counted and NVML link samples")
     claimed, series = max(runs, key=lambda run: run[0])
     received, how = received_bytes(series.link)
     if received is None:
-        return Check(name, NA, f"{series.label()}: NVML's count is {how}")
+        return Verdict(name, NA, f"{series.label()}: NVML's count is {how}")
     loaded = len(loaded_samples(series.link))
     if how.startswith("≈") and loaded < MIN_LOADED_SAMPLES:
-        return Check(name, NA, f"{series.label()}: only {loaded} samples under load, too few to integrate (needs {MIN_LOADED_SAMPLES}):"
+        return Verdict(name, NA, f"{series.label()}: only {loaded} samples under load, too few to integrate (needs {MIN_LOADED_SAMPLES}):"
                                " a run of a few seconds or more is needed")  # fmt: skip
     gap = received / claimed - 1
     figure = f"{series.label()}: claimed {size(claimed)}, NVML {size(received)} ({how}): {gap:+.1%}"
-    return Check(name, PASS if -BYTES_BELOW <= gap <= BYTES_ABOVE else FAIL, figure)
+    return Verdict(name, PASS if -BYTES_BELOW <= gap <= BYTES_ABOVE else FAIL, figure)
 
 
-def clock_check(results: Sequence[Result]) -> Check:
+def clock_check(results: Sequence[Result]) -> Verdict:
     """Device-event and wall-clock MB/s of large pinned copies, for the record. Both events are
     recorded after the wall clock starts and complete before it stops, so device time cannot exceed
     wall time, and on large copies the launch costs are too small to show: the two agree by
@@ -230,11 +217,11 @@ def clock_check(results: Sequence[Result]) -> Check:
                           for point in series.ok_points()
                           if point.bytes >= LARGE_BYTES and point.device_mbps and point.mbps)  # fmt: skip
     if worst is None:
-        return Check(name, NA, f"no pinned copy of {LARGE_BYTES // 2**20} MiB or more has a device clock")
-    return Check(name, INFO, f"worst {worst[0]:+.1%} (wall vs device) at {worst[1]}, over {count} points")
+        return Verdict(name, NA, f"no pinned copy of {LARGE_BYTES // 2**20} MiB or more has a device clock")
+    return Verdict(name, INFO, f"worst {worst[0]:+.1%} (wall vs device) at {worst[1]}, over {count} points")
 
 
-def verified_check(results: Sequence[Result]) -> Check:
+def verified_check(results: Sequence[Result]) -> Verdict:
     """Every point of every series that ran passed its byte check; out-of-memory is not a failure."""
     name = "every path's bytes verified"
     ran = [s for r in results for s in r.series if s.status != "skipped"]
@@ -242,25 +229,25 @@ def verified_check(results: Sequence[Result]) -> Check:
     failed += [f"{s.label()} batch {p.batch_size}: {p.error}" for s in ran for p in s.points
                if p.status == "error" and not (p.error or "").startswith("out of memory")]  # fmt: skip
     if not ran:
-        return Check(name, NA, "no series ran")
+        return Verdict(name, NA, "no series ran")
     points = sum(len(s.ok_points()) for s in ran)
     if failed:
-        return Check(name, FAIL, f"{len(failed)} failure(s), first: {failed[0]}")
-    return Check(name, PASS, f"{len(ran)} series, {points} points, every byte of each verified")
+        return Verdict(name, FAIL, f"{len(failed)} failure(s), first: {failed[0]}")
+    return Verdict(name, PASS, f"{len(ran)} series, {points} points, every byte of each verified")
 
 
-def completed_check(files: Mapping[str, Result | None]) -> Check:
+def completed_check(files: Mapping[str, Result | None]) -> Verdict:
     """Every sweep of the run wrote its file and ran to the end: checks over a run cut short (the
     1 GiB sweep never started, say) could pass on what little was measured."""
     name = "every sweep ran to the end"
     missing = [f"{label}: not written" for label, result in files.items() if result is None]
     short = [f"{label}: {result.status}" for label, result in files.items() if result is not None and result.status != "complete"]
     if missing or short:
-        return Check(name, FAIL, "; ".join(missing + short))
-    return Check(name, PASS, f"{len(files)} file(s) complete: {', '.join(files)}")
+        return Verdict(name, FAIL, "; ".join(missing + short))
+    return Verdict(name, PASS, f"{len(files)} file(s) complete: {', '.join(files)}")
 
 
-def run_checks(results: Sequence[Result]) -> list[Check]:
+def run_checks(results: Sequence[Result]) -> list[Verdict]:
     """The checks judge host-to-device figures (the link's own counters count what the GPU received):
     d2h and bidir series in the same files are left out of them."""
     results = [dataclasses.replace(r, series=[s for s in r.series if s.direction == H2D]) for r in results]
@@ -268,11 +255,11 @@ def run_checks(results: Sequence[Result]) -> list[Check]:
             methods_check(results), bytes_check(results), verified_check(results), clock_check(results)]  # fmt: skip
 
 
-def render(checks: Sequence[Check]) -> str:
+def render(checks: Sequence[Verdict]) -> str:
     """A Markdown table of the checks, to print and to paste beside the report."""
     lines = ["| check | result | figure |", "| --- | --- | --- |"]
     lines += [f"| {c.name} | **{c.status.upper()}** | {c.figure.replace('|', '/')} |" for c in checks]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Check", "completed_check", "passed", "run_checks", "render"]
+__all__ = ["Verdict", "completed_check", "passed", "run_checks", "render"]

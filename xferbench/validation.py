@@ -38,6 +38,7 @@ from xferbench.results import Result, Series, load, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.timing import TimingConfig
 from xferbench.validate import LARGE_BYTES
+from xferbench.verdict import FAIL, NA, PASS, Verdict
 
 # The two sweeps: xferbench's default batches of 256x256x3 images, and 1 MiB images (512x512x4) up
 # to 1 GiB per call, where launch costs vanish and the link alone sets the pace.
@@ -594,32 +595,32 @@ def _pick(results: Sequence[Result], framework: str, mode: str, device: str, met
     return found
 
 
-def peers_check(ours: Sequence[Result], nvbandwidth: Result | None, device: str) -> validate.Check:
+def peers_check(ours: Sequence[Result], nvbandwidth: Result | None, device: str) -> Verdict:
     """xferbench's streamed raw pinned copy against nvbandwidth's copy-engine figure, the sizes from
     16 MiB both measured judged together: both queue the copies behind a held stream and time them with
     events, so a median apart by more than a few per cent means one of them times something besides the
     link. The verdict gives each side's placement, and a FAIL its likely causes in order of the evidence."""
     name = f"streamed raw pinned copy within {PEER_AGREEMENT:.0%} of nvbandwidth's copy engine from {AGREEMENT_BYTES // 2**20} MiB (median)"
     if nvbandwidth is None:
-        return validate.Check(name, validate.NA, "nvbandwidth did not run or gave no figure (see peers/commands.txt)")
+        return Verdict(name, NA, "nvbandwidth did not run or gave no figure (see peers/commands.txt)")
     raw = _pick(ours, "cuda", "raw_pinned", device, STREAMED)
     peer = _pick([nvbandwidth], "nvbandwidth", "host_to_device_memcpy_ce", device)
     shared = sorted(b for b in raw.keys() & peer.keys() if b >= AGREEMENT_BYTES)
     if not raw:
-        return validate.Check(name, validate.NA, f"xferbench's streamed raw pinned copy measured nothing on {device}")
+        return Verdict(name, NA, f"xferbench's streamed raw pinned copy measured nothing on {device}")
     if not shared:
-        return validate.Check(name, validate.NA, f"no size from {AGREEMENT_BYTES // 2**20} MiB measured by both on {device}")
+        return Verdict(name, NA, f"no size from {AGREEMENT_BYTES // 2**20} MiB measured by both on {device}")
     gaps = [(raw[b] / peer[b] - 1, b) for b in shared]
     middle = statistics.median(gap for gap, _ in gaps)
     worst, at = max(gaps, key=lambda gap: abs(gap[0]))
-    status = validate.PASS if abs(middle) <= PEER_AGREEMENT else validate.FAIL
+    status = PASS if abs(middle) <= PEER_AGREEMENT else FAIL
     ours_at, theirs_at = _our_placement(ours, device), _peer_placement(nvbandwidth)
     figure = (f"median {middle:+.1%} over {len(shared)} size{'s' if len(shared) > 1 else ''} (worst {worst:+.1%} at"
               f" {size_label(at)}: xferbench {rate(raw[at])}, nvbandwidth {rate(peer[at])} MB/s); placement: xferbench"
               f" {ours_at}; nvbandwidth {theirs_at}")  # fmt: skip
-    if status == validate.FAIL:
+    if status == FAIL:
         figure += "; likely causes, in order of the evidence: " + "; ".join(_peer_causes(ours_at, theirs_at, nvbandwidth))
-    return validate.Check(name, status, figure)
+    return Verdict(name, status, figure)
 
 
 def _our_placement(ours: Sequence[Result], device: str) -> str:
@@ -713,15 +714,15 @@ def _sweeps(files: dict[str, Result | None]) -> list[Result]:
 
 
 def verdict_page(validation: Validation, files: dict[str, Result | None], imported: dict[str, Result | None],
-                 checks: Sequence[validate.Check], notes: Sequence[str]) -> str:  # fmt: skip
+                 checks: Sequence[Verdict], notes: Sequence[str]) -> str:  # fmt: skip
     """verdict.md: the answer first, then the figures it rests on, then what is in the folder."""
     ours = [r for r in files.values() if r is not None]
     environment = ours[0].environment if ours else {}
     device = device_entry(environment, validation.device)
     name = device.get("name") or validation.device
     nvml = device.get("nvml") or {}
-    failed = [c for c in checks if c.status == validate.FAIL]
-    unproven = [c for c in checks if c.status == validate.NA]
+    failed = [c for c in checks if c.status == FAIL]
+    unproven = [c for c in checks if c.status == NA]
     verdict = ("FAIL" if failed else "INCOMPLETE" if unproven else "PASS")
     why = "; ".join(filter(None, (f"failed: {'; '.join(c.name for c in failed)}" if failed else "",
                                   f"could not run: {'; '.join(c.name for c in unproven)}" if unproven else "")))
@@ -783,7 +784,7 @@ def refuse_used_folder(folder: Path) -> None:
         raise XferbenchError(f"{folder} is a file; give a folder for the validation")
 
 
-def run(validation: Validation, echo: Echo) -> tuple[list[validate.Check], Path]:
+def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     """The whole validation; returns the checks and the verdict's path. Raises XferbenchError for bad
     input found before anything was measured."""
     started = time.monotonic()
