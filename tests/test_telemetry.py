@@ -14,10 +14,12 @@ from conftest import FAST, FakeBackend
 from rich.console import Console
 
 from xferbench import display, environment, telemetry
+from xferbench import sampler as sampling
 from xferbench.results import Result, Series, load
 from xferbench.spec import SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
-from xferbench.telemetry import LinkSampler, link_below_max, link_warnings, numa_warning
+from xferbench.sampler import LinkSampler
+from xferbench.telemetry import link_below_max, link_warnings, numa_warning
 from xferbench.worker import LocalRunner
 from fake_nvml import BUSY_KBPS, UUID, FakeNVML, FakeNVMLError
 
@@ -88,7 +90,7 @@ def test_without_a_uuid_the_sampler_opens_the_gpu_by_index(fake_nvml, monkeypatc
     assert fake.opened == [("index", 3)] and link["nvml_index"] == 3 and link["matched_by"] == "index" and "uuid" not in link
     assert link["reason"] is None and link["gen"][0] == 4
     matched = {"devices": [{"id": "cuda:0", "uuid": UUID.removeprefix("GPU-")}]}  # torch's form of the UUID
-    assert telemetry.nvml_target(matched, "cuda:0") == (UUID, None)
+    assert sampling.nvml_target(matched, "cuda:0") == (UUID, None)
 
 
 def test_under_cuda_visible_devices_an_unmatched_gpu_is_not_sampled_by_index(fake_nvml, monkeypatch) -> None:
@@ -291,7 +293,7 @@ def test_gpus_are_matched_to_nvml_by_pci_bus_id_where_the_uuid_is_missing() -> N
                {"id": "cuda:1", "kind": "cuda", "uuid": None, "pci_bus_id": "0000:5e:00.0"}]  # fmt: skip
     environment._attach_nvml(devices, nvml)
     assert devices[0]["nvml"]["uuid"] == UUID and "nvml" not in devices[1]
-    assert telemetry.nvml_target({"devices": devices}, "cuda:0") == (UUID, None)
+    assert sampling.nvml_target({"devices": devices}, "cuda:0") == (UUID, None)
 
 
 def test_a_device_takes_the_facts_its_first_describer_lacked(fake_nvml) -> None:
@@ -360,7 +362,7 @@ def test_nvml_target_prefers_the_uuid_then_nvmls_index_then_cudas(device, visibl
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    assert telemetry.nvml_target({"devices": [{"kind": "cuda", **device}]}, device["id"]) == expected
+    assert sampling.nvml_target({"devices": [{"kind": "cuda", **device}]}, device["id"]) == expected
 
 
 def test_the_sampler_records_the_gpus_own_maximum_or_why_it_has_none(fake_nvml, monkeypatch) -> None:
@@ -421,7 +423,7 @@ def test_the_rx_counter_reads_the_member_its_type_names_from_the_gpu_asked_for()
     for value_type, member_value, bits in ((1, 7, 32), (2, 8, 64), (3, 9, 64), (6, 6, 16), (None, 9, 64), (5, 9, 64)):
         widths: dict[str, int] = {}
         typed = {} if value_type is None else {"valueType": value_type}
-        assert telemetry.rx_counter(NVML(**typed), widths)("handle-0") == member_value
+        assert sampling.rx_counter(NVML(**typed), widths)("handle-0") == member_value
         assert widths == {"rx_bytes_bits": bits} and asked[-1] == ("handle-0", [198])
 
     class Refusing(NVML):
@@ -429,7 +431,7 @@ def test_the_rx_counter_reads_the_member_its_type_names_from_the_gpu_asked_for()
             return [SimpleNamespace(nvmlReturn=3, value=None)]
 
     with pytest.raises(RuntimeError, match=r"^NVML_FI_DEV_PCIE_COUNT_RX_BYTES not available \(NVML return code 3\)$"):
-        telemetry.rx_counter(Refusing(), {})("handle-0")
+        sampling.rx_counter(Refusing(), {})("handle-0")
 
 
 def test_the_placement_warnings_word_for_word() -> None:
@@ -480,7 +482,7 @@ def test_link_facts_names_a_peak_above_one_reading_that_another_allows() -> None
 def test_a_gpu_nvml_stops_answering_costs_the_series_two_seconds_at_most_and_is_said(fake_nvml, monkeypatch) -> None:
     import threading
 
-    monkeypatch.setattr(telemetry, "STOP_WAIT_S", 0.2)
+    monkeypatch.setattr(sampling, "STOP_WAIT_S", 0.2)
     fake = fake_nvml()
     stuck = threading.Event()
     answered = fake.nvmlDeviceGetPcieThroughput

@@ -305,7 +305,7 @@ def test_numpy_copies_the_batch_on_every_call_aligned_or_not(host_buffer) -> Non
 def test_tensorflows_gpu_is_matched_to_nvml_by_its_pci_address(monkeypatch) -> None:
     from xferbench import environment
     from xferbench.backends import tensorflow as backend
-    from xferbench.telemetry import nvml_target
+    from xferbench.sampler import nvml_target
 
     assert backend.desc_field("device: 0, name: NVIDIA H100, pci bus id: 0000:3b:00.0, compute capability: 9.0",
                               "pci bus id") == "0000:3b:00.0"  # fmt: skip

@@ -137,7 +137,7 @@ class Series:
     reason: str | None = None
     points: list[Point] = field(default_factory=list)
     summary: Summary = field(default_factory=Summary)
-    # NVML samples of the GPU's PCIe link taken while the series ran (telemetry.LinkSampler); {} off CUDA
+    # NVML samples of the GPU's PCIe link taken while the series ran (sampler.LinkSampler); {} off CUDA
     link: dict[str, Any] = field(default_factory=dict)
     # Where the worker ran and allocated: the CPUs and NUMA node it was bound to, or why not (numa.py); {} off CUDA
     numa: dict[str, Any] = field(default_factory=dict)

@@ -23,7 +23,7 @@ from xferbench.measure import unavailable_checks as faults_unavailable
 from xferbench.numa import unavailable_checks as numa_unavailable
 from xferbench.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
 from xferbench.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
-from xferbench.telemetry import INTERVAL_S
+from xferbench.sampler import INTERVAL_S
 
 
 class Stopped(Exception):

@@ -22,7 +22,7 @@ from xferbench.numa import Binding, plan_binding
 from xferbench.results import Point, Result, Series
 from xferbench.pipeline import DEFAULT_LOADER_WORKERS
 from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, PIPELINE_MODES, STREAMED, TIMING_METHODS, SeriesKey, is_pipeline
-from xferbench.telemetry import INTERVAL_S, LinkSampler
+from xferbench.sampler import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig
 from xferbench.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
 
