@@ -9,7 +9,7 @@ import sys
 import pytest
 
 READERS = ("plot", "report", "compare", "validate", "fleet", "pairs", "results", "display", "references", "peers", "pipeline_report")
-MEASURING = ("xferbench.backends", "xferbench.measure", "xferbench.sweep", "xferbench.worker", "xferbench.sampler", "xferbench.pipeline")
+MEASURING = ("xferbench.backends", "xferbench.measure", "xferbench.sweep", "xferbench.worker", "xferbench.sampler")
 
 
 @pytest.mark.parametrize("reader", READERS)

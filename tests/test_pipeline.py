@@ -15,7 +15,7 @@ from xferbench.backends import BACKENDS
 from xferbench.buffers import read_host
 from xferbench.errors import VerificationError, XferbenchError
 from xferbench.measure import measure_point, measure_series
-from xferbench.pipeline import PipelineTransfer, batch_indices, dataset_items, item_count, repeats_for
+from xferbench.backends.pipeline import PipelineTransfer, batch_indices, dataset_items, item_count, repeats_for
 from xferbench.results import Point, Series, _damage
 from xferbench.spec import PIPELINE_MODES, SeriesKey
 from xferbench.stats import overlap_stats
@@ -133,8 +133,10 @@ def test_overlap_none_when_the_step_is_the_sum_all_when_it_is_the_longer_part() 
     assert overlap_stats([2.0], [1.0], [3.5]).hidden == 0  # slower than the sum: still none, never negative
     assert overlap_stats([2.0], [2.0], [2.0]).hidden == 1
     assert overlap_stats([2.0], [3.0], [2.5]).hidden == 1  # quicker than the compute alone (noise): all, never more
-    assert overlap_stats([2.0], [1.0], [2.0]).hidden == pytest.approx(0.5)  # hid as much as the compute's length
-    assert overlap_stats([1.0, 2.0, 3.0], [1.0], [2.5]).hidden == pytest.approx(0.25)  # medians: (2 + 1 - 2.5) / 2
+    assert overlap_stats([2.0], [1.0], [2.0]).hidden == 1  # as long as the longer part: all the shorter one hid
+    assert overlap_stats([1.0], [2.0], [2.5]).hidden == pytest.approx(0.5)  # the shorter part is the delivery here
+    assert overlap_stats([1.0, 2.0, 3.0], [1.0], [2.5]).hidden == pytest.approx(0.5)  # medians: (2 + 1 - 2.5) / 1
+    assert overlap_stats([2.0], [1.0], [3.0]).balance == 0.5
 
 
 @pytest.mark.parametrize("overlaps, hidden", [(False, 0.0), (True, 1.0)])
@@ -252,3 +254,24 @@ def test_the_cli_refuses_a_pipeline_option_that_selects_nothing_in_one_line() ->
         ran = CliRunner().invoke(app, ["sweep", *args])
         assert ran.exit_code == 2 and said in ran.output and "Traceback" not in ran.output, ran.output
         assert len(ran.output.strip().splitlines()) == 1
+
+
+@needs_torch
+def test_the_kernel_is_timed_before_the_loaders_workers_start(monkeypatch) -> None:
+    """Timed while workers refill their buffers, the kernel would read slow and be sized short."""
+    import torch
+
+    from xferbench.backends.pipeline import PipelineTransfer
+
+    order: list[str] = []
+    timed, started = PipelineTransfer.time_kernel, torch.utils.data.DataLoader.__iter__
+    monkeypatch.setattr(PipelineTransfer, "time_kernel", lambda self, *a: order.append("kernel") or timed(self, *a))
+    monkeypatch.setattr(torch.utils.data.DataLoader, "__iter__", lambda self: order.append("loader") or started(self))
+    transfer = BACKENDS["torch"].prepare(SeriesKey("torch", "loader", "copy", "cpu", SMALL).at(2), {"overlap": True})
+    try:
+        assert order == ["kernel", "loader"] and transfer.repeat_s > 0
+    finally:
+        transfer.close()
+    order.clear()
+    BACKENDS["torch"].prepare(SeriesKey("torch", "loader", "copy", "cpu", SMALL).at(2), {}).close()
+    assert order == ["loader"]  # no --overlap: no kernel to time

@@ -27,8 +27,8 @@ def test_the_h200_answer_names_the_pipeline_with_the_most_batches_and_its_share_
             " pipeline reaches 7–28% of the raw ceiling (`cuda/raw_pinned` at the same batch) and 0.07–0.37× the best plain"
             " copy of the same batch.") in text  # fmt: skip
     assert "| 1 | 8,943 (17%) | 1,760 (3%) | **14,775 (28%)** | 1,407 (3%) | 39,742 (`torch/pinned/copy`) | 52,334 |" in text
-    assert "| `torch/loader_pin_workers/copy` | 44% | 8% | 57% | 59% | 51% |" in text
-    assert "| `torch/loader/copy` | 0% | 0% | 0% | 0% | 0% |" in text
+    assert "| `torch/loader_pin_workers/copy` | 58% (0.76×) | 91% (0.085×) | 92% (0.62×) | 72% (0.82×) | 96% (0.54×) |" in text
+    assert "| `torch/loader/copy` | 0% (0.73×) | 0% (1×) | 0% (1×) | 0% (1×) | 0% (1×) |" in text
 
 
 def test_the_winner_follows_the_figures_batch_by_batch() -> None:
@@ -45,6 +45,20 @@ def test_the_winner_follows_the_figures_batch_by_batch() -> None:
     assert "| 256 | 43.6 (4%) | **201 (19%)** |" in text
 
 
+def test_two_files_keep_their_own_columns_ceilings_and_names(tmp_path) -> None:
+    """Two runs on cuda:0 (two machines, or one twice): each file's device is a group of its own, named by the
+    file, with its own ceiling, and each table's rows as wide as its header."""
+    again = tmp_path / "again.json"
+    again.write_bytes(H200.read_bytes())
+    both = select([H200, again, CPU], Selection())[0]
+    text = "\n".join(pipeline_report.section(both))
+    assert "- **cuda:0** (NVIDIA H200) in pipelines: most batches" in text and "- **cuda:0** (NVIDIA H200) in again:" in text
+    assert "- **cpu** (AMD EPYC) in pipelines-tf-torch:" in text and text.count("| `torch/loader_pin_workers/copy` | 58%") == 2
+    for table in text.split("| batch |")[1:]:
+        header, _, *rows = table.split("\n")[:4]
+        assert all(row.count("|") == header.count("|") + 2 for row in rows if row.startswith("|")), table[:300]
+
+
 def test_no_section_without_pipelines_and_the_report_puts_it_first() -> None:
     assert pipeline_report.section(picks(H200, Selection(modes=("pinned", "raw_pinned")))) == []
     report = render(picks(H200))
@@ -55,10 +69,11 @@ def test_a_tf_and_torch_sweep_on_the_cpu_says_which_delivers_most_without_a_raw_
     text = "\n".join(pipeline_report.section(picks(CPU)))
     assert "- **cpu** (AMD EPYC): most batches per second from " in text
     assert "of the raw ceiling" not in text and "host memcpy, for scale (`host/numpy/copy`)" in text
-    assert ("most batches per second from `torch/loader/copy` at batch 1; `tf/dataset/copy` at batches 16–128;"
-            " `tf/prefetch_to_device/copy` at batch 256; the best pipeline reaches 0.31–5.01× the best plain copy") in text
+    assert ("most batches per second from `torch/loader/copy` at batch 1; `tf/dataset/copy` at batches 16–64;"
+            " `tf/copy_to_device/copy` at batch 128; `tf/prefetch_to_device/copy` at batch 256; the best pipeline reaches"
+            " 0.35–5.03× the best plain copy") in text  # fmt: skip
     # the host memcpy is for scale, never the best plain copy a pipeline is read against
-    assert "| 1 | 22,018 | 5,529 | 5,199 | 2,821 | **83,696** | 1,537 | 267,023 (`torch/pageable/copy`) | 514,668 |" in text
+    assert "| 1 | 23,433 | 5,657 | 4,834 | 2,321 | **83,907** | 1,568 | 237,192 (`torch/pageable/copy`) | 517,331 |" in text
     without_host = "\n".join(pipeline_report.section(picks(CPU, Selection(frameworks=("tf", "torch")))))
     assert "raw ceiling (none ran)" in without_host
     for mode in ("tf/dataset", "tf/prefetch_to_device", "tf/copy_to_device", "tf/generator", "torch/loader", "torch/loader_workers"):

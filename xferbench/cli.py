@@ -22,7 +22,7 @@ from rich.markup import escape
 from xferbench import running
 from xferbench.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
 from xferbench.errors import XferbenchError
-from xferbench.pipeline import DEFAULT_LOADER_WORKERS
+from xferbench.backends.pipeline import DEFAULT_LOADER_WORKERS
 from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_existing, refuse_unless_regular, safe_name, select
 from xferbench.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (

@@ -84,6 +84,7 @@ def measure_point(
         else:
             samples = sample(transfer, timing, transfer.clock)
         window_end = time.monotonic()
+        faults_after = minor_faults()  # the samples' own, before a check or the compute's phase adds any
         cpu = contention.usage(cpu_before, contention.snapshot())
         if getattr(transfer, "verify_after", False):  # a pipeline: no batch dropped or repeated while sampled either
             transfer.verify()
@@ -100,7 +101,7 @@ def measure_point(
         point.verify_s, point.host_nodes, point.pin_s = verify_s, nodes, transfer.pin_s
         if faults_before is not None:
             calls = len(samples.times_s) * (copies or 1)
-            point.page_faults_per_call = (minor_faults() - faults_before) / calls  # type: ignore[operator]
+            point.page_faults_per_call = (faults_after - faults_before) / calls  # type: ignore[operator]
         return point
     except VerificationError as error:
         return Point.failed(spec, "error", f"{VERIFICATION_FAILED}: {error}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xferbench.display import rate
-from xferbench.results import Point, Selected, Series
+from xferbench.results import Point, Selected, Series, file_labels
 from xferbench.spec import H2D, is_pipeline
 from xferbench.telemetry import is_raw_reference, raw_series
 
@@ -42,12 +42,14 @@ def _share(values: list[float]) -> str:
 
 def section(picks: Sequence[Selected]) -> list[str]:
     """The section's Markdown lines, or none where no picked series is a pipeline."""
-    devices: dict[str, list[Selected]] = {}
+    files = list({id(p.result): (p.path, p.result) for p in picks}.values())
+    label_of = dict(zip((id(r) for _, r in files), file_labels(files)))
+    devices: dict[tuple[int, str], list[Selected]] = {}  # each file's devices apart: two machines' cuda:0 are two GPUs
     for pick in picks:
         if pick.series.direction == H2D:
-            devices.setdefault(pick.series.device, []).append(pick)
+            devices.setdefault((id(pick.result), pick.series.device), []).append(pick)
     lines: list[str] = []
-    for device, here in devices.items():
+    for (file_id, device), here in devices.items():
         pipes = [p.series for p in here if is_pipeline(p.series.framework, p.series.mode) and p.series.ok_points()]
         if not pipes:
             continue
@@ -95,24 +97,26 @@ def section(picks: Sequence[Selected]) -> list[str]:
             low, high = min(plain_ratios), max(plain_ratios)
             span = f"{low:.2f}×" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{high:.2f}×"
             against.append(f"{span} the best plain copy of the same batch")
-        lines.append(f"- **{device}** ({device_name}): most batches per second from {won}"
+        where = f" in {label_of[file_id]}" if len(files) > 1 else ""
+        lines.append(f"- **{device}** ({device_name}){where}: most batches per second from {won}"
                      + (f"; the best pipeline reaches {' and '.join(against)}." if against else "."))  # fmt: skip
-        lines += ["", f"Batches per second delivered on {device}, the most at each batch in bold"
+        lines += ["", f"Batches per second delivered on {device}{where}, the most at each batch in bold"
                   + ("; (%): MB/s as a share of the raw ceiling at the same batch" if raw_points else "")
                   + f"; {ABSENT}: not measured:", ""]  # fmt: skip
         last = "raw ceiling" if raw_points else f"host memcpy, for scale (`{scale.label().rsplit('@', 1)[0]}`)" if scale else "raw ceiling (none ran)"
         header = ["batch", *(f"`{name_of[s.label()]}`" for s in pipes), "best plain copy", last]
         lines += [_row(header), _row(["---:"] * len(header)), *(_row(r) for r in rows), ""]
-        lines += _overlap(pipes, name_of)
+        lines += _overlap(pipes, name_of, where)
     if not lines:
         return []
     return ["### Input pipelines: what a training loop receives", "",
             "Each pipeline series is a training loop with no compute: each call takes the next batch and waits until it is"
-            " usable on the device, every delivered batch checked in order. The plain copies are the single-call paths of"
-            " the same file on the same device.", "", *lines]  # fmt: skip
+            " usable on the device. The batch due is read back whole before the samples, after them and after the"
+            " compute's steps, so a batch dropped or repeated in between fails the point. The plain copies are the"
+            " single-call paths of the same file on the same device.", "", *lines]  # fmt: skip
 
 
-def _overlap(pipes: Sequence[Series], name_of: dict[str, str]) -> list[str]:
+def _overlap(pipes: Sequence[Series], name_of: dict[str, str], where: str = "") -> list[str]:
     """Hidden share of each pipeline at each batch, where --overlap measured it."""
     measured = [s for s in pipes if any(p.overlap_figures() for p in s.ok_points())]
     if not measured:
@@ -121,10 +125,13 @@ def _overlap(pipes: Sequence[Series], name_of: dict[str, str]) -> list[str]:
     rows = []
     for series in measured:
         found = {p.batch_size: p.overlap_figures() for p in series.ok_points()}
-        rows.append([f"`{name_of[series.label()]}`", *(f"{f.hidden:.0%}" if (f := found.get(b)) else ABSENT for b in batches)])
-    return ["With compute (--overlap): the share of each batch's delivery a step hid behind a kernel sized to the"
-            " batch's own delivery time (0%: the step took as long as delivery then compute; 100%: as long as the longer"
-            " of the two). Each step waits for its kernel, as a loop that reads its loss does.", "",
+        rows.append([f"`{name_of[series.label()]}`",
+                     *(f"{f.hidden:.0%} ({f.balance:.2g}×)" if (f := found.get(b)) else ABSENT for b in batches)])  # fmt: skip
+    return [f"With compute (--overlap){where}: how much of the shorter part, delivering a batch or a kernel sized to the"
+            " batch's delivery time, a step hid behind the other (0%: the step took as long as the two one after the other;"
+            " 100%: only as long as the longer); (×): the kernel's time over the delivery's, near 1 where it was sized well."
+            " Each step waits for its kernel, as a loop that reads its loss does, so only the pipeline's host-side work can"
+            " be hidden, never the device copy itself.", "",
             _row(["path", *(f"batch {b}" for b in batches)]), _row(["---", *["---:"] * len(batches)]), *(_row(r) for r in rows), ""]  # fmt: skip
 
 

@@ -6,6 +6,7 @@ MB/s always means 10**6 bytes of the uint8 host input per second, taken from the
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,11 +59,16 @@ class Overlap:
 
     @property
     def hidden(self) -> float:
-        """The share of the delivery the step hid behind the compute, 0 to 1: what the step saved
-        against doing the two one after the other, over the delivery's time. A step no shorter than the
-        sum hid none; one no longer than the compute hid as much as the compute's length allows."""
-        saved = self.copy_s + self.compute_s - self.step_s
-        return min(1.0, max(0.0, saved / self.copy_s)) if self.copy_s > 0 else 0.0
+        """How much of the shorter part the step hid behind the other, 0 to 1: what the step saved against
+        doing the two one after the other, over the most it could have saved (the shorter of the two). A
+        step no shorter than the sum hid nothing; one as short as the longer part hid all it could."""
+        saved, most = self.copy_s + self.compute_s - self.step_s, min(self.copy_s, self.compute_s)
+        return min(1.0, max(0.0, saved / most)) if most > 0 else 0.0
+
+    @property
+    def balance(self) -> float:
+        """The compute's length over the delivery's: near 1 where the kernel was sized well."""
+        return self.compute_s / self.copy_s if self.copy_s > 0 else math.inf
 
 
 def overlap_stats(copy_times_s: Sequence[float], compute_times_s: Sequence[float], step_times_s: Sequence[float]) -> Overlap:

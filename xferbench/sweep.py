@@ -20,7 +20,7 @@ from xferbench.errors import XferbenchError
 from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.numa import Binding, plan_binding
 from xferbench.results import Point, Result, Series
-from xferbench.pipeline import DEFAULT_LOADER_WORKERS
+from xferbench.backends.pipeline import DEFAULT_LOADER_WORKERS
 from xferbench.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, PIPELINE_MODES, STREAMED, TIMING_METHODS, SeriesKey, is_pipeline
 from xferbench.sampler import INTERVAL_S, LinkSampler
 from xferbench.timing import TimingConfig

@@ -39,7 +39,7 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.spec import (PIPELINE_MODES, BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
 from xferbench.timing import STREAM_WARM_COPIES
@@ -422,14 +422,19 @@ class TorchLoader(PipelineTransfer):
             torch.cuda.set_device(self.device)  # the pin thread pins for the current device
         self.pinned = "_pin" in key.mode
         self.items = dataset_items(spec.batch_size, key.shape)
-        loader = torch.utils.data.DataLoader(ItemDataset(self.items), batch_size=spec.batch_size,
-                                             sampler=CycledSampler(len(self.items)), **loader_settings(key.mode, params))  # fmt: skip
-        self.batches = iter(loader)
         side = kernel_side(key.device)
         # Orthogonal, so a chain of products neither grows nor fades into denormals; made on the CPU, as MPS
         # has no QR of its own, and the same matrix on every device.
         matrix = torch.randn(side, side, generator=torch.Generator().manual_seed(0))
         self.matrix = torch.linalg.qr(matrix)[0].to(self.device)
+        self.resident = torch.zeros(1, dtype=torch.uint8, device=self.device)  # what feeds the kernel when no batch does
+        if params.get("overlap"):
+            self.time_kernel()  # before the loader's workers start
+        settings = loader_settings(key.mode, params)
+        loader = torch.utils.data.DataLoader(ItemDataset(self.items), batch_size=spec.batch_size,
+                                             sampler=CycledSampler(len(self.items)), **settings)  # fmt: skip
+        self.batches = iter(loader)
+        self.depth = settings["num_workers"] * BUFFER_BATCHES + 1  # the workers' batches in flight, and one pinned
         self.transfers = 0
 
     def _deliver(self) -> Any:
@@ -463,7 +468,8 @@ class TorchLoader(PipelineTransfer):
 
     def _compute(self, batch: Any | None) -> None:
         torch = self.torch
-        product = self.matrix if batch is None else self.matrix + batch.reshape(-1)[:1].to(torch.float32)  # fed by the batch
+        fed = self.resident if batch is None else batch  # the step's kernel waits for its batch; the same ops either way
+        product = self.matrix + fed.reshape(-1)[:1].to(torch.float32)
         for _ in range(self.repeats):
             product = torch.mm(product, self.matrix)
         self._synchronize()
@@ -473,7 +479,7 @@ class TorchLoader(PipelineTransfer):
         shutdown = getattr(batches, "_shutdown_workers", None)  # workers and the pin thread, now rather than at exit
         if shutdown:
             shutdown()
-        self.matrix = None
+        self.matrix = self.resident = None
 
 
 def loader_skip_reason(key: SeriesKey) -> str | None:

@@ -22,7 +22,7 @@ Before any device copy the batch is copied on the host: NumPy copies the array a
 it (every call, aligned or not), and TF_NewTensor copies that again unless it is aligned for Eigen.
 On the CPU the path is therefore a host-side copy. There is no user-facing pinned path.
 
-Pipeline modes (xferbench.pipeline): dataset, prefetch_to_device, copy_to_device and generator time
+Pipeline modes (xferbench.backends.pipeline): dataset, prefetch_to_device, copy_to_device and generator time
 the batches a tf.data pipeline delivers on the device, as tensorflow#43905 compares them (TFPipeline).
 """
 
@@ -39,7 +39,7 @@ from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
 from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.backends.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, PIPELINE_MODES, SeriesKey, Spec, usual_source
 
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
@@ -311,8 +311,6 @@ class TFPipeline(PipelineTransfer):
         self.fetch = key.device != "cpu" or not tf.config.experimental.get_synchronous_execution()
         self.items = dataset_items(spec.batch_size, key.shape)
         self.held = [self.items]
-        self.dataset = pipeline_dataset(tf, key.mode, self.held, spec.batch_size, self.target)
-        self.batches = iter(self.dataset)  # placed with the dataset's last op: on the target for the *_to_device modes
         side = kernel_side(key.device)
         # Orthogonal, so a chain of products neither grows nor fades into denormals; made on the CPU (no GPU
         # plugin need offer a QR), then copied to the target.
@@ -320,6 +318,14 @@ class TFPipeline(PipelineTransfer):
             orthogonal = tf.linalg.qr(tf.random.stateless_normal((side, side), seed=(0, 0)))[0]
         with tf.device(self.target):
             self.matrix = tf.identity(orthogonal)
+            self.resident = tf.zeros([1], tf.uint8)  # what feeds the kernel when no batch does
+        if key.device != "cpu":  # a float32 kernel, as torch's: TensorFlow would run it as TF32 on a recent GPU
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+        if params.get("overlap"):
+            self.time_kernel()  # before the pipeline's threads start
+        self.dataset = pipeline_dataset(tf, key.mode, self.held, spec.batch_size, self.target)
+        self.batches = iter(self.dataset)  # placed with the dataset's last op: on the target for the *_to_device modes
+        self.depth = 4 * BUFFER_BATCHES  # the prefetch's buffer, and tf.data's own autotuned one ahead of it
         self.transfers = 0
 
     def _wait(self, tensor: Any) -> None:
@@ -345,15 +351,14 @@ class TFPipeline(PipelineTransfer):
     def _compute(self, batch: Any | None) -> None:
         tf = self.tf
         with tf.device(self.target):
-            product = self.matrix
-            if batch is not None:  # fed by the batch, so the step's compute waits for it
-                product = product + tf.cast(tf.reshape(batch, [-1])[:1], tf.float32)
+            fed = self.resident if batch is None else batch  # the step's kernel waits for its batch; the same ops either way
+            product = self.matrix + tf.cast(tf.reshape(fed, [-1])[:1], tf.float32)
             for _ in range(self.repeats):
                 product = tf.matmul(product, self.matrix)
         self._wait(product)
 
     def _stop(self) -> None:
-        self.batches = self.dataset = self.matrix = None  # the iterator's threads and buffers go with the last reference
+        self.batches = self.dataset = self.matrix = self.resident = None  # the iterator's threads and buffers go with the last reference
         self.held.clear()
 
 

@@ -38,6 +38,7 @@ KERNEL_SIDE = {"cpu": 128, "gpu": 1024}
 REPEATS_LOOKED_BACK = 3  # batches a check looks back for a repeated one (it looks forward for dropped ones up to 2b)
 MAX_REPEATS = 100_000  # of the kernel per step: a copy that slow would take longer than any point allows
 CALIBRATION_RUNS = 3
+KERNEL_TIMED_S = 0.002  # the kernel is timed over runs at least this long
 
 
 def item_count(batch_size: int) -> int:
@@ -84,6 +85,10 @@ class PipelineTransfer(Transfer):
     verify_after = True  # measure_point checks the sequence again once the samples are taken
     delivered = 0  # batches taken from the pipeline so far
     repeats = 1  # the compute kernel's repeats per step (calibrate_compute)
+    # Batches the pipeline can hold ready: an idle spell (a check, the compute alone) fills them, so this many
+    # are taken untimed after one, lest the first samples time batches that were waiting
+    depth = 1
+    repeat_s: float | None = None  # the kernel's seconds per repeat (time_kernel)
 
     @abstractmethod
     def _deliver(self) -> Any:
@@ -95,8 +100,9 @@ class PipelineTransfer(Transfer):
 
     @abstractmethod
     def _compute(self, batch: Any | None) -> None:
-        """The kernel, `repeats` times, on the device; fed by the batch where one is given (a step), by
-        a tensor already there where not (compute alone); returns once the device has finished."""
+        """The kernel, `repeats` times, on the device, fed by the batch's first byte where a batch is given
+        (a step), by the same slice of a one-byte tensor already there where not (compute alone), so both
+        run the same ops; returns once the device has finished."""
 
     def _stop(self) -> None:
         """Shut the pipeline down (worker processes, threads, iterators)."""
@@ -107,7 +113,8 @@ class PipelineTransfer(Transfer):
 
     def verify(self) -> None:
         """The next batch must be batch `delivered`, byte for byte; where it is not, say which batch it
-        is, if any, so a dropped or repeated batch is named as such."""
+        is, if any, so a dropped or repeated batch is named as such. Then drain what the pipeline made
+        ready while the check ran."""
         due = self.delivered
         batch = self._deliver()
         self.delivered += 1
@@ -115,11 +122,16 @@ class PipelineTransfer(Transfer):
         expected = self.items[batch_indices(due, self.batch_size)]
         try:
             check_all(expected, read, f"{self.label} batch {due} of the pipeline", staging)
-        except VerificationError as error:
+        except VerificationError:
             other = self._which(read, due)
             if other:
                 raise VerificationError(f"{self.label}: batch {due} of the pipeline is not the batch due: {other}") from None
             raise
+        self.drain()
+
+    def drain(self) -> None:
+        for _ in range(self.depth):
+            self()
 
     def _which(self, read: ReadBack, due: int) -> str:
         """"its first item is batch N's: M batch(es) dropped" (or repeated) where the delivered batch starts
@@ -133,22 +145,29 @@ class PipelineTransfer(Transfer):
                 return f"its first item is batch {due + shift}'s: {what}"
         return ""
 
-    def calibrate_compute(self, target_s: float, clock: Clock = time.perf_counter) -> None:
-        """Size the kernel's repeats so that compute alone takes about `target_s` (the copy's median):
-        after a first run that loads and warms the kernel, the repeats double until the quickest of a few
-        runs lasts at least half the target (a short run is mostly launch and timer noise), then scale."""
+    def time_kernel(self, clock: Clock = time.perf_counter) -> None:
+        """The kernel's seconds per repeat. Subclasses call it before their pipeline starts, while nothing
+        else runs (a worker refilling its buffer would slow the kernel and size it short): after a run
+        that loads and warms it, the repeats double until the quickest of a few runs lasts KERNEL_TIMED_S
+        (a shorter run is mostly launch and timer noise)."""
         self.repeats = 1
         self._compute(None)
         while True:
             took = math.inf
-            for _ in range(CALIBRATION_RUNS):  # the quickest of a few: one slow run (a worker's burst, a clock ramping up) is no rate
+            for _ in range(CALIBRATION_RUNS):  # the quickest of a few: one slow run (a clock ramping up) is no rate
                 started = clock()
                 self._compute(None)
                 took = min(took, clock() - started)
-            if took >= target_s / 2 or self.repeats >= MAX_REPEATS:
+            if took >= KERNEL_TIMED_S or self.repeats >= MAX_REPEATS:
                 break
             self.repeats = min(MAX_REPEATS, self.repeats * 2)
-        self.repeats = repeats_for(target_s, took / self.repeats)
+        self.repeat_s = took / self.repeats
+
+    def calibrate_compute(self, target_s: float, clock: Clock = time.perf_counter) -> None:
+        """Size the kernel's repeats so that compute alone takes about `target_s` (the delivery's median)."""
+        if self.repeat_s is None:
+            self.time_kernel(clock)
+        self.repeats = repeats_for(target_s, self.repeat_s)  # type: ignore[arg-type]
 
     def compute_alone(self) -> None:
         self._compute(None)
@@ -165,9 +184,10 @@ class PipelineTransfer(Transfer):
         clock = self.clock
         self.calibrate_compute(copy_median_s, clock)
         alone: Samples = sample(self.compute_alone, timing, clock)
-        for _ in range(timing.warmup_calls):
+        for _ in range(max(timing.warmup_calls, self.depth)):  # what the idle spell made ready, and the steps' own warm-up
             self.step()
         steps: Samples = sample(self.step, timing, clock)
+        self.verify()  # the steps took their batches in order too
         return {"kernel": self.kernel, "repeats": self.repeats, "compute_times_s": alone.times_s, "step_times_s": steps.times_s}
 
     @property
