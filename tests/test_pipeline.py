@@ -275,3 +275,26 @@ def test_the_kernel_is_timed_before_the_loaders_workers_start(monkeypatch) -> No
     order.clear()
     BACKENDS["torch"].prepare(SeriesKey("torch", "loader", "copy", "cpu", SMALL).at(2), {}).close()
     assert order == ["loader"]  # no --overlap: no kernel to time
+
+
+def test_a_points_page_faults_are_its_samples_not_its_checks_or_compute(monkeypatch) -> None:
+    from xferbench import measure
+
+    faults = [0]
+    monkeypatch.setattr(measure, "minor_faults", lambda: faults[0])
+
+    class Faulting(FakePipeline):
+        def verify(self) -> None:  # a check, and the compute's phase after it, touch fresh pages; the samples do not
+            faults[0] += 1000
+            super().verify()
+
+    class Backend:
+        def prepare(self, spec, params):  # type: ignore[no-untyped-def]
+            return Faulting(spec.batch_size)
+
+        def is_out_of_memory(self, error: BaseException) -> bool:
+            return False
+
+    key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
+    point = measure_point(Backend(), key.at(2), {"overlap": True}, FAST)  # type: ignore[arg-type]
+    assert point.status == "ok" and point.page_faults_per_call == 0 and faults[0] == 3000  # three checks, none counted
