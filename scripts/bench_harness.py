@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from xferbench.backends import BACKENDS
-from xferbench.spec import SeriesKey
-from xferbench.stats import point_stats
-from xferbench.timing import TimingConfig, sample, warm_up
+from xferbench.core.spec import SeriesKey
+from xferbench.core.stats import point_stats
+from xferbench.core.timing import TimingConfig, sample, warm_up
 
 results: list[bool] = []
 

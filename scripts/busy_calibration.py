@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 
 from xferbench.display import UNCERTAIN, busy_points, noisy_points
-from xferbench.results import BUSY_SHARE
-from xferbench.results import Point, load
+from xferbench.core.results import BUSY_SHARE
+from xferbench.core.results import Point, load
 
 SPOILED = (0.8, 1.25)  # a busy run outside this range of the quiet median was spoiled (it goes either way)
 

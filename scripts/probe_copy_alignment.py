@@ -17,7 +17,7 @@ import timeit
 import numpy as np
 
 from xferbench.buffers import aligned_empty, fill_pattern
-from xferbench.environment import cpu_name
+from xferbench.core.environment import cpu_name
 
 OFFSETS = (0, 8, 16, 32, 48, 64, 128, 1024, 4064)
 

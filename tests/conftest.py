@@ -11,8 +11,8 @@ import pytest
 
 from xferbench.backends import BACKENDS
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.spec import HOST_TO_HOST, Spec
-from xferbench.timing import TimingConfig
+from xferbench.core.spec import HOST_TO_HOST, Spec
+from xferbench.core.timing import TimingConfig
 
 FAST = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=3, min_time_s=0.0, max_samples=5, max_time_s=5.0)
 FAST_ARGS = ["--warmup-calls", "1", "--warmup-time", "0", "--min-samples", "3", "--min-time", "0", "--max-samples", "5"]
@@ -53,7 +53,7 @@ class FakeTransfer(Transfer):
 
     def verify(self) -> None:
         if not self.backend.delivers:
-            from xferbench.errors import VerificationError
+            from xferbench.core.errors import VerificationError
 
             raise VerificationError("fake: nothing arrived")
 

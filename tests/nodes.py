@@ -10,9 +10,9 @@ from typing import Any
 
 from xferbench.backends.sim import SimBackend, SimLink
 from xferbench.measure import measure_series
-from xferbench.results import Result, Series
-from xferbench.spec import STREAMED, SeriesKey
-from xferbench.timing import TimingConfig
+from xferbench.core.results import Result, Series
+from xferbench.core.spec import STREAMED, SeriesKey
+from xferbench.core.timing import TimingConfig
 
 TIMING = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=20, min_time_s=0.0, max_samples=20)
 
@@ -48,7 +48,7 @@ def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[
     worker reports it (matched to NVML's by UUID)."""
     from fake_nvml import NodeNVML
 
-    from xferbench import environment
+    from xferbench.core import environment
 
     fake = NodeNVML(host, gpus, name, replays[0] if replays else None)
     cuda = {"version": "13.0", "devices": [{"id": f"cuda:{i}", "kind": "cuda", "name": name, "uuid": fake.nvmlDeviceGetUUID(i),

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from conftest import FAST_ARGS
 from xferbench.cli import app
-from xferbench.results import load
+from xferbench.core.results import load
 
 ERROR = "dlopen(libmetal_plugin.dylib, 0x0006): Symbol not found: _TF_GetInputPropertiesList"
 
@@ -68,8 +68,8 @@ def test_an_m1_file_against_an_rtx_file_never_says_a_bare_faster(tmp_path) -> No
     from test_changes import curve, save
     from xferbench import compare as comparing
     from xferbench import report
-    from xferbench.results import select
-    from xferbench.spec import HOST_TO_DEVICE
+    from xferbench.core.results import select
+    from xferbench.core.spec import HOST_TO_DEVICE
 
     def gpu(name: str, device: str, label: str, rate: float, seed: int, **env: Any) -> Path:
         series = curve("eager", {1: rate, 64: rate * 2})

@@ -46,7 +46,7 @@ def test_the_other_commands_bound_what_they_are_given(tmp_path, args, message) -
 def test_the_largest_counts_allowed_are_accepted() -> None:
     from xferbench.backends.sim import MAX_SIM_DEVICES, SimLink
     from xferbench.sweep import MAX_BATCH, parse_batch_sizes, parse_shape
-    from xferbench.timing import MAX_POINT_S, MAX_SAMPLES, TimingConfig
+    from xferbench.core.timing import MAX_POINT_S, MAX_SAMPLES, TimingConfig
 
     SimLink(devices=MAX_SIM_DEVICES).check()
     assert parse_batch_sizes(f"1,{MAX_BATCH}") == (1, MAX_BATCH)
@@ -61,7 +61,7 @@ def test_h_is_help_and_repeatable_options_take_commas(tmp_path) -> None:
     out = tmp_path / "r.json"
     result = CliRunner().invoke(app, ["sweep", "-f", "sim,host", "-m", "link,numpy", "--batch-sizes", "1,2", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    from xferbench.results import load
+    from xferbench.core.results import load
 
     assert [s.label() for s in load(out).series] == ["sim/link/copy@sim", "host/numpy/copy@cpu"]
     shown = CliRunner().invoke(app, ["plot", str(out), "-f", "sim,host", "-o", str(tmp_path / "p.png")])

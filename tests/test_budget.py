@@ -16,9 +16,9 @@ from pathlib import Path
 from test_running import CHILD
 
 from xferbench import budget, validation
-from xferbench.results import Series
-from xferbench.spec import SeriesKey
-from xferbench.timing import TimingConfig
+from xferbench.core.results import Series
+from xferbench.core.spec import SeriesKey
+from xferbench.core.timing import TimingConfig
 from xferbench.worker import take_header
 
 PEERS = {"nvbandwidth": "/opt/peers/nvbandwidth", "bandwidthTest": "/opt/peers/bandwidthTest"}

@@ -16,9 +16,9 @@ from xferbench import compare as comparing
 from xferbench import report
 from xferbench.cli import app
 from xferbench.compare import FASTER, NO_CHANGE, SLOWER, Row, path_changes, runs
-from xferbench.results import Point, Result, Series, select
-from xferbench.spec import HOST_TO_HOST, SeriesKey
-from xferbench.timing import Samples
+from xferbench.core.results import Point, Result, Series, select
+from xferbench.core.spec import HOST_TO_HOST, SeriesKey
+from xferbench.core.timing import Samples
 
 SHAPE = (256, 256, 3)
 CLIFF_BATCHES = (16, 32, 64, 128, 160, 170, 171, 172, 192, 256, 512)
@@ -297,7 +297,7 @@ def test_sizes_are_named_as_the_peers_name_them() -> None:
 def test_the_committed_tensorflow_report_and_the_readmes_excerpt_are_what_report_makes(monkeypatch) -> None:
     """The real report (TensorFlow's cliff and its removal) and the lines the README quotes from it must not
     drift from the code (scripts/gallery.sh redraws the report)."""
-    from xferbench.results import Selection
+    from xferbench.core.results import Selection
 
     repo = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(repo)

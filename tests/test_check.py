@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from nodes import H100, node, write
 from xferbench import check
 from xferbench.cli import app
-from xferbench.verdict import Verdict
-from xferbench.references import floor_for
-from xferbench.results import Result
+from xferbench.core.verdict import Verdict
+from xferbench.core.references import floor_for
+from xferbench.core.results import Result
 
 
 def findings(result, **kwargs) -> dict[str, Verdict]:
@@ -73,7 +73,7 @@ def test_the_verdicts_are_kept_in_the_result_file(tmp_path) -> None:
     result = node("a", raw_gbps=45)
     found = check.verdicts(result)
     result.check = check.to_dict(found, 0.8, None)
-    from xferbench.results import load
+    from xferbench.core.results import load
 
     again = load(write(result, tmp_path))
     assert again.check["status"] == "fail" and again.check["devices"][0]["status"] == "fail"
@@ -151,8 +151,9 @@ def test_a_gpu_nothing_can_judge_is_not_passed() -> None:
 
 @pytest.fixture
 def node_check(monkeypatch, tmp_path):
-    from xferbench import cli, environment
-    from xferbench.results import OutputFile, load
+    from xferbench import cli
+    from xferbench.core import environment
+    from xferbench.core.results import OutputFile, load
 
     def run(result: Result, *args: str):
         monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])

@@ -188,7 +188,7 @@ def test_paths_lists_availability_and_reasons() -> None:
 def test_paths_and_env_without_a_gpu_start_no_framework(monkeypatch) -> None:
     """With no GPU to describe, nothing needs a framework imported: both answer at once, and paths
     lists only this machine's devices, saying what --all adds."""
-    monkeypatch.setattr("xferbench.environment.accelerator_kinds", lambda: [])
+    monkeypatch.setattr("xferbench.core.environment.accelerator_kinds", lambda: [])
 
     def no_workers(*args, **kwargs):
         raise AssertionError("a framework was started")
@@ -230,7 +230,7 @@ def test_csv_may_not_replace_the_json(tmp_path) -> None:
 
 def test_default_names_do_not_collide(tmp_path, monkeypatch) -> None:
     from xferbench.cli import default_name
-    from xferbench.results import OutputFile, Result, output_path
+    from xferbench.core.results import OutputFile, Result, output_path
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("time.strftime", lambda fmt: "20260101-000000")
@@ -257,7 +257,7 @@ def test_a_framework_not_installed_names_its_extra(monkeypatch, framework, modul
 
 def test_cuda_only_paths_name_the_devices_they_support() -> None:
     from xferbench.backends import BACKENDS
-    from xferbench.spec import SeriesKey
+    from xferbench.core.spec import SeriesKey
 
     for framework, mode in (("cuda", "raw_pinned"), ("cuda", "raw_pageable"), ("cupy", "asarray")):
         backend = BACKENDS[framework]
@@ -367,7 +367,7 @@ def test_a_worker_that_cannot_start_is_one_line(tmp_path) -> None:
 
 def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
     from xferbench.running import failures
-    from xferbench.results import Point, Result, Series
+    from xferbench.core.results import Point, Result, Series
 
     result = Result(environment={}, config={}, created="")
     ok = Series("torch", "pageable", "copy", "cpu", [2])
@@ -542,7 +542,7 @@ def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path,
 
 def test_a_worker_that_never_starts_is_given_up_on(tmp_path) -> None:
     from xferbench.backends import BACKENDS
-    from xferbench.errors import XferbenchError
+    from xferbench.core.errors import XferbenchError
     from xferbench.worker import WorkerRunner
 
     python = _fake_python(tmp_path, "import time\ntime.sleep(60)\n")
@@ -684,7 +684,7 @@ def test_mode_help_and_paths_say_what_the_planner_runs(fake_backend, monkeypatch
     # fake, like sim, is left out of a default sweep: the help says which option brings its defaults
     assert f"fake: {', '.join(planned)} (with -f fake)." in said and said.endswith("fake: c.")
     assert "sim: link (with -f sim)" in said and "host: numpy;" in said
-    monkeypatch.setattr("xferbench.environment.accelerator_kinds", lambda: [])
+    monkeypatch.setattr("xferbench.core.environment.accelerator_kinds", lambda: [])
     rows = paths_rows(runner.invoke(app, ["paths"], env={"COLUMNS": "250"}).stdout)
     # fake is left out of a default sweep (as sim is): -f brings the planned modes, -m the rest
     assert {mode: rows[("fake", mode, "cpu")] for mode in "abc"} == {"a": "-f fake", "b": "-f fake", "c": "-f fake -m c"}

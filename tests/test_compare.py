@@ -21,10 +21,10 @@ from xferbench.compare import (
     parse_threshold,
     render,
 )
-from xferbench.errors import XferbenchError
-from xferbench.results import Point, Result
+from xferbench.core.errors import XferbenchError
+from xferbench.core.results import Point, Result
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 
 BATCHES = (1, 8, 64, 512)
 REPO = Path(__file__).resolve().parent.parent

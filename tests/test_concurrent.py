@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FAST, HAS_TORCH, interruptible, run_config
-from xferbench import concurrency
+from xferbench.core import concurrency
 from xferbench.backends import BACKENDS, SimLink
 from xferbench.cli import app
-from xferbench.errors import XferbenchError
-from xferbench.results import Result, Series, load
-from xferbench.spec import SeriesKey
+from xferbench.core.errors import XferbenchError
+from xferbench.core.results import Result, Series, load
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, make_plan, new_result, run_together
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 from xferbench.worker import StartLine
 
 SHARED = SimLink(latency_us=10, bandwidth_gbps=16, devices=2, host_bandwidth_gbps=20)

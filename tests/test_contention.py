@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from xferbench import contention, display
-from xferbench.results import Point, Series
+from xferbench.core.results import Point, Series
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 
@@ -179,7 +179,7 @@ def test_a_sweep_beside_busy_processes_records_and_warns(hogs, tmp_path) -> None
 
 def test_the_report_notes_busy_points_and_uncertain_medians(tmp_path) -> None:
     from xferbench import report
-    from xferbench.results import Result, select
+    from xferbench.core.results import Result, select
 
     result = Result({"host": "h"}, {"argv": ["xferbench", "sweep"]}, "2026-01-01T00:00:00+00:00")
     result.series = [series_with([point(1, 9150.0), point(64, 1573.0, others=0.98), point(128, 9000.0, times=BIMODAL)])]

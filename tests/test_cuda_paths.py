@@ -14,10 +14,10 @@ import fake_cupy
 from conftest import FAST
 from xferbench.backends.cuda import CudaBackend, RawCopy
 from xferbench.backends.cupy import CupyBackend
-from xferbench.errors import VerificationError
+from xferbench.core.errors import VerificationError
 from xferbench.measure import measure_point
-from xferbench.spec import STREAMED, SeriesKey
-from xferbench.timing import STREAM_PROBE_COPIES, STREAM_WARM_COPIES
+from xferbench.core.spec import STREAMED, SeriesKey
+from xferbench.core.timing import STREAM_PROBE_COPIES, STREAM_WARM_COPIES
 
 SHAPE = (64, 64, 3)
 

@@ -13,8 +13,8 @@ from test_pairing import sweep_file
 from xferbench import report
 from xferbench.cli import app
 from xferbench.compare import compare_files
-from xferbench.errors import XferbenchError
-from xferbench.results import DAMAGED, load, select
+from xferbench.core.errors import XferbenchError
+from xferbench.core.results import DAMAGED, load, select
 
 
 def damage(path: Path, how: str, series: int | None = None, batches: tuple[int, ...] | None = None) -> Path:
@@ -183,7 +183,7 @@ def test_a_batch_recorded_twice_in_a_series_is_neither_point(tmp_path) -> None:
 
 
 def test_a_file_too_large_or_nested_too_deep_is_one_line(tmp_path, monkeypatch) -> None:
-    from xferbench.results import MAX_FILE_MB_ENV
+    from xferbench.core.results import MAX_FILE_MB_ENV
 
     path = sweep_file(tmp_path / "a.json", {})
     monkeypatch.setenv(MAX_FILE_MB_ENV, "0.001")  # 1 kB: the file is larger
@@ -219,6 +219,6 @@ def test_a_damaged_bidir_point_names_its_item_and_a_damaged_point_in_new_fails_c
 
 
 def damaged_points_of(path: Path) -> list[str]:
-    from xferbench.results import damaged_points
+    from xferbench.core.results import damaged_points
 
     return damaged_points(load(path))

@@ -20,10 +20,10 @@ from xferbench.backends.pytorch import TorchBackend, TorchBack
 from xferbench.backends.sim import SimLink
 from xferbench.backends.tensorflow import TFBackend
 from xferbench.cli import app
-from xferbench.errors import VerificationError, XferbenchError
+from xferbench.core.errors import VerificationError, XferbenchError
 from xferbench.measure import measure_point
-from xferbench.results import Result, load
-from xferbench.spec import BIDIR, D2H, H2D, STREAMED, SeriesKey
+from xferbench.core.results import Result, load
+from xferbench.core.spec import BIDIR, D2H, H2D, STREAMED, SeriesKey
 from xferbench.sweep import SweepConfig, make_plan
 
 SHAPE = (64, 64, 3)
@@ -185,7 +185,7 @@ def test_torch_d2h_on_the_cpu_copies_and_a_result_that_is_the_device_tensor_fail
 def test_a_bidir_result_round_trips() -> None:
     point = sim_point(BIDIR, batch=2)
     result = Result(environment={}, config={}, created="now")
-    from xferbench.results import Series
+    from xferbench.core.results import Series
 
     series = Series.of(SeriesKey("sim", "link", "copy", "sim", (256, 256, 3), direction=BIDIR))
     series.points.append(point)
@@ -210,8 +210,8 @@ def test_bidir_lanes_that_cross_fail_the_check(fake, monkeypatch) -> None:
 
 
 def test_torch_pin_is_no_link_figure() -> None:
-    from xferbench.results import Series
-    from xferbench.telemetry import fraction_of_raw, link_ceiling
+    from xferbench.core.results import Series
+    from xferbench.core.telemetry import fraction_of_raw, link_ceiling
 
     pin = Series("torch", "pin", "copy", "cuda:0", [1], transfer="host-to-host")
     assert link_ceiling(pin, {})[0] is None and fraction_of_raw(pin, []) is None

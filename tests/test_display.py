@@ -10,7 +10,7 @@ import sys
 from rich.console import Console
 
 from xferbench import display
-from xferbench.results import Point, Series
+from xferbench.core.results import Point, Series
 
 
 def wide_series() -> Series:

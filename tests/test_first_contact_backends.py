@@ -14,12 +14,12 @@ import fake_cupy
 from conftest import FAST
 from xferbench.backends import BACKENDS, cuda, cupy, pytorch
 from xferbench.backends.pytorch import ENQUEUE_GUESS_S, HOLD_MAX_S, HOLD_TRIES, TorchBackend, TorchTransfer
-from xferbench.errors import NotSupportedHere
+from xferbench.core.errors import NotSupportedHere
 from xferbench.measure import measure_series
-from xferbench.results import Series
-from xferbench.spec import DIRECTIONS, H2D, HOST_BUFFERS, STREAMED, TIMING_METHODS, SeriesKey
+from xferbench.core.results import Series
+from xferbench.core.spec import DIRECTIONS, H2D, HOST_BUFFERS, STREAMED, TIMING_METHODS, SeriesKey
 from xferbench.sweep import _skip_reason
-from xferbench.timing import STREAM_WARM_COPIES
+from xferbench.core.timing import STREAM_WARM_COPIES
 from xferbench.worker import STALL_TIMEOUT_S, LocalRunner
 
 SHAPE = (64, 64, 3)  # 12,288 bytes an item

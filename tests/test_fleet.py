@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from nodes import H100, node, write
 from xferbench import check, fleet
 from xferbench.cli import app
-from xferbench.errors import XferbenchError
+from xferbench.core.errors import XferbenchError
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_the_newest_file_of_a_host_counts_and_a_run_cut_short_is_flagged(tmp_pat
 
 
 def test_cpu_files_give_no_rows_and_the_markdown_follows_min_group(tmp_path) -> None:
-    from xferbench.results import Result, Series
+    from xferbench.core.results import Result, Series
 
     cpu = Result(environment={"host": "laptop"}, config={}, created="x",
                  series=[Series("torch", "pageable", "copy", "cpu", [1], points=[])], status="complete")  # fmt: skip

@@ -7,8 +7,8 @@ import pytest
 from conftest import FAST, HAS_TORCH, run_config
 from xferbench.backends import BACKENDS
 from xferbench.measure import measure_series
-from xferbench.results import Series
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Series
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan, start_runners
 
 
@@ -106,7 +106,7 @@ def test_tensorflow_gpu_every_mode_delivers() -> None:
     if not gpus:
         pytest.skip("TensorFlow sees no GPU")
     if gpus[0].startswith("cuda"):  # TensorFlow's own PCI address, so NVML's facts, NUMA binding and the ceiling apply
-        from xferbench import environment
+        from xferbench.core import environment
 
         captured = environment.capture({"tf": seen})
         for device in captured["devices"][1:]:
@@ -183,8 +183,8 @@ def test_cupy_and_jax_deliver_on_cuda(framework) -> None:
 @pytest.mark.skipif(not _has("cuda"), reason="no CUDA device")
 def test_the_link_is_sampled_under_load_with_real_nvml() -> None:
     pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
-    from xferbench import environment
-    from xferbench.timing import TimingConfig
+    from xferbench.core import environment
+    from xferbench.core.timing import TimingConfig
 
     timing = TimingConfig(min_samples=100, min_time_s=1.5, max_samples=100_000)  # long enough for 0.1 s samples
     config = SweepConfig(frameworks=("torch",), modes=("pinned_into",), device="cuda", batch_sizes=(512,), timing=timing)
@@ -225,8 +225,9 @@ def test_nvml_counts_the_bytes_a_streamed_raw_run_claims() -> None:
     pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
     if not _cuda_devices("cuda"):
         pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
-    from xferbench import environment, validate
-    from xferbench.timing import TimingConfig
+    from xferbench import validate
+    from xferbench.core import environment
+    from xferbench.core.timing import TimingConfig
 
     timing = TimingConfig(min_time_s=3.0, max_samples=100_000, max_time_s=6.0)
     config = SweepConfig(frameworks=("cuda",), modes=("raw_pinned",), device="cuda", batch_sizes=(256,), shape=(512, 512, 4),
@@ -293,7 +294,7 @@ def test_every_gpu_at_once_reports_each_gpu_and_the_total() -> None:
     gpus = _cuda_devices("cuda")
     if len(gpus) < 2:
         pytest.skip(f"needs two CUDA GPUs; CuPy sees {len(gpus)}")
-    from xferbench import concurrency
+    from xferbench.core import concurrency
 
     result = sweep(SweepConfig(frameworks=("cuda",), modes=("raw_pinned",), device="all", batch_sizes=(64,), timing=FAST,
                                concurrent=True))  # fmt: skip
@@ -312,7 +313,7 @@ def test_check_passes_judges_and_writes_its_verdicts(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from xferbench.cli import app
-    from xferbench.results import load
+    from xferbench.core.results import load
 
     started = time.monotonic()
     ran = CliRunner().invoke(app, ["check", "--out", str(tmp_path / "%h.json")])

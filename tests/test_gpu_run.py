@@ -14,7 +14,7 @@ import pytest
 from test_validate_command import gpu_machine_environment
 
 from xferbench import validate, validation
-from xferbench.results import load
+from xferbench.core.results import load
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "gpu_run.sh"

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import FAST
 from xferbench.backends import BACKENDS
-from xferbench.errors import VerificationError
-from xferbench.results import Result
-from xferbench.spec import SeriesKey
+from xferbench.core.errors import VerificationError
+from xferbench.core.results import Result
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed (pip install 'xferbench[jax]')")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-READERS = ("plot", "report", "compare", "validate", "fleet", "pairs", "results", "display", "references", "peers", "pipeline_report")
+READERS = ("plot", "report", "compare", "validate", "fleet", "pairs", "core.results", "display", "core.references", "peers", "pipeline_report")
 MEASURING = ("xferbench.backends", "xferbench.measure", "xferbench.sweep", "xferbench.worker", "xferbench.sampler")
 
 
@@ -24,13 +24,15 @@ def test_a_reader_imports_nothing_that_measures(reader: str) -> None:
 def test_check_validate_and_fleet_judge_in_one_vocabulary() -> None:
     """One verdict type and one set of statuses: those the files hold, whichever command wrote or reads them."""
     import ast
+    import importlib
     from pathlib import Path
 
-    from xferbench import check, validate, verdict
+    from xferbench import check, validate
+    from xferbench.core import verdict
 
     assert check.Verdict is validate.Verdict is verdict.Verdict
     assert (check.PASS, check.FAIL, check.WARN, check.NA, check.INFO) == verdict.STATUSES
     for name in ("check", "validate", "fleet", "validation"):
-        tree = ast.parse((Path(verdict.__file__).parent / f"{name}.py").read_text())
+        tree = ast.parse(Path(importlib.import_module(f"xferbench.{name}").__file__).read_text())
         literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
         assert not literals & set(verdict.STATUSES), f"{name}.py spells a status itself: {literals & set(verdict.STATUSES)}"

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FAST_ARGS, HAS_TF, HAS_TORCH
 from fake_mps import FakeTorch
-from xferbench.spec import SeriesKey
+from xferbench.core.spec import SeriesKey
 
 SHAPE = (8, 8, 3)
 SIMULATED_MACOS = Path(__file__).parent / "macos"
@@ -113,7 +113,7 @@ def test_macos_memory_is_called_installed_not_available(monkeypatch) -> None:
     backend = SimpleNamespace(host_bytes=lambda spec: 2 * 10**9)
     key = SeriesKey("torch", "pageable", "copy", "mps", SHAPE)
     plan = SimpleNamespace(config=SimpleNamespace(batch_sizes=(1, 2)), runnable=[SimpleNamespace(backend=backend, key=key)])
-    from xferbench.errors import XferbenchError
+    from xferbench.core.errors import XferbenchError
 
     with pytest.raises(XferbenchError, match=r"needs 2.0 GB of host memory but 1.0 GB is installed; lower --batch-sizes"):
         sweep._check_host_memory(plan)
@@ -138,7 +138,7 @@ def test_an_uncertain_median_is_not_blamed_on_the_path_where_nothing_read_the_ma
 
 
 def test_missing_checks_are_named_where_the_os_cannot_make_them(monkeypatch) -> None:
-    from xferbench import environment
+    from xferbench.core import environment
 
     if os.access("/proc/stat", os.R_OK) and os.path.isdir("/proc/self/task"):
         assert not any(m.startswith("busy-machine detection") for m in environment.unavailable_checks())
@@ -220,7 +220,7 @@ def test_jax_on_a_macs_cpu_is_skipped_as_it_would_alias(monkeypatch) -> None:
 def macos_tools(monkeypatch, outputs: dict[str, str | None]) -> list[list[str]]:
     """macOS's tools as environment runs them, answering from `outputs` (command line -> stdout; None:
     the tool is missing); returns the command lines run."""
-    from xferbench import environment
+    from xferbench.core import environment
 
     ran: list[list[str]] = []
 
@@ -249,7 +249,7 @@ SYSCTL = {"sysctl -n machdep.cpu.brand_string": "Apple M1 Pro\n", "sysctl -n hw.
 @pytest.fixture(autouse=True)
 def fresh_mac_facts():
     """Each test reads the Mac afresh: the facts are cached per process."""
-    from xferbench import environment
+    from xferbench.core import environment
 
     def clear() -> None:
         for name in ("mac_facts", "cpu_name"):  # a test may have put a plain function in one's place
@@ -261,7 +261,7 @@ def fresh_mac_facts():
 
 
 def test_the_mac_is_read_from_macos_chip_gpu_cores_memory_and_version(monkeypatch) -> None:
-    from xferbench import environment
+    from xferbench.core import environment
 
     ran = macos_tools(monkeypatch, {**SYSCTL, "ioreg -rc AGXAccelerator": IOREG})
     assert environment.mac_facts() == M1_PRO
@@ -279,7 +279,7 @@ def test_the_mac_is_read_from_macos_chip_gpu_cores_memory_and_version(monkeypatc
 def test_one_mps_device_entry_whichever_framework_answered_first(monkeypatch) -> None:
     """torch says "Apple GPU (MPS) on <chip>", TensorFlow its own words: the file names the GPU once,
     from macOS, with the chip, GPU cores and the memory it shares, and the macOS version."""
-    from xferbench import environment
+    from xferbench.core import environment
 
     macos_tools(monkeypatch, {**SYSCTL, "ioreg -rc AGXAccelerator": IOREG})
     monkeypatch.setattr(environment, "nvml_info", lambda: {"available": False, "reason": "no NVML on a Mac"})
@@ -298,8 +298,8 @@ def test_one_mps_device_entry_whichever_framework_answered_first(monkeypatch) ->
 
 def mps_series(chip_env: dict[str, Any], mbps: float = 20_000.0, mode: str = "pageable") -> tuple[Any, dict[str, Any]]:
     """An mps series that peaked at `mbps`, and an environment holding `chip_env` as its mps device."""
-    from xferbench.results import Point, Series
-    from xferbench.timing import Samples
+    from xferbench.core.results import Point, Series
+    from xferbench.core.timing import Samples
 
     key = SeriesKey("torch", mode, "copy", "mps", (1000, 1000))
     series = Series("torch", mode, "copy", "mps", [1000, 1000], device_name="Apple GPU", transfer="host-to-device")
@@ -310,7 +310,7 @@ def mps_series(chip_env: dict[str, Any], mbps: float = 20_000.0, mode: str = "pa
 
 
 def test_apple_publishes_each_chips_memory_bandwidth_with_kind_date_and_source() -> None:
-    from xferbench.references import APPLE_BANDWIDTH, APPLE_KIND, bandwidth_for
+    from xferbench.core.references import APPLE_BANDWIDTH, APPLE_KIND, bandwidth_for
 
     figures = {(row.chip, row.gpu_cores): row.gbps for row in APPLE_BANDWIDTH}
     assert figures[("Apple M1 Pro", None)] == 200 and figures[("Apple M1 Max", None)] == 400
@@ -332,8 +332,9 @@ def test_apple_publishes_each_chips_memory_bandwidth_with_kind_date_and_source()
 
 
 def test_an_mps_series_reads_against_its_chips_memory_bandwidth_labelled_unified_memory() -> None:
-    from xferbench import display, telemetry
-    from xferbench.results import Result
+    from xferbench import display
+    from xferbench.core import telemetry
+    from xferbench.core.results import Result
 
     series, env = mps_series({"chip": "Apple M1 Pro", "gpu_cores": 16})
     gbps, label = telemetry.link_ceiling(series, env)
@@ -360,7 +361,7 @@ def test_an_mps_series_reads_against_its_chips_memory_bandwidth_labelled_unified
 
 def test_an_mps_plot_keeps_saying_host_to_device_within_unified_memory(tmp_path) -> None:
     from xferbench.plot import figure
-    from xferbench.results import Result, select
+    from xferbench.core.results import Result, select
 
     series, env = mps_series({"chip": "Apple M1 Pro", "gpu_cores": 16, "name": "Apple M1 Pro (16-core GPU)"})
     series.device_name = "Apple M1 Pro (16-core GPU)"
@@ -376,7 +377,7 @@ def test_an_mps_plot_keeps_saying_host_to_device_within_unified_memory(tmp_path)
 
 
 def use_torch(monkeypatch, torch: FakeTorch) -> Any:
-    from xferbench import environment
+    from xferbench.core import environment
     from xferbench.backends import pytorch
 
     monkeypatch.setattr(pytorch, "_torch", lambda: torch)
@@ -402,8 +403,8 @@ def test_pinned_modes_run_on_mps_where_pytorch_pins_for_it(monkeypatch) -> None:
     """PyTorch 2.14 added an MPS pinned allocator (pytorch/pytorch#181720): a pinned CPU tensor backed by a
     shared Metal buffer. Before it, pinning raised (up to 2.6) or gave an mps:0 tensor that is_pinned()
     calls pageable (2.7 to 2.13): measured, a pinned series would time another copy than it names."""
-    from xferbench.errors import NotSupportedHere
-    from xferbench.spec import BIDIR, D2H
+    from xferbench.core.errors import NotSupportedHere
+    from xferbench.core.spec import BIDIR, D2H
 
     pytorch = use_torch(monkeypatch, FakeTorch("2.14.1"))
     backend = pytorch.TorchBackend()
@@ -479,8 +480,8 @@ def test_an_mps_series_goes_through_the_worker_into_the_file_as_unified_memory(t
     """The stand-in PyTorch 2.14 on the simulated M1 Pro: planning, the worker, describe, verify and the
     result file, each series saying what an MPS copy is, read against the chip's published bandwidth, and
     the Mac identified from macOS (chip, GPU cores, memory, macOS version)."""
-    from xferbench.results import load
-    from xferbench.telemetry import link_ceiling
+    from xferbench.core.results import load
+    from xferbench.core.telemetry import link_ceiling
 
     r, data = simulated_macos_sweep(tmp_path, *SWEEP_MPS, torch="2.14.1")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
@@ -507,8 +508,8 @@ def test_an_mps_series_goes_through_the_worker_into_the_file_as_unified_memory(t
 def test_an_older_pytorch_on_a_mac_skips_pinned_modes_and_an_m3_max_is_told_by_its_gpu(tmp_path) -> None:
     """PyTorch 2.13 has no MPS pinned allocator: its pinned series are skipped with what to do, its pageable
     one measures. ioreg missing: system_profiler gives the GPU cores, which pick the M3 Max's figure."""
-    from xferbench.results import load
-    from xferbench.telemetry import link_ceiling
+    from xferbench.core.results import load
+    from xferbench.core.telemetry import link_ceiling
 
     r, data = simulated_macos_sweep(tmp_path, *SWEEP_MPS, torch="2.13.0", chip="Apple M3 Max", gpu_cores="30", ioreg="absent",
                                     macos="26.1")  # fmt: skip
@@ -528,7 +529,7 @@ def test_an_older_pytorch_on_a_mac_skips_pinned_modes_and_an_m3_max_is_told_by_i
 def test_an_intel_macs_gpu_is_no_unified_memory(monkeypatch) -> None:
     """PyTorch up to 2.2 and tensorflow-metal ran MPS on Intel Macs' AMD cards: a PCIe transfer, never
     labelled unified memory nor read against an Apple chip's bandwidth."""
-    from xferbench import environment, telemetry
+    from xferbench.core import environment, telemetry
     from xferbench.pairs import copy_kind
 
     macos_tools(monkeypatch, {"sysctl -n machdep.cpu.brand_string": "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz\n",

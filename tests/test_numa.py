@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from conftest import FAST, FakeBackend
 
-from xferbench import numa
+from xferbench.core import numa
 from xferbench.backends import BACKENDS
-from xferbench.results import Point, Series
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Point, Series
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
-from xferbench.telemetry import numa_warning, pages_warning
+from xferbench.core.telemetry import numa_warning, pages_warning
 from xferbench.worker import LocalRunner, WorkerRunner
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "sched_setaffinity"), reason="Linux only")
@@ -142,7 +142,7 @@ def pcie_gpu(monkeypatch, tmp_path):
 
     from fake_nvml import FakeNVML
 
-    from xferbench import environment
+    from xferbench.core import environment
 
     def install(sysfs: dict, **answers: Any) -> Any:
         fake = FakeNVML(**answers)

@@ -18,9 +18,9 @@ from rich.console import Console
 
 from xferbench.display import series_table, summary_line
 from xferbench.pairs import differences, pair, tags
-from xferbench.results import Point, Result, Series, load, select
-from xferbench.spec import HOST_TO_HOST, SeriesKey
-from xferbench.timing import Samples
+from xferbench.core.results import Point, Result, Series, load, select
+from xferbench.core.spec import HOST_TO_HOST, SeriesKey
+from xferbench.core.timing import Samples
 
 SHAPE = (256, 256, 3)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

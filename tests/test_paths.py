@@ -11,8 +11,8 @@ from conftest import FAST, needs_torch
 from xferbench.backends import BACKENDS
 from xferbench.backends.host import HostCopy
 from xferbench.measure import measure_series
-from xferbench.results import Result, Series
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Result, Series
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
 
 SMALL = (32, 32, 3)
@@ -202,7 +202,7 @@ def test_interrupt_keeps_measured_points(fake_backend, tmp_path) -> None:
 
 def test_the_check_reads_every_byte_and_catches_a_short_gap() -> None:
     from xferbench.buffers import check_all, make_source
-    from xferbench.errors import VerificationError
+    from xferbench.core.errors import VerificationError
 
     source = make_source((1000, 1000))  # 1 MB, read back in 64 KiB chunks: the last one short
     reads: list[tuple[int, int]] = []

@@ -10,7 +10,7 @@ import peer_outputs as out
 from conftest import FAST
 from xferbench import report
 from xferbench.peers import read_bandwidthtest, read_nvbandwidth
-from xferbench.results import Series, select
+from xferbench.core.results import Series, select
 from test_peers import D2H_CE, H2D_CE, IMAGE, MIB, TWO_GPUS, find, one_line_error, write
 
 
@@ -185,7 +185,7 @@ def test_an_older_bandwidthtests_mb_is_settled_by_the_user(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from xferbench.cli import app
-    from xferbench.results import load
+    from xferbench.core.results import load
 
     old = write(tmp_path, out.bandwidthtest_text(out.bt_table("Host to Device", "PINNED", ((33_554_432, 12123.4),), unit="MB")), "old.txt")
     (series,) = read_bandwidthtest([old], mb=1_024_000).series

@@ -12,7 +12,7 @@ import pytest
 
 import peer_outputs as out
 from xferbench.peers import json_object, read_nvbandwidth
-from xferbench.results import Result, Series
+from xferbench.core.results import Result, Series
 
 MIB = 2**20
 TWO_GPUS = ((out.H100, "00000000:1b:00"), (out.H100, "00000000:43:00"))

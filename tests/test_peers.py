@@ -14,9 +14,9 @@ import pytest
 import peer_outputs as out
 from conftest import FAST
 from xferbench import __version__, compare, fleet, plot, report
-from xferbench.errors import XferbenchError
+from xferbench.core.errors import XferbenchError
 from xferbench.peers import item_for, read_bandwidthtest, read_nvbandwidth
-from xferbench.results import SCHEMA, Result, Series, load, select
+from xferbench.core.results import SCHEMA, Result, Series, load, select
 
 H2D_CE, D2H_CE = out.H2D_CE, out.D2H_CE
 IMAGE = 256 * 256 * 3  # 196,608 B

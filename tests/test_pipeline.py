@@ -13,12 +13,12 @@ import pytest
 from conftest import FAST, needs_torch, run_config
 from xferbench.backends import BACKENDS
 from xferbench.buffers import read_host
-from xferbench.errors import VerificationError, XferbenchError
+from xferbench.core.errors import VerificationError, XferbenchError
 from xferbench.measure import measure_point, measure_series
 from xferbench.backends.pipeline import PipelineTransfer, batch_indices, dataset_items, item_count, repeats_for
-from xferbench.results import Point, Series, _damage
-from xferbench.spec import PIPELINE_MODES, SeriesKey
-from xferbench.stats import overlap_stats
+from xferbench.core.results import Point, Series, _damage
+from xferbench.core.spec import PIPELINE_MODES, SeriesKey
+from xferbench.core.stats import overlap_stats
 from xferbench.sweep import SweepConfig, _check_static, _select_backends
 
 SMALL = (4, 4, 3)
@@ -159,7 +159,7 @@ def test_repeats_follow_the_target_within_bounds() -> None:
 
 def test_a_point_whose_compute_record_is_damaged_is_left_out() -> None:
     spec = SeriesKey("torch", "loader", "copy", "cpu", SMALL).at(2)
-    from xferbench.timing import Samples
+    from xferbench.core.timing import Samples
 
     point = Point.measured(spec, Samples([1e-3, 2e-3]), 1)
     point.compute = {"kernel": "k", "repeats": 3, "compute_times_s": [1e-3], "step_times_s": [2e-3]}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from xferbench import pipeline_report
 from xferbench.report import render
-from xferbench.results import Selection, load, select
+from xferbench.core.results import Selection, load, select
 
 REPO = Path(__file__).resolve().parent.parent
 H200 = REPO / "results" / "nvidia-h200" / "2026-11-26" / "run-3" / "sweeps" / "pipelines.json"

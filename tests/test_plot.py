@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 from conftest import FAST
 from xferbench.backends import SimLink
 from xferbench.cli import app
-from xferbench.errors import XferbenchError
+from xferbench.core.errors import XferbenchError
 from xferbench.plot import figure, series_labels
-from xferbench.results import Point, Result, Selection, Series, select
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Point, Result, Selection, Series, select
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
-from xferbench.timing import Samples
+from xferbench.core.timing import Samples
 
 BATCHES = (1, 4, 16, 64)
 

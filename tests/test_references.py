@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import references
-from xferbench.references import (
+from xferbench.core import references
+from xferbench.core.references import (
     CE, FLOOR, KINDS, MEASURED, MEMCPY, PUBLISHED, SM, Published, figure, floor_for, floor_line, matches, measured_for,
     published_line,
 )  # fmt: skip

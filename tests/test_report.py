@@ -10,10 +10,10 @@ import pytest
 
 from xferbench import report
 from xferbench.backends import SimLink
-from xferbench.results import Point, Result, Selection, Series, select
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Point, Result, Selection, Series, select
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
-from xferbench.timing import Samples, TimingConfig
+from xferbench.core.timing import Samples, TimingConfig
 
 REAL = Path(__file__).resolve().parent.parent / "results" / "cpu-amd-epyc-2core" / "torch-host-copy-seed.json"
 SHAPE = (1000, 1000)  # 1 MB per item, so MB/s is batch / time in µs
@@ -352,7 +352,7 @@ def test_a_raw_ceiling_on_cuda_is_placed_among_the_published_figures(tmp_path) -
     sys.path.insert(0, str(Path(__file__).parent))
     from nodes import node, write
 
-    from xferbench.results import select
+    from xferbench.core.results import select
 
     picks, empty = select([write(node("a", raw_gbps=57), tmp_path), write(node("b", raw_gbps=55, name="NVIDIA L4"), tmp_path)])
     text = report.render(picks, empty)

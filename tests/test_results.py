@@ -6,10 +6,10 @@ import pytest
 
 import xferbench
 from xferbench.backends import SimLink
-from xferbench.errors import XferbenchError
-from xferbench.results import SCHEMA, Result, check_writable, load, select
+from xferbench.core.errors import XferbenchError
+from xferbench.core.results import SCHEMA, Result, check_writable, load, select
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_check_writable(tmp_path) -> None:
 
 
 def test_out_naming_a_folder_means_a_folder(tmp_path) -> None:
-    from xferbench.results import output_path
+    from xferbench.core.results import output_path
 
     assert output_path(None, "h.json") == (Path("runs") / "h.json", True)
     assert output_path(f"{tmp_path}/new/", "h.json") == (tmp_path / "new" / "h.json", True)  # a slash: a folder, made
@@ -149,7 +149,7 @@ def test_only_regular_files_are_ever_replaced(tmp_path) -> None:
 
 
 def test_a_run_never_writes_over_a_file_it_no_longer_owns(tmp_path) -> None:
-    from xferbench.results import OutputFile
+    from xferbench.core.results import OutputFile
 
     path = tmp_path / "r.json"
     mine = OutputFile(path)
@@ -167,7 +167,7 @@ def test_a_run_never_writes_over_a_file_it_no_longer_owns(tmp_path) -> None:
 
 
 def test_out_names_this_host_where_it_says_percent_h(monkeypatch) -> None:
-    from xferbench import results
+    from xferbench.core import results
 
     monkeypatch.setattr("platform.node", lambda: "gpu-node 07")
     assert results.output_path("fleet/%h.json", "x.json") == (Path("fleet/gpu-node-07.json"), False)
@@ -198,7 +198,7 @@ def test_the_tidy_frame_holds_each_key_each_figure_and_the_environment_essential
 
 
 def test_the_csv_beside_the_json_has_no_index_column(tmp_path, result: Result) -> None:
-    from xferbench.results import OutputFile
+    from xferbench.core.results import OutputFile
 
     result.save(tmp_path / "r.json", csv=True)
     output = OutputFile(tmp_path / "o.json", csv=True)
@@ -209,7 +209,7 @@ def test_the_csv_beside_the_json_has_no_index_column(tmp_path, result: Result) -
 
 
 def test_a_claimed_file_is_readable_by_others_and_its_folder_made_again(tmp_path) -> None:
-    from xferbench.results import OutputFile
+    from xferbench.core.results import OutputFile
 
     import shutil
 
@@ -224,8 +224,8 @@ def test_a_claimed_file_is_readable_by_others_and_its_folder_made_again(tmp_path
 
 
 def test_names_files_and_empty_series_say_what_they_are(tmp_path, monkeypatch) -> None:
-    from xferbench import results
-    from xferbench.results import Point, Selected, Series, damaged_points, host_name, output_path, safe_name
+    from xferbench.core import results
+    from xferbench.core.results import Point, Selected, Series, damaged_points, host_name, output_path, safe_name
 
     assert safe_name("Node-A_1.x y/z") == "Node-A_1.x-y-z"
     monkeypatch.delenv("XFERBENCH_HOST", raising=False)
@@ -248,7 +248,7 @@ def test_names_files_and_empty_series_say_what_they_are(tmp_path, monkeypatch) -
 
 
 def test_only_a_regular_file_is_replaced(tmp_path) -> None:
-    from xferbench.results import refuse_unless_regular
+    from xferbench.core.results import refuse_unless_regular
 
     (tmp_path / "folder").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "folder")
@@ -264,7 +264,7 @@ def test_a_long_host_name_fits_a_file_name_and_a_long_out_is_one_line(tmp_path, 
     from typer.testing import CliRunner
 
     from xferbench.cli import app
-    from xferbench.results import HOST_NAME_MAX, host_name, output_path
+    from xferbench.core.results import HOST_NAME_MAX, host_name, output_path
 
     fqdn = "ip-10-0-0-1." + "very-long-subdomain." * 12 + "compute.internal"
     monkeypatch.setenv("XFERBENCH_HOST", fqdn)

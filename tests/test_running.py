@@ -11,11 +11,12 @@ import signal
 import pytest
 from rich.console import Console
 
-from xferbench import results, running
+from xferbench import running
+from xferbench.core import results
 from xferbench.backends import SimLink
-from xferbench.results import OutputFile, load
+from xferbench.core.results import OutputFile, load
 from xferbench.sweep import SweepConfig, make_plan
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 
 TIMING = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=5, min_time_s=0.0, max_samples=5, settle_s=0.0)
 

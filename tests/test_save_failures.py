@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from xferbench import display, results
+from xferbench import display
+from xferbench.core import results
 from xferbench.cli import app
-from xferbench.results import load
+from xferbench.core.results import load
 
 REPO = Path(__file__).resolve().parent.parent
 SWEEP = ["sweep", "-f", "sim", "--batch-sizes", "1,2,4,8,16,32,64,128", "--max-samples", "50"]
@@ -111,7 +112,7 @@ def test_a_report_or_plot_cut_short_leaves_the_last_one_whole_and_no_temp_file(t
 
 
 def test_a_rescue_takes_the_next_free_name_readable_by_others_and_moves_on_when_a_write_fails(tmp_path, monkeypatch) -> None:
-    from xferbench.results import OutputFile, Result
+    from xferbench.core.results import OutputFile, Result
 
     result = Result(environment={}, config={}, created="2026-11-24T00:00:00+00:00")
     output = OutputFile(tmp_path / "r.json")

@@ -3,9 +3,9 @@
 import pytest
 
 from xferbench.backends import SimLink
-from xferbench.results import Result
+from xferbench.core.results import Result
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 
 
 def sim_sweep(link: SimLink, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)) -> Result:

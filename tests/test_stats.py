@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from xferbench.stats import fit_latency_bandwidth, mbps, point_stats, summarize
+from xferbench.core.stats import fit_latency_bandwidth, mbps, point_stats, summarize
 
 BATCHES = [2**i for i in range(10)]
 IMAGE = 256 * 256 * 3
@@ -97,7 +97,7 @@ def test_mbps_is_decimal_megabytes() -> None:
 
 def test_summary_line_marks_clamped_latency_and_poor_fit() -> None:
     from xferbench.display import summary_line
-    from xferbench.stats import Summary
+    from xferbench.core.stats import Summary
 
     line = summary_line(Summary(peak_mbps=1e4, peak_batch_size=8, saturation_batch_size=4, latency_s=0.0,
                                 bandwidth_mbps=9e3, fit_rel_rms=0.4))  # fmt: skip

@@ -55,7 +55,7 @@ def test_overwrite_keeps_the_earlier_result_until_a_point_replaces_it(tmp_path, 
     from conftest import FAST_ARGS
     from xferbench import running
     from xferbench.cli import app
-    from xferbench.results import OutputFile, Result, load
+    from xferbench.core.results import OutputFile, Result, load
 
     out = tmp_path / "r.json"
     earlier = Result({"host": "before"}, {}, "2026-11-01T00:00:00+00:00", [], "complete")

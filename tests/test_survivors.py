@@ -8,8 +8,8 @@ import numpy as np
 
 from xferbench.fleet import Row
 from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point, mann_whitney_u
-from xferbench.results import OutputFile, Point, Result, load
-from xferbench.stats import median_uncertainty, point_stats
+from xferbench.core.results import OutputFile, Point, Result, load
+from xferbench.core.stats import median_uncertainty, point_stats
 
 
 def test_the_median_interval_takes_the_exact_order_statistics() -> None:
@@ -62,8 +62,8 @@ def test_every_save_reaches_the_disk(tmp_path, monkeypatch) -> None:
 
 
 def test_a_link_below_its_maximum_in_exactly_half_the_loaded_samples_is_not_most() -> None:
-    from xferbench.results import Series
-    from xferbench.telemetry import ran_below_max
+    from xferbench.core.results import Series
+    from xferbench.core.telemetry import ran_below_max
 
     def series(gens: list[int]) -> Series:
         found = Series("cuda", "raw_pinned", "copy", "cuda:0", [256, 256, 3])
@@ -139,7 +139,7 @@ def test_page_faults_per_call_count_each_streamed_copy_as_a_call(monkeypatch) ->
     from conftest import FAST
     from xferbench import measure
     from xferbench.backends import SimBackend
-    from xferbench.spec import PER_CALL, STREAMED, SeriesKey
+    from xferbench.core.spec import PER_CALL, STREAMED, SeriesKey
 
     faults = [0]
     monkeypatch.setattr(measure, "minor_faults", lambda: faults[0])
@@ -172,7 +172,7 @@ def test_a_torch_d2h_copy_that_stops_after_warm_up_fails_verification(monkeypatc
     from conftest import FAST
     from xferbench.backends.pytorch import TorchBack, TorchBackend
     from xferbench.measure import measure_point
-    from xferbench.spec import D2H, SeriesKey
+    from xferbench.core.spec import D2H, SeriesKey
 
     real = TorchBack._down
 

@@ -13,13 +13,14 @@ import pytest
 from conftest import FAST, FakeBackend
 from rich.console import Console
 
-from xferbench import display, environment, telemetry
+from xferbench import display
+from xferbench.core import environment, telemetry
 from xferbench import sampler as sampling
-from xferbench.results import Result, Series, load
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Result, Series, load
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
 from xferbench.sampler import LinkSampler
-from xferbench.telemetry import link_below_max, link_warnings, numa_warning
+from xferbench.core.telemetry import link_below_max, link_warnings, numa_warning
 from xferbench.worker import LocalRunner
 from fake_nvml import BUSY_KBPS, UUID, FakeNVML, FakeNVMLError
 
@@ -468,7 +469,7 @@ def test_an_idle_reading_below_the_maximum_is_said_to_be_idle_with_why_nothing_w
 
 
 def test_link_facts_names_a_peak_above_one_reading_that_another_allows() -> None:
-    from xferbench.stats import Summary
+    from xferbench.core.stats import Summary
 
     env = {"devices": [{"id": "cuda:0", "kind": "cuda", "nvml": {"pcie_gen_current": 3, "pcie_width_current": 16,
                                                                    "pcie_gen_max": 4, "pcie_width_max": 16}}]}  # fmt: skip

@@ -11,10 +11,10 @@ import pytest
 from conftest import FAST, FAST_ARGS, HAS_TORCH
 from xferbench.backends import BACKENDS
 from xferbench.measure import measure_series
-from xferbench.results import Series, load
-from xferbench.spec import SeriesKey
+from xferbench.core.results import Series, load
+from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 pytestmark = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
@@ -208,7 +208,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 tf.config.set_soft_device_placement(False)
 from xferbench.backends import tensorflow as backend
-from xferbench.spec import SeriesKey
+from xferbench.core.spec import SeriesKey
 backend.tf_device = lambda device: "/CPU:1"  # stands in for cuda:1 -> /GPU:1
 for mode in ("eager", "function", "jit"):
     for op in ("copy", "seed"):
@@ -303,7 +303,7 @@ def test_numpy_copies_the_batch_on_every_call_aligned_or_not(host_buffer) -> Non
 
 
 def test_tensorflows_gpu_is_matched_to_nvml_by_its_pci_address(monkeypatch) -> None:
-    from xferbench import environment
+    from xferbench.core import environment
     from xferbench.backends import tensorflow as backend
     from xferbench.sampler import nvml_target
 
@@ -361,7 +361,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 tf.config.set_soft_device_placement(False)
 tf.debugging.set_log_device_placement(True)
 from xferbench.backends import tensorflow as backend
-from xferbench.spec import SeriesKey
+from xferbench.core.spec import SeriesKey
 backend.tf_device = lambda device: "/CPU:1"
 transfer = backend.TFTransfer(SeriesKey("tf", sys.argv[1], "copy", "cuda:1", (8, 8, 3)).at(2))
 moved, _ = transfer._run()
@@ -442,7 +442,7 @@ def test_an_older_tensorflow_without_jit_compile_runs_function_and_jit(monkeypat
 
 def test_a_tensorflow_without_xlas_keyword_skips_jit_and_still_runs_function(monkeypatch) -> None:
     from xferbench.backends import tensorflow as backend
-    from xferbench.errors import NotSupportedHere
+    from xferbench.core.errors import NotSupportedHere
 
     tf = backend._tf()
     monkeypatch.setattr(tf, "function", tensorflow_2_0(tf.function))
@@ -565,7 +565,7 @@ def test_an_mps_series_is_named_by_the_mac_and_says_its_copy_stays_in_unified_me
     report set beside a CUDA file needs."""
     import xferbench.backends.tensorflow as tensorflow_backend
     from xferbench.backends import BACKENDS
-    from xferbench.spec import SeriesKey
+    from xferbench.core.spec import SeriesKey
 
     monkeypatch.setattr(tensorflow_backend, "apple_gpu_name", lambda: "Apple M1 Pro (16-core GPU)")
     info = BACKENDS["tf"].describe(SeriesKey("tf", "eager", "copy", "mps", (256, 256, 3)), {})

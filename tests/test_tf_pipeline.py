@@ -9,10 +9,10 @@ import pytest
 
 from conftest import FAST
 from xferbench.backends import BACKENDS
-from xferbench.errors import VerificationError
+from xferbench.core.errors import VerificationError
 from xferbench.measure import measure_point
 from xferbench.backends.pipeline import BUFFER_BATCHES
-from xferbench.spec import PIPELINE_MODES, SeriesKey
+from xferbench.core.spec import PIPELINE_MODES, SeriesKey
 
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 pytestmark = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")

@@ -1,6 +1,6 @@
 import pytest
 
-from xferbench.timing import TimingConfig, sample, warm_up
+from xferbench.core.timing import TimingConfig, sample, warm_up
 
 
 class StepClock:
@@ -57,7 +57,7 @@ def test_warm_up_of_fast_calls_is_capped_by_time_only() -> None:
 
 
 def test_streamed_samples_are_seconds_per_copy_and_sized_for_a_span() -> None:
-    from xferbench.timing import STREAM_MAX_COPIES, STREAM_MIN_COPIES, calibrate_copies, copies_for, sample_streamed
+    from xferbench.core.timing import STREAM_MAX_COPIES, STREAM_MIN_COPIES, calibrate_copies, copies_for, sample_streamed
 
     assert copies_for(4e-6) == 500  # 2 ms of 4 µs copies
     assert copies_for(1e-3) == STREAM_MIN_COPIES and copies_for(1e-9) == STREAM_MAX_COPIES and copies_for(0.0) == STREAM_MAX_COPIES
@@ -84,7 +84,7 @@ class TwoSpeedClock(StepClock):
 
 
 def test_an_uncertain_median_samples_on_for_settle_time_past_the_minimums() -> None:
-    from xferbench.stats import median_uncertainty
+    from xferbench.core.stats import median_uncertainty
 
     clock = TwoSpeedClock(0.01)
     config = TimingConfig(min_samples=10, min_time_s=2.0, max_samples=100_000, max_time_s=10.0, settle_s=1.0)
@@ -96,7 +96,7 @@ def test_an_uncertain_median_samples_on_for_settle_time_past_the_minimums() -> N
 
 
 def test_the_median_is_checked_as_samples_grow_by_a_tenth(monkeypatch) -> None:
-    import xferbench.timing as timing
+    import xferbench.core.timing as timing
 
     checks: list[int] = []
     monkeypatch.setattr(timing, "median_uncertainty", lambda times: checks.append(len(times)) or 1.0)

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from conftest import FAST
-from xferbench import telemetry, validate
-from xferbench.results import Point, Result, Series
-from xferbench.spec import PER_CALL, STREAMED, SeriesKey
+from xferbench import validate
+from xferbench.core import telemetry
+from xferbench.core.results import Point, Result, Series
+from xferbench.core.spec import PER_CALL, STREAMED, SeriesKey
 from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
-from xferbench.timing import Samples
-from xferbench.verdict import Verdict
+from xferbench.core.timing import Samples
+from xferbench.core.verdict import Verdict
 from xferbench.worker import LocalRunner
 
 REPO = Path(__file__).resolve().parent.parent

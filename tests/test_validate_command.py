@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from xferbench.cli import app
-from xferbench.results import load
+from xferbench.core.results import load
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -151,7 +151,7 @@ def test_validate_writes_the_folder_and_the_verdict(gpu_machine, tmp_path) -> No
 
 
 def test_without_a_gpu_validate_refuses_in_one_line(tmp_path, monkeypatch) -> None:
-    from xferbench import environment
+    from xferbench.core import environment
 
     monkeypatch.setattr(environment, "accelerator_kinds", lambda: [])
     said = CliRunner().invoke(app, ["validate", str(tmp_path / "v")])
@@ -168,7 +168,7 @@ def test_without_a_gpu_validate_refuses_in_one_line(tmp_path, monkeypatch) -> No
     (["--max-minutes", "1441"], "--max-minutes 1441: give minutes above 0 and at most 1440"),
 ])  # fmt: skip
 def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
-    from xferbench import environment
+    from xferbench.core import environment
 
     monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
     said = CliRunner().invoke(app, ["validate", *args])

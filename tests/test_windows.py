@@ -21,8 +21,10 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import FAST_ARGS, needs_torch
-from xferbench import buffers, numa, running, worker
-from xferbench.errors import XferbenchError
+import xferbench
+from xferbench import buffers, running, worker
+from xferbench.core import numa
+from xferbench.core.errors import XferbenchError
 from xferbench.worker import Replies, how_ended
 
 SIMULATED_WINDOWS = Path(__file__).parent / "windows"
@@ -99,14 +101,14 @@ def test_how_a_worker_ended_is_said_in_the_terms_of_its_os(monkeypatch) -> None:
 
 def test_where_links_are_refused_the_worker_gets_a_copy_of_xferbench(tmp_path, monkeypatch) -> None:
     package = tmp_path / "site" / "xferbench"  # a package as an import leaves it: compiled files beside the code
-    for name in ("worker.py", "backends/cuda.py", "__pycache__/worker.cpython-311.pyc", "backends/__pycache__/cuda.pyc"):
+    for name in ("__init__.py", "worker.py", "backends/cuda.py", "__pycache__/worker.cpython-311.pyc", "backends/__pycache__/cuda.pyc"):
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text("")
 
     def refused(self, target, target_is_directory=False):  # type: ignore[no-untyped-def]
         raise OSError(errno.EPERM, "[WinError 1314] A required privilege is not held by the client")
 
-    monkeypatch.setattr(worker, "__file__", str(package / "worker.py"))
+    monkeypatch.setattr(xferbench, "__file__", str(package / "__init__.py"))
     monkeypatch.setattr(Path, "symlink_to", refused)
     folder = worker._source_folder()
     try:
@@ -330,7 +332,7 @@ def test_a_worker_that_dies_on_simulated_windows_is_said_in_windows_terms(tmp_pa
     r = run_windows("""
         import sys
         from xferbench.backends import BACKENDS
-        from xferbench.errors import XferbenchError
+        from xferbench.core.errors import XferbenchError
         from xferbench.worker import WorkerRunner
         runner = WorkerRunner(BACKENDS["torch"], sys.argv[1], start_timeout_s=float(sys.argv[2]))
         try:

@@ -23,6 +23,6 @@ try:
 except importlib.metadata.PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = _source_version()
 
-from xferbench.results import Result, load  # noqa: E402
+from xferbench.core.results import Result, load  # noqa: E402
 
 __all__ = ["Result", "__version__", "load"]

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xferbench.backends import BACKENDS, default_backends
-from xferbench.spec import H2D, STREAMED, SeriesKey
-from xferbench.timing import TimingConfig
+from xferbench.core.spec import H2D, STREAMED, SeriesKey
+from xferbench.core.timing import TimingConfig
 
 # Rates and fixed costs the estimate assumes (B/s and seconds).
 PINNED_BPS = 25e9  # a pinned copy on a PCIe Gen4 x16 link, as measured

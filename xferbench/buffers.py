@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from xferbench.errors import VerificationError
+from xferbench.core.errors import VerificationError
 
 PATTERN_PERIOD = 65521  # a prime, so the pattern never lines up with image or batch boundaries
 # Verification reads the destination back in chunks of this size: a 1 GiB batch needs no second

@@ -27,12 +27,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point
-from xferbench.environment import device_entry, link_readings, pcie_ceiling
-from xferbench.references import floor_for, floor_line, published_line
-from xferbench.results import Point, Result, Series
-from xferbench.spec import H2D, STREAMED
-from xferbench.telemetry import is_raw_reference, ran_below_max
-from xferbench.verdict import FAIL, INFO, NA, PASS, WARN, Verdict
+from xferbench.core.environment import device_entry, link_readings, pcie_ceiling
+from xferbench.core.references import floor_for, floor_line, published_line
+from xferbench.core.results import Point, Result, Series
+from xferbench.core.spec import H2D, STREAMED
+from xferbench.core.telemetry import is_raw_reference, ran_below_max
+from xferbench.core.verdict import FAIL, INFO, NA, PASS, WARN, Verdict
 
 LINK_SHARE = 0.75  # the raw ceiling must reach this share of the link's theoretical rate
 JUDGED = ("link", "reference", "link state", "baseline")  # findings that can pass or fail a GPU (baseline: by prefix)

@@ -21,10 +21,10 @@ from rich.markup import escape
 
 from xferbench import running
 from xferbench.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
-from xferbench.errors import XferbenchError
+from xferbench.core.errors import XferbenchError
 from xferbench.backends.pipeline import DEFAULT_LOADER_WORKERS
-from xferbench.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_existing, refuse_unless_regular, safe_name, select
-from xferbench.spec import H2D, PER_CALL, STREAMED
+from xferbench.core.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_existing, refuse_unless_regular, safe_name, select
+from xferbench.core.spec import H2D, PER_CALL, STREAMED
 from xferbench.sweep import (
     DEFAULT_BATCH_SIZES,
     MAX_BATCH,
@@ -36,7 +36,7 @@ from xferbench.sweep import (
     parse_shape,
     start_runners,
 )
-from xferbench.timing import TimingConfig
+from xferbench.core.timing import TimingConfig
 from xferbench.worker import Runner
 
 app = typer.Typer(
@@ -252,9 +252,9 @@ def check(
 ) -> None:
     """Is this node's host-to-GPU link healthy? A short fixed run on every GPU, then PASS or FAIL per GPU: exit 0 when all pass, 1 when one fails, 2 for bad input or nothing to check."""
     from xferbench import check as checking
-    from xferbench import environment
+    from xferbench.core import environment
     from xferbench.compare import parse_threshold
-    from xferbench.results import damaged_points, load
+    from xferbench.core.results import damaged_points, load
 
     started = time.monotonic()
     try:
@@ -468,7 +468,7 @@ def report(
 
 def warn_damaged(picks: Sequence[Any]) -> None:
     """Name the points a reader left out because the file's samples were damaged."""
-    from xferbench.results import damaged_points
+    from xferbench.core.results import damaged_points
 
     for path, result in {id(p.result): (p.path, p.result) for p in picks}.values():
         warn_damaged_points(path, damaged_points(result))
@@ -601,7 +601,8 @@ def validate(
     max_minutes: Annotated[Optional[float], typer.Option("--max-minutes", help="Fit the whole run into this many minutes: the plan is trimmed (nvbandwidth's samples, the peers' sizes, then the large sweep's sizes; never the raw ceiling or the link run), and what runs past its share is stopped. The verdict says what was left out.", show_default=False)] = None,
 ) -> None:
     """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
-    from xferbench import environment, validation
+    from xferbench import validation
+    from xferbench.core import environment
 
     where = folder or DEFAULT_FOLDER / f"validate-{host_name()}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
@@ -721,7 +722,7 @@ def installed_frameworks(failed: dict[str, str] | None = None) -> Iterator[dict[
 @app.command()
 def env(show_all: SHOW_ALL = False) -> None:
     """Print the environment a sweep would record (JSON). Frameworks are started only where there is a GPU for them to describe, or with --all."""
-    from xferbench import environment
+    from xferbench.core import environment
 
     views: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
@@ -739,7 +740,7 @@ def paths(show_all: SHOW_ALL = False) -> None:
     """List every path on this machine's devices, where it can run and why not where it cannot."""
     from rich.table import Table
 
-    from xferbench import environment
+    from xferbench.core import environment
 
     kinds = environment.accelerator_kinds()
     installed = [b for b in BACKENDS.values() if not b.missing()]

@@ -28,11 +28,11 @@ from rich.table import Table
 from rich.text import Text
 
 from xferbench.display import rate
-from xferbench.errors import XferbenchError
+from xferbench.core.errors import XferbenchError
 from xferbench.pairs import Difference, differences, pair, path_name, unlike
-from xferbench.results import DAMAGED, Point, Result, Series, damaged_points, load
-from xferbench.spec import SeriesKey
-from xferbench.stats import point_stats
+from xferbench.core.results import DAMAGED, Point, Result, Series, damaged_points, load
+from xferbench.core.spec import SeriesKey
+from xferbench.core.stats import point_stats
 
 MIN_RANK_SAMPLES = 8  # per side; below it the normal approximation is poor and p < 0.01 barely reachable
 MIN_SAMPLES = 5  # per side; below it p10 and p90 are the extreme samples and nothing can be concluded

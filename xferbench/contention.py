@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from xferbench.environment import process_cpus
+from xferbench.core.environment import process_cpus
 
 OTHERS_MIN_WINDOW_S = 0.05  # /proc/stat counts 10 ms ticks: a shorter window says nothing of others' time
 _root: list[int] = []  # the xferbench process whose tree is ours; empty: this process is the root

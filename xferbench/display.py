@@ -11,13 +11,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from xferbench.numa import plan_binding
-from xferbench.references import published_line
-from xferbench.results import BUSY_SHARE, Point, Result, Series
-from xferbench.concurrency import Group
-from xferbench.spec import BIDIR, D2H, H2D, STREAMED
-from xferbench.stats import Summary, median_uncertainty
-from xferbench.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
+from xferbench.core.numa import plan_binding
+from xferbench.core.references import published_line
+from xferbench.core.results import BUSY_SHARE, Point, Result, Series
+from xferbench.core.concurrency import Group
+from xferbench.core.spec import BIDIR, D2H, H2D, STREAMED
+from xferbench.core.stats import Summary, median_uncertainty
+from xferbench.core.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
 
 BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
 UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note

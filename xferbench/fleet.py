@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from xferbench.check import best_point, checked
-from xferbench.verdict import FAIL, NA, WARN
-from xferbench.environment import device_entry, link_readings
-from xferbench.errors import XferbenchError
+from xferbench.core.verdict import FAIL, NA, WARN
+from xferbench.core.environment import device_entry, link_readings
+from xferbench.core.errors import XferbenchError
 from xferbench.peers import PEER_CEILINGS
-from xferbench.results import DAMAGED, Result, Series, damaged_points, load
-from xferbench.telemetry import is_raw_reference, ran_below_max
+from xferbench.core.results import DAMAGED, Result, Series, damaged_points, load
+from xferbench.core.telemetry import is_raw_reference, ran_below_max
 
 MAD_K = 3.0  # how many scaled MADs below the median a straggler lies, at least
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normal data

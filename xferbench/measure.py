@@ -13,11 +13,11 @@ from typing import Any
 
 from xferbench import contention
 from xferbench.backends import Backend
-from xferbench.errors import NotSupportedHere, VerificationError
-from xferbench.numa import page_nodes
-from xferbench.results import Point, Series
-from xferbench.spec import STREAMED, SeriesKey, Spec
-from xferbench.timing import STREAM_PROBE_COPIES, TimingConfig, calibrate_copies, sample, sample_streamed, warm_up
+from xferbench.core.errors import NotSupportedHere, VerificationError
+from xferbench.core.numa import page_nodes
+from xferbench.core.results import Point, Series
+from xferbench.core.spec import STREAMED, SeriesKey, Spec
+from xferbench.core.timing import STREAM_PROBE_COPIES, TimingConfig, calibrate_copies, sample, sample_streamed, warm_up
 
 # How a point's error starts: the series stops after these, and the CLI tells them apart.
 VERIFICATION_FAILED, OUT_OF_MEMORY = "verification failed", "out of memory"

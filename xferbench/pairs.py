@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xferbench.environment import SETTINGS, cpu_ranges, device_entry
-from xferbench.results import Result, Series
-from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_HOST, SIMULATED, SeriesKey
+from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry
+from xferbench.core.results import Result, Series
+from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_HOST, SIMULATED, SeriesKey
 
 MISSING = "—"  # the file does not record it
 UNSET = "unset"  # a recorded setting the run did not have

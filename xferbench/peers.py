@@ -32,10 +32,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from xferbench.environment import pci_key
-from xferbench.errors import XferbenchError
-from xferbench.results import Point, Result, Series
-from xferbench.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL, STREAMED
+from xferbench.core.environment import pci_key
+from xferbench.core.errors import XferbenchError
+from xferbench.core.results import Point, Result, Series
+from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL, STREAMED
 
 DEFAULT_SHAPE = (256, 256, 3)
 LARGE_ITEM = (512, 512, 4)  # 1 MiB

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xferbench.display import rate
-from xferbench.results import Point, Selected, Series, file_labels
-from xferbench.spec import H2D, is_pipeline
-from xferbench.telemetry import is_raw_reference, raw_series
+from xferbench.core.results import Point, Selected, Series, file_labels
+from xferbench.core.spec import H2D, is_pipeline
+from xferbench.core.telemetry import is_raw_reference, raw_series
 
 ABSENT = "–"
 YARDSTICKS = ("host", "sim")  # no framework's copy: a host memcpy for scale, a simulated link

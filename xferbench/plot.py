@@ -16,13 +16,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from xferbench.display import POOR_FIT, binary_size
-from xferbench.environment import device_entry, pcie_ceiling
-from xferbench.errors import XferbenchError
+from xferbench.core.environment import device_entry, pcie_ceiling
+from xferbench.core.errors import XferbenchError
 from xferbench.pairs import TAG_WIDTH, Difference, differences, path_name
-from xferbench.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, write_whole
-from xferbench.stats import CLIFF_FRACTION
-from xferbench.telemetry import unified_memory_ceiling
+from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
+from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, write_whole
+from xferbench.core.stats import CLIFF_FRACTION
+from xferbench.core.telemetry import unified_memory_ceiling
 
 FORMATS = (".png", ".svg", ".pdf")
 LINE_STYLES = ("-", "--", ":", "-.")

@@ -17,11 +17,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
-from xferbench import concurrency, display
+from xferbench import display
+from xferbench.core import concurrency
 from xferbench.buffers import unavailable_checks as memory_unavailable
 from xferbench.measure import unavailable_checks as faults_unavailable
-from xferbench.numa import unavailable_checks as numa_unavailable
-from xferbench.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
+from xferbench.core.numa import unavailable_checks as numa_unavailable
+from xferbench.core.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
 from xferbench.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
 from xferbench.sampler import INTERVAL_S
 
@@ -135,7 +136,7 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
     """Measure with progress on stderr, print the tables on stdout (unless `tables` is False: check
     prints its verdicts instead); Ctrl-C keeps what was measured. After a run on CUDA, each GPU's
     replay counter, clocks and P-state are read again, beside the reading taken before."""
-    from xferbench import environment
+    from xferbench.core import environment
 
     captured = environment.capture(plan.environments())
     # What this OS gives NUMA placement, the memory check and the fault count nothing to do, beside the environment's own list.

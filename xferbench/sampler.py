@@ -1,7 +1,7 @@
 """The PCIe link under load, sampled: NVML read in a daemon thread of the main process while a series
 runs (the series itself runs in a worker process). The thread only reads NVML and stops once NVML
 answers nothing, with the reason: it can neither break nor slow a sweep. What the samples say about a
-curve is worked out in xferbench.telemetry, which the readers use too.
+curve is worked out in xferbench.core.telemetry, which the readers use too.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Any
 
-from xferbench.environment import device_entry
-from xferbench.telemetry import FIELDS, link_summary
+from xferbench.core.environment import device_entry
+from xferbench.core.telemetry import FIELDS, link_summary
 
 INTERVAL_S = 0.1
 MAX_SAMPLES = 2000  # per series: past it, every other sample is dropped and the interval doubles

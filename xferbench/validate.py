@@ -14,12 +14,12 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from xferbench.display import rate, size
-from xferbench.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
-from xferbench.results import Point, Result, Series
-from xferbench.spec import H2D, PER_CALL, STREAMED
-from xferbench.numa import placed_pages
-from xferbench.telemetry import claimed_bytes, link_below_max, loaded_samples, pages_warning, received_bytes
-from xferbench.verdict import FAIL, INFO, NA, PASS, Verdict, passed
+from xferbench.core.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
+from xferbench.core.results import Point, Result, Series
+from xferbench.core.spec import H2D, PER_CALL, STREAMED
+from xferbench.core.numa import placed_pages
+from xferbench.core.telemetry import claimed_bytes, link_below_max, loaded_samples, pages_warning, received_bytes
+from xferbench.core.verdict import FAIL, INFO, NA, PASS, Verdict, passed
 
 CEILING_FLOOR = 0.80  # the raw pinned copy reaches at least this share of the theoretical link
 PINNED_INTO_FLOOR = 0.95  # torch pinned_into reaches at least this share of the raw ceiling

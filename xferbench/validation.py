@@ -28,17 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xferbench import budget, references, validate
+import xferbench
+from xferbench import budget, validate
+from xferbench.core import references
 from xferbench.display import rate, size
-from xferbench.environment import device_entry
-from xferbench.errors import XferbenchError
+from xferbench.core.environment import device_entry
+from xferbench.core.errors import XferbenchError
 from xferbench.pairs import placement
 from xferbench.peers import json_object
-from xferbench.results import Result, Series, load, select
-from xferbench.spec import H2D, PER_CALL, STREAMED
-from xferbench.timing import TimingConfig
+from xferbench.core.results import Result, Series, load, select
+from xferbench.core.spec import H2D, PER_CALL, STREAMED
+from xferbench.core.timing import TimingConfig
 from xferbench.validate import LARGE_BYTES
-from xferbench.verdict import FAIL, NA, PASS, Verdict
+from xferbench.core.verdict import FAIL, NA, PASS, Verdict
 
 # The two sweeps: xferbench's default batches of 256x256x3 images, and 1 MiB images (512x512x4) up
 # to 1 GiB per call, where launch costs vanish and the link alone sets the pace.
@@ -262,7 +264,7 @@ Echo = Callable[[str], None]
 
 def _python_path() -> str:
     """PYTHONPATH for a sweep: this xferbench first, so a checkout run without installing works."""
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(Path(xferbench.__file__).resolve().parent.parent)  # the folder holding the package
     return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
 
 

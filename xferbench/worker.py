@@ -40,14 +40,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+import xferbench
 from xferbench import contention
 from xferbench.backends import Backend, get_backend
-from xferbench.errors import XferbenchError
+from xferbench.core.errors import XferbenchError
 from xferbench.measure import OnPoint, OnStart, first_line, measure_series
-from xferbench.numa import BIND_ENV, Binding, apply_binding
-from xferbench.results import Point, Series
-from xferbench.spec import SeriesKey
-from xferbench.timing import TimingConfig
+from xferbench.core.numa import BIND_ENV, Binding, apply_binding
+from xferbench.core.results import Point, Series
+from xferbench.core.spec import SeriesKey
+from xferbench.core.timing import TimingConfig
 
 HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "params", "note", "status", "reason", "numa")
 
@@ -139,7 +140,7 @@ def _source_folder() -> Path:
     except OSError as error:
         raise XferbenchError(f"cannot make a folder for a worker in {tempfile.gettempdir()}: {error.strerror or error};"
                              " free space there or point TMPDIR (TEMP on Windows) elsewhere") from None  # fmt: skip
-    package = Path(__file__).resolve().parent
+    package = Path(xferbench.__file__).resolve().parent  # the package, wherever this module sits in it
     try:
         (folder / "xferbench").symlink_to(package, target_is_directory=True)
     except (OSError, NotImplementedError):

@@ -13,8 +13,8 @@ from xferbench.backends.jax import JaxBackend
 from xferbench.backends.pytorch import TorchBackend
 from xferbench.backends.sim import SimBackend, SimLink
 from xferbench.backends.tensorflow import TFBackend
-from xferbench.errors import XferbenchError
-from xferbench.spec import SeriesKey
+from xferbench.core.errors import XferbenchError
+from xferbench.core.spec import SeriesKey
 
 # The raw reference first: every curve after it is read against its ceiling.
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CudaBackend(), TorchBackend(), TFBackend(), JaxBackend(), CupyBackend(),

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xferbench.spec import BIDIR, H2D, PER_CALL, STREAMED, SeriesKey, Spec
-from xferbench.timing import STREAM_PROBE_COPIES, Clock
+from xferbench.core.spec import BIDIR, H2D, PER_CALL, STREAMED, SeriesKey, Spec
+from xferbench.core.timing import STREAM_PROBE_COPIES, Clock
 
 OPS = ("copy", "seed")
 

@@ -33,9 +33,9 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source, read_host
-from xferbench.errors import VerificationError
-from xferbench.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
-from xferbench.timing import STREAM_WARM_COPIES
+from xferbench.core.errors import VerificationError
+from xferbench.core.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
+from xferbench.core.timing import STREAM_WARM_COPIES
 
 RAW_MODES = ("raw_pinned", "raw_pageable")  # the default sweep's
 PINNED_ALLOCS = {"raw_pinned": 0, "raw_pinned_wc": 4}  # cudaHostAlloc flags: default, cudaHostAllocWriteCombined

@@ -38,8 +38,8 @@ from xferbench.backends.cuda import (
 )
 from xferbench.buffers import (ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern,
                                make_source, read_host)  # fmt: skip
-from xferbench.errors import VerificationError
-from xferbench.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, SeriesKey, Spec
+from xferbench.core.errors import VerificationError
+from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, SeriesKey, Spec
 
 
 class AsArray(Transfer):

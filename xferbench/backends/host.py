@@ -12,8 +12,8 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import address_offset, aligned_empty, check_arrived, fill_pattern, make_source
-from xferbench.environment import cpu_name
-from xferbench.spec import HOST_TO_HOST, SeriesKey, Spec
+from xferbench.core.environment import cpu_name
+from xferbench.core.spec import HOST_TO_HOST, SeriesKey, Spec
 
 
 class HostCopy(Transfer):

@@ -26,8 +26,8 @@ import numpy as np
 
 from xferbench.backends.base import Transfer
 from xferbench.buffers import ReadBack, check_all, make_source
-from xferbench.errors import VerificationError
-from xferbench.timing import Clock, Samples, TimingConfig, sample
+from xferbench.core.errors import VerificationError
+from xferbench.core.timing import Clock, Samples, TimingConfig, sample
 
 # torch's DataLoader workers in its *_workers modes unless --loader-workers says: one per core, up to 4
 DEFAULT_LOADER_WORKERS = max(1, min(4, os.cpu_count() or 1))

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.errors import VerificationError, XferbenchError
-from xferbench.spec import BIDIR, D2H, DIRECTIONS, H2D, SIMULATED, STREAMED, SeriesKey, Spec
-from xferbench.timing import STREAM_WARM_COPIES
+from xferbench.core.errors import VerificationError, XferbenchError
+from xferbench.core.spec import BIDIR, D2H, DIRECTIONS, H2D, SIMULATED, STREAMED, SeriesKey, Spec
+from xferbench.core.timing import STREAM_WARM_COPIES
 
 
 MAX_SIM_DEVICES = 64  # several times the GPUs of any one node: room to test scale, not a run of hours

@@ -37,10 +37,10 @@ import numpy as np
 
 from xferbench.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
-from xferbench.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
-from xferbench.errors import NotSupportedHere, VerificationError
+from xferbench.core.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
+from xferbench.core.errors import NotSupportedHere, VerificationError
 from xferbench.backends.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
-from xferbench.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, PIPELINE_MODES, SeriesKey, Spec, usual_source
+from xferbench.core.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, PIPELINE_MODES, SeriesKey, Spec, usual_source
 
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
 COPY_WAITS = ("TensorFlow's own: the call's host-to-device copy is the NumPy argument's conversion (an _EagerConst on the"

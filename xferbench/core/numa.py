@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from xferbench.environment import cpu_ranges, device_entry, os_name
+from xferbench.core.environment import cpu_ranges, device_entry, os_name
 
 BIND_ENV = "XFERBENCH_BIND"  # the binding a worker applies before it imports its framework: JSON
 MPOL_PREFERRED = 1  # from linux/mempolicy.h

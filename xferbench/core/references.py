@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xferbench.spec import D2H, H2D
+from xferbench.core.spec import D2H, H2D
 
 FLOOR, MEASURED, VENDOR = "health-check floor", "one user's measurement", "vendor document"
 KINDS = (FLOOR, MEASURED, VENDOR)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from xferbench.spec import HOST_ENV
+from xferbench.core.spec import HOST_ENV
 
 VERSIONED_PACKAGES = (
     "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",

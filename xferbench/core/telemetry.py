@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from xferbench.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
-from xferbench.numa import pages_off_node
-from xferbench.references import bandwidth_for, gbps_text
-from xferbench.results import Series
-from xferbench.spec import BIDIR, HOST_TO_HOST
+from xferbench.core.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
+from xferbench.core.numa import pages_off_node
+from xferbench.core.references import bandwidth_for, gbps_text
+from xferbench.core.results import Series
+from xferbench.core.spec import BIDIR, HOST_TO_HOST
 
 LOADED_MBPS = 100.0  # RX + TX at or above this: data was moving when the link was read
 KB = 1024  # NVML reports throughput in "KB/s" without saying which KB; taken as 1024 B

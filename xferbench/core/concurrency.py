@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from xferbench.results import Result, Series
+from xferbench.core.results import Result, Series
 
 
 @dataclass(frozen=True)

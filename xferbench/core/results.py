@@ -20,10 +20,10 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from xferbench.errors import XferbenchError
-from xferbench.spec import BIDIR, H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
-from xferbench.stats import Overlap, Summary, overlap_stats, point_stats, summarize
-from xferbench.timing import Samples
+from xferbench.core.errors import XferbenchError
+from xferbench.core.spec import BIDIR, H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
+from xferbench.core.stats import Overlap, Summary, overlap_stats, point_stats, summarize
+from xferbench.core.timing import Samples
 
 if TYPE_CHECKING:
     import pandas as pd

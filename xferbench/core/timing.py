@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xferbench.stats import median_uncertainty
+from xferbench.core.stats import median_uncertainty
 
 Clock = Callable[[], float]
 # A call returns its device-clock seconds, or for a bidir call each direction's own seconds, or None.
@@ -52,7 +52,7 @@ class TimingConfig:
     settle_s: float = 1.0  # how long sampling may go on past the minimums while the median is uncertain
 
     def check(self) -> None:
-        from xferbench.errors import XferbenchError
+        from xferbench.core.errors import XferbenchError
 
         if self.warmup_calls < 1 or self.min_samples < 1:
             raise XferbenchError("--warmup-calls and --min-samples must be at least 1")
