@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xferbench.display import UNCERTAIN, busy_points, noisy_points
+from xferbench.reading.display import UNCERTAIN, busy_points, noisy_points
 from xferbench.core.results import BUSY_SHARE
 from xferbench.core.results import Point, load
 

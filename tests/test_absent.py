@@ -66,8 +66,8 @@ def test_an_m1_file_against_an_rtx_file_never_says_a_bare_faster(tmp_path) -> No
     import json as _json
 
     from test_changes import curve, save
-    from xferbench import compare as comparing
-    from xferbench import report
+    from xferbench.reading import compare as comparing
+    from xferbench.reading import report
     from xferbench.core.results import select
     from xferbench.core.spec import HOST_TO_DEVICE
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from xferbench import compare as comparing
-from xferbench import report
+from xferbench.reading import compare as comparing
+from xferbench.reading import report
 from xferbench.cli import app
-from xferbench.compare import FASTER, NO_CHANGE, SLOWER, Row, path_changes, runs
+from xferbench.reading.compare import FASTER, NO_CHANGE, SLOWER, Row, path_changes, runs
 from xferbench.core.results import Point, Result, Series, select
 from xferbench.core.spec import HOST_TO_HOST, SeriesKey
 from xferbench.core.timing import Samples
@@ -249,7 +249,7 @@ def test_a_binary_file_given_to_a_reader_is_one_line(cliff_pair, tmp_path) -> No
 
 def test_a_peers_buffers_sit_on_the_bytes_axis_and_are_no_yardstick_for_a_cpu_copy(tmp_path) -> None:
     import peer_outputs as out
-    from xferbench.peers import read_nvbandwidth
+    from xferbench.reading.peers import read_nvbandwidth
 
     raw = tmp_path / "nvbandwidth.txt"
     raw.write_text(out.nvbandwidth(out.passed(out.H2D_CE, "24.1"), mib=512))
@@ -274,7 +274,7 @@ def test_a_peers_buffers_sit_on_the_bytes_axis_and_are_no_yardstick_for_a_cpu_co
 def test_a_peers_file_in_image_sized_buffers_is_still_placed_by_bytes(tmp_path) -> None:
     """nvbandwidth -b 96 is batch 512 of 256x256x3 images: one shape, yet a peer's figures are no batch."""
     import peer_outputs as out
-    from xferbench.peers import read_nvbandwidth
+    from xferbench.reading.peers import read_nvbandwidth
 
     raw = tmp_path / "nvbandwidth.txt"
     raw.write_text(out.nvbandwidth(out.passed(out.H2D_CE, "24.1"), mib=96))
@@ -288,7 +288,7 @@ def test_a_peers_file_in_image_sized_buffers_is_still_placed_by_bytes(tmp_path) 
 
 
 def test_sizes_are_named_as_the_peers_name_them() -> None:
-    from xferbench.display import binary_size
+    from xferbench.reading.display import binary_size
 
     assert [binary_size(n) for n in (2**29, 2**30, 96 * 2**20, 10 * 196_608, 256 * 1024, 500)] == \
         ["512 MiB", "1 GiB", "96 MiB", "1.97 MB", "256 KiB", "500 B"]  # fmt: skip
@@ -348,7 +348,7 @@ def test_a_batch_that_failed_in_one_file_is_named_and_no_run_spans_it(tmp_path) 
 def test_two_peers_files_are_compared_size_by_size_in_every_table(tmp_path) -> None:
     """Two nodes' nvbandwidth outputs: their "batches" are 1 MiB items, so every table names sizes."""
     import peer_outputs as out
-    from xferbench.peers import read_nvbandwidth
+    from xferbench.reading.peers import read_nvbandwidth
 
     paths = []
     for name, base in (("node1", 50.0), ("node2", 40.0)):

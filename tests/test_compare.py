@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from xferbench.backends import SimLink
-from xferbench.compare import (
+from xferbench.reading.compare import (
     INCONCLUSIVE,
     MANN_WHITNEY,
     NO_CHANGE,
@@ -195,7 +195,7 @@ def test_points_measured_on_a_busy_machine_are_said(tmp_path) -> None:
     """A verdict on a point measured beside a busy process may show the machine, not the change."""
     from rich.console import Console
 
-    from xferbench.compare import compare, render
+    from xferbench.reading.compare import compare, render
 
     base, new = sim_run(), sim_run()
     for point in [*base.series[0].points, *new.series[0].points]:  # whatever this machine was doing meanwhile
@@ -262,7 +262,7 @@ def test_mann_whitney_u_on_the_smallest_samples() -> None:
 
 
 def test_parse_alpha_takes_a_probability_strictly_between_0_and_1() -> None:
-    from xferbench.compare import parse_alpha
+    from xferbench.reading.compare import parse_alpha
 
     assert parse_alpha("0.01") == 0.01 and parse_alpha(" 1e-9 ") == 1e-9 and parse_alpha("0.999") == 0.999
     for text in ("0", "1", "1.5", "-0.1", "nan", "5%", ""):

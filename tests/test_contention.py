@@ -11,7 +11,8 @@ import time
 import pytest
 from rich.console import Console
 
-from xferbench import contention, display
+from xferbench import contention
+from xferbench.reading import display
 from xferbench.core.results import Point, Series
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
@@ -178,7 +179,7 @@ def test_a_sweep_beside_busy_processes_records_and_warns(hogs, tmp_path) -> None
 
 
 def test_the_report_notes_busy_points_and_uncertain_medians(tmp_path) -> None:
-    from xferbench import report
+    from xferbench.reading import report
     from xferbench.core.results import Result, select
 
     result = Result({"host": "h"}, {"argv": ["xferbench", "sweep"]}, "2026-01-01T00:00:00+00:00")

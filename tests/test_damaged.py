@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from test_pairing import sweep_file
-from xferbench import report
+from xferbench.reading import report
 from xferbench.cli import app
-from xferbench.compare import compare_files
+from xferbench.reading.compare import compare_files
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import DAMAGED, load, select
 
@@ -106,7 +106,7 @@ def test_fleet_names_a_damaged_node_file_and_judges_the_others(tmp_path) -> None
 def test_import_names_figures_a_peer_could_not_have_measured_and_keeps_the_rest(tmp_path) -> None:
     import peer_outputs as out
 
-    from xferbench.peers import read_bandwidthtest, read_nvbandwidth
+    from xferbench.reading.peers import read_bandwidthtest, read_nvbandwidth
 
     gpus = tuple((out.H100, f"00000000:{bus}:00") for bus in ("1b", "43", "52", "61", "9d"))
     text = out.nvbandwidth(out.passed(out.H2D_CE, "55.3", "nan", "-54.9", "inf", "0"), gpus=gpus)
@@ -203,7 +203,7 @@ def test_a_file_too_large_or_nested_too_deep_is_one_line(tmp_path, monkeypatch) 
 
 
 def test_a_damaged_bidir_point_names_its_item_and_a_damaged_point_in_new_fails_ci(tmp_path) -> None:
-    from xferbench.compare import compare_files
+    from xferbench.reading.compare import compare_files
 
     base = Path(__file__).resolve().parent.parent / "results" / "sim" / "gpu-a-25gbps.json"
     data = json.loads(base.read_text())

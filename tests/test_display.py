@@ -9,7 +9,7 @@ import sys
 
 from rich.console import Console
 
-from xferbench import display
+from xferbench.reading import display
 from xferbench.core.results import Point, Series
 
 
@@ -89,7 +89,7 @@ def test_a_raw_ceiling_on_cuda_is_placed_among_the_published_figures_for_its_mod
     sys.path.insert(0, str(Path(__file__).parent))
     from nodes import node
 
-    from xferbench.display import published_note
+    from xferbench.reading.display import published_note
 
     raw, torch = node("a", raw_gbps=55).series
     said = published_note(raw)

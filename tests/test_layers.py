@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-READERS = ("plot", "report", "compare", "validate", "fleet", "pairs", "core.results", "display", "core.references", "peers", "pipeline_report")
+READERS = ("reading.plot", "reading.report", "reading.compare", "validate", "fleet", "reading.pairs", "core.results", "reading.display",
+           "core.references", "reading.peers", "reading.pipeline_report")
 MEASURING = ("xferbench.backends", "xferbench.measure", "xferbench.sweep", "xferbench.worker", "xferbench.sampler")
 
 

@@ -122,7 +122,7 @@ def test_macos_memory_is_called_installed_not_available(monkeypatch) -> None:
 def test_an_uncertain_median_is_not_blamed_on_the_path_where_nothing_read_the_machine() -> None:
     """With /proc (Linux), a quiet machine clears other processes; without it (macOS) nothing can."""
     from test_contention import BIMODAL, point, series_with
-    from xferbench.display import noisy_points, uncertain_note
+    from xferbench.reading.display import noisy_points, uncertain_note
 
     unread = series_with([point(128, 9000.0, wait=None, others=None, times=BIMODAL)])
     note = uncertain_note(noisy_points(unread), system="macOS-14.5-arm64-arm-64bit")
@@ -332,7 +332,7 @@ def test_apple_publishes_each_chips_memory_bandwidth_with_kind_date_and_source()
 
 
 def test_an_mps_series_reads_against_its_chips_memory_bandwidth_labelled_unified_memory() -> None:
-    from xferbench import display
+    from xferbench.reading import display
     from xferbench.core import telemetry
     from xferbench.core.results import Result
 
@@ -360,7 +360,7 @@ def test_an_mps_series_reads_against_its_chips_memory_bandwidth_labelled_unified
 
 
 def test_an_mps_plot_keeps_saying_host_to_device_within_unified_memory(tmp_path) -> None:
-    from xferbench.plot import figure
+    from xferbench.reading.plot import figure
     from xferbench.core.results import Result, select
 
     series, env = mps_series({"chip": "Apple M1 Pro", "gpu_cores": 16, "name": "Apple M1 Pro (16-core GPU)"})
@@ -530,7 +530,7 @@ def test_an_intel_macs_gpu_is_no_unified_memory(monkeypatch) -> None:
     """PyTorch up to 2.2 and tensorflow-metal ran MPS on Intel Macs' AMD cards: a PCIe transfer, never
     labelled unified memory nor read against an Apple chip's bandwidth."""
     from xferbench.core import environment, telemetry
-    from xferbench.pairs import copy_kind
+    from xferbench.reading.pairs import copy_kind
 
     macos_tools(monkeypatch, {"sysctl -n machdep.cpu.brand_string": "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz\n",
                               "sysctl -n hw.memsize": "34359738368\n"})  # fmt: skip

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from xferbench import compare as comparing
-from xferbench import report
+from xferbench.reading import compare as comparing
+from xferbench.reading import report
 from xferbench.cli import app
 from rich.console import Console
 
-from xferbench.display import series_table, summary_line
-from xferbench.pairs import differences, pair, tags
+from xferbench.reading.display import series_table, summary_line
+from xferbench.reading.pairs import differences, pair, tags
 from xferbench.core.results import Point, Result, Series, load, select
 from xferbench.core.spec import HOST_TO_HOST, SeriesKey
 from xferbench.core.timing import Samples
@@ -279,7 +279,7 @@ def test_the_committed_example_is_what_report_makes_of_its_files(monkeypatch) ->
 
 
 def test_an_uncertain_median_that_sets_a_figure_is_named_beside_it() -> None:
-    from xferbench.display import noisy_points, uncertain_note
+    from xferbench.reading.display import noisy_points, uncertain_note
 
     series = curve("torch", "pageable", {8: 20000.0, 16: 30000.0, 32: 25000.0})
     spec = series.key.at(16)
@@ -318,7 +318,7 @@ def test_three_files_ratio_each_to_the_first(tmp_path) -> None:
 
 def test_tensorflows_onednn_state_stands_beside_its_version() -> None:
     """oneDNN moves a TensorFlow CPU copy by several times: two runs that differ in it must show it."""
-    from xferbench.pairs import framework_version
+    from xferbench.reading.pairs import framework_version
 
     env = {"frameworks": {"tf": {"version": "2.21.0", "cuda_build": "12.5.1", "onednn": False}}}
     assert framework_version(env, "tf") == "2.21.0 (built with CUDA 12.5.1), oneDNN off"

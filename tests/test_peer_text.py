@@ -8,8 +8,8 @@ import pytest
 
 import peer_outputs as out
 from conftest import FAST
-from xferbench import report
-from xferbench.peers import read_bandwidthtest, read_nvbandwidth
+from xferbench.reading import report
+from xferbench.reading.peers import read_bandwidthtest, read_nvbandwidth
 from xferbench.core.results import Series, select
 from test_peers import D2H_CE, H2D_CE, IMAGE, MIB, TWO_GPUS, find, one_line_error, write
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import peer_outputs as out
-from xferbench.peers import json_object, read_nvbandwidth
+from xferbench.reading.peers import json_object, read_nvbandwidth
 from xferbench.core.results import Result, Series
 
 MIB = 2**20

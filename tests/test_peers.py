@@ -13,9 +13,10 @@ import pytest
 
 import peer_outputs as out
 from conftest import FAST
-from xferbench import __version__, compare, fleet, plot, report
+from xferbench import __version__, fleet
+from xferbench.reading import compare, plot, report
 from xferbench.core.errors import XferbenchError
-from xferbench.peers import item_for, read_bandwidthtest, read_nvbandwidth
+from xferbench.reading.peers import item_for, read_bandwidthtest, read_nvbandwidth
 from xferbench.core.results import SCHEMA, Result, Series, load, select
 
 H2D_CE, D2H_CE = out.H2D_CE, out.D2H_CE

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from xferbench import pipeline_report
-from xferbench.report import render
+from xferbench.reading import pipeline_report
+from xferbench.reading.report import render
 from xferbench.core.results import Selection, load, select
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from conftest import FAST
 from xferbench.backends import SimLink
 from xferbench.cli import app
 from xferbench.core.errors import XferbenchError
-from xferbench.plot import figure, series_labels
+from xferbench.reading.plot import figure, series_labels
 from xferbench.core.results import Point, Result, Selection, Series, select
 from xferbench.core.spec import SeriesKey
 from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
@@ -300,7 +300,7 @@ def test_past_six_series_each_framework_gets_a_panel_on_shared_axes(tmp_path) ->
 
 
 def test_tick_labels_keep_batch_171_and_never_crowd() -> None:
-    from xferbench.plot import tick_labels
+    from xferbench.reading.plot import tick_labels
 
     sweep = [1, 2, 4, 8, 16, 32, 64, 128, 171, 256, 512]
     assert "171" in tick_labels(sweep) and "128" in tick_labels(sweep) and "256" in tick_labels(sweep)
@@ -368,7 +368,7 @@ def test_the_busy_key_states_the_rule_its_figures_follow(tmp_path) -> None:
 
 def test_series_of_another_item_shape_are_drawn_by_bytes_per_call(tmp_path) -> None:
     import peer_outputs as out
-    from xferbench.peers import read_nvbandwidth
+    from xferbench.reading.peers import read_nvbandwidth
 
     runs = [(mib, out.nvbandwidth(out.passed(out.H2D_CE, f"{50 + mib / 100:.2f}"), mib=mib), 0) for mib in (1, 64, 512)]
     raw = tmp_path / "nvbandwidth.json"
@@ -418,7 +418,7 @@ def test_the_mbps_axis_goes_log_when_the_medians_span_more_than_ten_times(tmp_pa
 
 def test_a_long_difference_between_files_is_never_cut(tmp_path) -> None:
     from test_pairing import TUNABLES, sweep_file
-    from xferbench.plot import LABEL_WIDTH
+    from xferbench.reading.plot import LABEL_WIDTH
 
     value = f"{TUNABLES}:glibc.malloc.mxfast=64"
     assert len(value) == 100
@@ -432,7 +432,7 @@ def test_a_long_difference_between_files_is_never_cut(tmp_path) -> None:
 
 
 def test_a_wrapped_label_breaks_at_separators_and_keeps_every_character() -> None:
-    from xferbench.plot import wrapped
+    from xferbench.reading.plot import wrapped
 
     assert wrapped("b: GLIBC_TUNABLES=a.b=1:c.d=2", width=21) == "b:\nGLIBC_TUNABLES=a.b=1:\nc.d=2"
     word = "x" * 130  # no separator to break at: split, nothing dropped
@@ -457,7 +457,7 @@ def test_the_batch_of_a_cliff_is_always_labelled(tmp_path) -> None:
 
 
 def test_plot_replaces_an_existing_figure_only_with_overwrite(tmp_path, monkeypatch) -> None:
-    from xferbench import plot
+    from xferbench.reading import plot
 
     run = sim_file(tmp_path / "run.json")
     out = tmp_path / "fig.png"

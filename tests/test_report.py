@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from xferbench import report
+from xferbench.reading import report
 from xferbench.backends import SimLink
 from xferbench.core.results import Point, Result, Selection, Series, select
 from xferbench.core.spec import SeriesKey

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from xferbench import display
+from xferbench.reading import display
 from xferbench.core import results
 from xferbench.cli import app
 from xferbench.core.results import load
@@ -88,7 +88,7 @@ def test_a_folder_that_vanishes_for_a_file_sends_the_points_to_the_temp_folder(t
 def test_a_report_or_plot_cut_short_leaves_the_last_one_whole_and_no_temp_file(tmp_path, monkeypatch) -> None:
     import matplotlib.pyplot as plt
 
-    from xferbench import plot, report
+    from xferbench.reading import plot, report
 
     md, png = tmp_path / "r.md", tmp_path / "r.png"
     report.save("the last report\n", md)

@@ -96,7 +96,7 @@ def test_mbps_is_decimal_megabytes() -> None:
 
 
 def test_summary_line_marks_clamped_latency_and_poor_fit() -> None:
-    from xferbench.display import summary_line
+    from xferbench.reading.display import summary_line
     from xferbench.core.stats import Summary
 
     line = summary_line(Summary(peak_mbps=1e4, peak_batch_size=8, saturation_batch_size=4, latency_s=0.0,

@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from xferbench.fleet import Row
-from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point, mann_whitney_u
+from xferbench.reading.compare import INCONCLUSIVE, SLOWER, compare_point, mann_whitney_u
 from xferbench.core.results import OutputFile, Point, Result, load
 from xferbench.core.stats import median_uncertainty, point_stats
 

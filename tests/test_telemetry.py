@@ -13,7 +13,7 @@ import pytest
 from conftest import FAST, FakeBackend
 from rich.console import Console
 
-from xferbench import display
+from xferbench.reading import display
 from xferbench.core import environment, telemetry
 from xferbench import sampler as sampling
 from xferbench.core.results import Result, Series, load

@@ -198,7 +198,7 @@ def test_nvbandwidth_shown_one_gpu_is_given_the_validated_gpus_id(tmp_path) -> N
     import peer_outputs as out
 
     from xferbench import validation
-    from xferbench.peers import read_nvbandwidth
+    from xferbench.reading.peers import read_nvbandwidth
 
     first, second = "00000000:18:00.0", "00000000:2a:00.0"
     ours = {"host": "node07", "devices": [{"id": "cpu"}, {"id": "cuda:0", "kind": "cuda", "pci_bus_id": first},

@@ -213,7 +213,7 @@ def test_a_tools_output_saved_by_powershell_reads_as_one_saved_on_linux(tmp_path
     """PowerShell 5's `>` saves UTF-16 with a byte-order mark and CRLF line ends; Notepad may mark UTF-8."""
     import peer_outputs as out
 
-    from xferbench.peers import read_bandwidthtest
+    from xferbench.reading.peers import read_bandwidthtest
 
     text = out.bandwidthtest(out.csv_line("H2D-Pinned", 25.9, 16 * 196608), out.csv_line("H2D-Pageable", 12.5, 16 * 196608))
     linux = tmp_path / "linux.txt"

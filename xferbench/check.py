@@ -26,7 +26,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from xferbench.compare import INCONCLUSIVE, SLOWER, compare_point
+from xferbench.reading.compare import INCONCLUSIVE, SLOWER, compare_point
 from xferbench.core.environment import device_entry, link_readings, pcie_ceiling
 from xferbench.core.references import floor_for, floor_line, published_line
 from xferbench.core.results import Point, Result, Series

@@ -253,7 +253,7 @@ def check(
     """Is this node's host-to-GPU link healthy? A short fixed run on every GPU, then PASS or FAIL per GPU: exit 0 when all pass, 1 when one fails, 2 for bad input or nothing to check."""
     from xferbench import check as checking
     from xferbench.core import environment
-    from xferbench.compare import parse_threshold
+    from xferbench.reading.compare import parse_threshold
     from xferbench.core.results import damaged_points, load
 
     started = time.monotonic()
@@ -395,7 +395,7 @@ def plot(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file (or the default one).")] = False,
 ) -> None:
     """Draw MB/s by batch size and time by bytes from result files (several files overlay)."""
-    from xferbench import plot as plotting
+    from xferbench.reading import plot as plotting
 
     try:
         path = output_path(out_path, plotting.default_path(files).name)[0]  # no --out: plot's own default, runs/STEM.png
@@ -428,8 +428,8 @@ def report(
     direction: SelectDirection = None,
 ) -> None:
     """Write Markdown for a bug report from result files: how each path changed, environment, summary and every point."""
-    from xferbench import plot as plotting
-    from xferbench import report as reporting
+    from xferbench.reading import plot as plotting
+    from xferbench.reading import report as reporting
 
     chosen = selection(framework, mode, op, device, host_buffer, timing, direction)
     stem = plotting.default_path(files).stem
@@ -509,7 +509,7 @@ def compare(
 
     Exit status: 0 nothing failed the check; 1 a point is significantly slower or failed in NEW (with
     --fail-on change, also significantly faster); 2 bad input."""
-    from xferbench import compare as comparing
+    from xferbench.reading import compare as comparing
 
     try:
         if fail_on not in comparing.FAIL_ON:
@@ -539,7 +539,7 @@ def fleet(
     from rich.table import Table
 
     from xferbench import fleet as fleets
-    from xferbench.report import save as write_text
+    from xferbench.reading.report import save as write_text
 
     written: list[Path] = []
     try:
@@ -552,7 +552,7 @@ def fleet(
                 refuse_overwriting_input(path, inputs, option)
                 written.append(write_text(text, path, option))
         if plot_path is not None:
-            from xferbench import plot as plotting
+            from xferbench.reading import plot as plotting
 
             refuse_overwriting_input(plot_path, inputs, "--plot")
             written.append(plotting.save(fleets.figure(found), plot_path, "--plot"))
@@ -681,7 +681,7 @@ def import_nvbandwidth(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Import nvbandwidth's JSON output (nvbandwidth -j), its host<->device testcases, failed and waived ones included."""
-    from xferbench import peers
+    from xferbench.reading import peers
 
     _import("nvbandwidth", files, out_path, overwrite, host, lambda: peers.read_nvbandwidth(files, buffer_size, parse_shape(shape)))
 
@@ -696,7 +696,7 @@ def import_bandwidthtest(
     mb: Annotated[Optional[int], typer.Option("--mb", help="Bytes in one MB of an older bandwidthTest's MB/s (before cuda-samples v10.1): 1024000 (sdkTimer era) or 1048576 (cutil era).", show_default=False)] = None,
 ) -> None:
     """Import the CUDA samples' bandwidthTest output (its tables or --csv lines), every figure of every run it holds."""
-    from xferbench import peers
+    from xferbench.reading import peers
 
     _import("bandwidthTest", files, out_path, overwrite, host, lambda: peers.read_bandwidthtest(files, parse_shape(shape), mb=mb))
 

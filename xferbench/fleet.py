@@ -30,7 +30,7 @@ from xferbench.check import best_point, checked
 from xferbench.core.verdict import FAIL, NA, WARN
 from xferbench.core.environment import device_entry, link_readings
 from xferbench.core.errors import XferbenchError
-from xferbench.peers import PEER_CEILINGS
+from xferbench.reading.peers import PEER_CEILINGS
 from xferbench.core.results import DAMAGED, Result, Series, damaged_points, load
 from xferbench.core.telemetry import is_raw_reference, ran_below_max
 

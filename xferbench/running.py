@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
-from xferbench import display
+from xferbench.reading import display
 from xferbench.core import concurrency
 from xferbench.buffers import unavailable_checks as memory_unavailable
 from xferbench.measure import unavailable_checks as faults_unavailable

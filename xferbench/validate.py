@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from xferbench.display import rate, size
+from xferbench.reading.display import rate, size
 from xferbench.core.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import H2D, PER_CALL, STREAMED

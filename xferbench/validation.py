@@ -31,11 +31,11 @@ from typing import Any
 import xferbench
 from xferbench import budget, validate
 from xferbench.core import references
-from xferbench.display import rate, size
+from xferbench.reading.display import rate, size
 from xferbench.core.environment import device_entry
 from xferbench.core.errors import XferbenchError
-from xferbench.pairs import placement
-from xferbench.peers import json_object
+from xferbench.reading.pairs import placement
+from xferbench.reading.peers import json_object
 from xferbench.core.results import Result, Series, load, select
 from xferbench.core.spec import H2D, PER_CALL, STREAMED
 from xferbench.core.timing import TimingConfig
@@ -543,7 +543,7 @@ def import_peers(raw: dict[str, Path], environment: dict[str, Any], validation: 
     """The peers' output as xferbench result files in the folder (None where it held no figure);
     what failed or was left out, added to the verdict's notes. `shown_one`: the peers that were
     shown the validated GPU alone, and so called it cuda:0."""
-    from xferbench import peers
+    from xferbench.reading import peers
 
     readers = {"nvbandwidth": (peers.read_nvbandwidth, "peer-nvbandwidth.json"),
                "bandwidthTest": (peers.read_bandwidthtest, "peer-bandwidthtest.json")}  # fmt: skip
@@ -820,7 +820,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     imported = import_peers(raw, environment, validation, shown_one, notes, echo, placements)
     checks = [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}), *validate.run_checks(ours),
               peers_check(_sweeps(files), imported.get("nvbandwidth"), validation.device)]  # fmt: skip
-    from xferbench import plot, report
+    from xferbench.reading import plot, report
 
     written = [folder / f"{stem}.json" for stem, r in files.items() if r is not None]
     for path in written:

@@ -27,9 +27,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from xferbench.display import rate
+from xferbench.reading.display import rate
 from xferbench.core.errors import XferbenchError
-from xferbench.pairs import Difference, differences, pair, path_name, unlike
+from xferbench.reading.pairs import Difference, differences, pair, path_name, unlike
 from xferbench.core.results import DAMAGED, Point, Result, Series, damaged_points, load
 from xferbench.core.spec import SeriesKey
 from xferbench.core.stats import point_stats

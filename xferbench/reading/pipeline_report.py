@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xferbench.display import rate
+from xferbench.reading.display import rate
 from xferbench.core.results import Point, Selected, Series, file_labels
 from xferbench.core.spec import H2D, is_pipeline
 from xferbench.core.telemetry import is_raw_reference, raw_series

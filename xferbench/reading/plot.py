@@ -15,10 +15,10 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from xferbench.display import POOR_FIT, binary_size
+from xferbench.reading.display import POOR_FIT, binary_size
 from xferbench.core.environment import device_entry, pcie_ceiling
 from xferbench.core.errors import XferbenchError
-from xferbench.pairs import TAG_WIDTH, Difference, differences, path_name
+from xferbench.reading.pairs import TAG_WIDTH, Difference, differences, path_name
 from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, write_whole
 from xferbench.core.stats import CLIFF_FRACTION

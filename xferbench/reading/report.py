@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
+from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.core.errors import XferbenchError
-from xferbench import pipeline_report
+from xferbench.reading import pipeline_report
 from xferbench.core.concurrency import groups
-from xferbench.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
-from xferbench.pairs import Pair, copy_kind, differences, framework_version, pair, pair_key, placement, unlike
+from xferbench.reading.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
+from xferbench.reading.pairs import Pair, copy_kind, differences, framework_version, pair, pair_key, placement, unlike
 from xferbench.core.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, write_whole
 from xferbench.core.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.core.stats import CLIFF_FRACTION, SATURATION_FRACTION
