@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xferbench.backends import BACKENDS
+from xferbench.measuring.backends import BACKENDS
 from xferbench.core.spec import SeriesKey
 from xferbench.core.stats import point_stats
 from xferbench.core.timing import TimingConfig, sample, warm_up
@@ -90,7 +90,7 @@ def default_host_sweep_wall_time() -> None:
 
 
 def verification_cost(nbytes: int = 2**30, rounds: int = 3) -> None:
-    from xferbench.buffers import VERIFY_CHUNK_BYTES, check_all, make_source, read_host
+    from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, check_all, make_source, read_host
 
     source = make_source((nbytes,))
     dest = source.copy()
@@ -142,8 +142,8 @@ def tf_path_vs_independent(batch: int, rounds: int = 5) -> None:
 
 
 def tf_worker_start_vs_import() -> None:
-    from xferbench.backends import BACKENDS
-    from xferbench.worker import WorkerRunner
+    from xferbench.measuring.backends import BACKENDS
+    from xferbench.measuring.worker import WorkerRunner
 
     code = "import time; t = time.perf_counter(); import tensorflow; print(time.perf_counter() - t)"
     imports, starts = [], []

@@ -16,7 +16,7 @@ import timeit
 
 import numpy as np
 
-from xferbench.buffers import aligned_empty, fill_pattern
+from xferbench.measuring.buffers import aligned_empty, fill_pattern
 from xferbench.core.environment import cpu_name
 
 OFFSETS = (0, 8, 16, 32, 48, 64, 128, 1024, 4064)

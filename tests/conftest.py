@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from xferbench.backends import BACKENDS
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.backends import BACKENDS
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.core.spec import HOST_TO_HOST, Spec
 from xferbench.core.timing import TimingConfig
 
@@ -33,7 +33,7 @@ def interruptible() -> None:
 
 def run_config(config: Any) -> Any:
     """Plan and measure a SweepConfig as a sweep does, without a file: the Result."""
-    from xferbench.sweep import make_plan, new_result, run_plan
+    from xferbench.measuring.sweep import make_plan, new_result, run_plan
 
     plan = make_plan(config)
     try:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xferbench.backends.sim import SimBackend, SimLink
-from xferbench.measure import measure_series
+from xferbench.measuring.backends.sim import SimBackend, SimLink
+from xferbench.measuring.measure import measure_series
 from xferbench.core.results import Result, Series
 from xferbench.core.spec import STREAMED, SeriesKey
 from xferbench.core.timing import TimingConfig

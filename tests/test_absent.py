@@ -27,7 +27,7 @@ def broken_tensorflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_a_default_sweep_measures_the_others_and_names_the_error(broken_tensorflow, tmp_path, monkeypatch) -> None:
-    from xferbench import backends
+    from xferbench.measuring import backends
 
     # the frameworks a default sweep runs, cut to torch, tf and host so the test stays short
     monkeypatch.setattr(backends, "BACKENDS", {k: v for k, v in backends.BACKENDS.items() if k in ("torch", "tf", "host")})

@@ -44,8 +44,8 @@ def test_the_other_commands_bound_what_they_are_given(tmp_path, args, message) -
 
 
 def test_the_largest_counts_allowed_are_accepted() -> None:
-    from xferbench.backends.sim import MAX_SIM_DEVICES, SimLink
-    from xferbench.sweep import MAX_BATCH, parse_batch_sizes, parse_shape
+    from xferbench.measuring.backends.sim import MAX_SIM_DEVICES, SimLink
+    from xferbench.measuring.sweep import MAX_BATCH, parse_batch_sizes, parse_shape
     from xferbench.core.timing import MAX_POINT_S, MAX_SAMPLES, TimingConfig
 
     SimLink(devices=MAX_SIM_DEVICES).check()
@@ -82,7 +82,7 @@ def test_piped_progress_keeps_each_point_on_one_line(tmp_path) -> None:
 def test_a_cuda_path_without_cupy_or_a_gpu_says_both(monkeypatch) -> None:
     import sys
 
-    from xferbench.backends import cuda
+    from xferbench.measuring.backends import cuda
 
     monkeypatch.setitem(sys.modules, "cupy", None)
     monkeypatch.setattr(cuda.sys, "platform", "linux")

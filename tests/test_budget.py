@@ -19,7 +19,7 @@ from xferbench import budget, validation
 from xferbench.core.results import Series
 from xferbench.core.spec import SeriesKey
 from xferbench.core.timing import TimingConfig
-from xferbench.worker import take_header
+from xferbench.measuring.worker import take_header
 
 PEERS = {"nvbandwidth": "/opt/peers/nvbandwidth", "bandwidthTest": "/opt/peers/bandwidthTest"}
 

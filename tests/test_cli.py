@@ -71,7 +71,7 @@ def test_default_sweep_without_any_framework_runs_host(tmp_path, monkeypatch) ->
 
 
 def test_failed_verification_exits_non_zero_but_keeps_the_file(tmp_path, monkeypatch) -> None:
-    from xferbench.backends.host import HostCopy
+    from xferbench.measuring.backends.host import HostCopy
 
     monkeypatch.setattr(HostCopy, "__call__", lambda self: None)
     out = tmp_path / "r.json"
@@ -256,7 +256,7 @@ def test_a_framework_not_installed_names_its_extra(monkeypatch, framework, modul
 
 
 def test_cuda_only_paths_name_the_devices_they_support() -> None:
-    from xferbench.backends import BACKENDS
+    from xferbench.measuring.backends import BACKENDS
     from xferbench.core.spec import SeriesKey
 
     for framework, mode in (("cuda", "raw_pinned"), ("cuda", "raw_pageable"), ("cupy", "asarray")):
@@ -295,7 +295,7 @@ def test_a_device_a_host_side_path_cannot_reach_is_refused(framework, device, wh
 
 @needs_torch
 def test_mps_off_a_mac_is_refused_before_any_framework_starts(tmp_path, monkeypatch) -> None:
-    from xferbench import sweep
+    from xferbench.measuring import sweep
 
     monkeypatch.setattr(sweep, "start_runners", lambda *a, **k: pytest.fail("a framework was started"))
     r = invoke("sweep", "-f", "torch", "--device", "mps", "-o", str(tmp_path / "r.json"))
@@ -347,9 +347,9 @@ def test_tensorflow_not_installed_names_the_extra(monkeypatch) -> None:
 
 
 def test_tensorflow_metal_absent_on_a_mac_names_it(monkeypatch) -> None:
-    from xferbench.backends.tensorflow import TFBackend
+    from xferbench.measuring.backends.tensorflow import TFBackend
 
-    monkeypatch.setattr("xferbench.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
+    monkeypatch.setattr("xferbench.measuring.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
     assert "install tensorflow-metal" in TFBackend().absent_reason("mps", ["cpu"])
 
 
@@ -366,7 +366,7 @@ def test_a_worker_that_cannot_start_is_one_line(tmp_path) -> None:
 
 
 def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
-    from xferbench.running import failures
+    from xferbench.measuring.running import failures
     from xferbench.core.results import Point, Result, Series
 
     result = Result(environment={}, config={}, created="")
@@ -379,7 +379,7 @@ def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
 
 
 def _fake_python(tmp_path, body: str):
-    """An executable that runs `body` as a Python script in place of `python -m xferbench.worker FRAMEWORK`."""
+    """An executable that runs `body` as a Python script in place of `python -m xferbench.measuring.worker FRAMEWORK`."""
     script = tmp_path / "fake_worker.py"
     script.write_text(body)
     launcher = tmp_path / "python"
@@ -404,7 +404,7 @@ def test_a_torn_message_from_a_worker_fails_its_series_not_the_sweep(tmp_path) -
 
 @pytest.mark.slow
 def test_a_hung_worker_is_killed_and_costs_only_its_series(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("xferbench.worker.STALL_TIMEOUT_S", 0.5)
+    monkeypatch.setattr("xferbench.measuring.worker.STALL_TIMEOUT_S", 0.5)
     marker = tmp_path / "hung-once"  # the first worker hangs in its series; the next one measures
     python = _fake_python(tmp_path, f"""import json, os, runpy, sys, time
 if not os.path.exists({str(marker)!r}):
@@ -413,8 +413,8 @@ if not os.path.exists({str(marker)!r}):
     sys.stdin.readline()
     print(json.dumps({{"start": 1}}), flush=True)
     time.sleep(600)
-sys.argv = ["xferbench.worker", sys.argv[-1]]
-runpy.run_module("xferbench.worker", run_name="__main__")
+sys.argv = ["xferbench.measuring.worker", sys.argv[-1]]
+runpy.run_module("xferbench.measuring.worker", run_name="__main__")
 """)
     out = tmp_path / "r.json"
     r = invoke("sweep", "-f", "host", "-f", "torch", "-m", "numpy", "-m", "pageable", "--op", "copy", "--op", "seed",
@@ -430,7 +430,7 @@ runpy.run_module("xferbench.worker", run_name="__main__")
 
 
 def test_error_lines_in_a_framework_log_are_found_without_the_noise() -> None:
-    from xferbench.worker import errors_said, logged_errors
+    from xferbench.measuring.worker import errors_said, logged_errors
 
     log = """WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
 I0000 00:00:1795356587.174267   13315 cudart_stub.cc:31] Could not find cuda drivers on your machine
@@ -448,7 +448,7 @@ E0000 00:00:1795356589.0 13315 cuda_platform.cc:52] failed call to cuInit: UNKNO
 @needs_torch
 def test_errors_a_framework_logs_during_a_series_land_in_its_note(tmp_path) -> None:
     python = _fake_python(tmp_path, """import sys
-import xferbench.worker as worker
+import xferbench.measuring.worker as worker
 measure = worker.measure_series
 
 def measure_and_complain(*args, **kwargs):
@@ -457,7 +457,7 @@ def measure_and_complain(*args, **kwargs):
     return measure(*args, **kwargs)
 
 worker.measure_series = measure_and_complain
-sys.argv = ["xferbench.worker", sys.argv[-1]]
+sys.argv = ["xferbench.measuring.worker", sys.argv[-1]]
 worker.main()
 """)
     out = tmp_path / "r.json"
@@ -478,8 +478,8 @@ if os.path.exists({str(marker)!r}):
     print(json.dumps({{"error": "torch failed to start: CUDA driver gone"}}), flush=True)
     sys.exit(1)
 open({str(marker)!r}, "w").close()
-sys.argv = ["xferbench.worker", sys.argv[-1]]
-runpy.run_module("xferbench.worker", run_name="__main__")
+sys.argv = ["xferbench.measuring.worker", sys.argv[-1]]
+runpy.run_module("xferbench.measuring.worker", run_name="__main__")
 """)
     out = tmp_path / "r.json"
     r = invoke("sweep", "-f", "torch", "-m", "pageable", "--op", "copy", "--op", "seed", "--host-buffer", "numpy",
@@ -541,9 +541,9 @@ def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path,
 
 
 def test_a_worker_that_never_starts_is_given_up_on(tmp_path) -> None:
-    from xferbench.backends import BACKENDS
+    from xferbench.measuring.backends import BACKENDS
     from xferbench.core.errors import XferbenchError
-    from xferbench.worker import WorkerRunner
+    from xferbench.measuring.worker import WorkerRunner
 
     python = _fake_python(tmp_path, "import time\ntime.sleep(60)\n")
     runner = WorkerRunner(BACKENDS["torch"], str(python), start_timeout_s=0.5)
@@ -590,18 +590,18 @@ def test_compare_exits_1_when_a_point_measured_in_base_failed_in_new(tmp_path) -
 
 
 def test_a_default_sweep_says_which_frameworks_it_left_out(monkeypatch, tmp_path) -> None:
-    from xferbench.backends import BACKENDS
+    from xferbench.measuring.backends import BACKENDS
 
     monkeypatch.setitem(sys.modules, "cupy", None)  # find_spec now reports them as not installed
     monkeypatch.setitem(sys.modules, "jax", None)
     few = {name: BACKENDS[name] for name in ("cuda", "jax", "cupy", "host")}  # no slow framework start-up
-    monkeypatch.setattr("xferbench.sweep.BACKENDS", few)
+    monkeypatch.setattr("xferbench.measuring.sweep.BACKENDS", few)
     r = invoke("sweep", "--batch-sizes", "1", "-o", str(tmp_path / "r.json"), *FAST_ARGS)
     assert r.exit_code == 0, r.output
     said = " ".join(r.stdout.split())
     assert "left out: JAX is not installed: pip install 'xferbench[jax]'" in said
     assert "CuPy" not in said  # CUDA-only: nothing to say on a machine without a CUDA GPU
-    from xferbench.sweep import SweepConfig, absent_frameworks
+    from xferbench.measuring.sweep import SweepConfig, absent_frameworks
 
     assert any(why.startswith("The cupy path needs CuPy, which is not installed: pip install 'xferbench[cupy]'")
                for why in absent_frameworks(SweepConfig(), "cuda:0"))  # fmt: skip
@@ -648,7 +648,7 @@ def test_plot_and_report_outputs_may_be_folders_and_are_regular_files_only(tmp_p
 
 def busy_reading(monkeypatch) -> None:
     """Every point measured in this process reads as taken beside other processes using 1.5 of 2 CPUs."""
-    from xferbench import contention
+    from xferbench.measuring import contention
 
     monkeypatch.setattr(contention, "usage", lambda before, after: contention.Usage(others_cpus=1.5, run_wait=0.4, cpus=2))
 
@@ -670,8 +670,8 @@ def paths_rows(text: str) -> dict[tuple[str, str, str], str]:
 
 def test_mode_help_and_paths_say_what_the_planner_runs(fake_backend, monkeypatch) -> None:
     """--mode's help and paths' default sweep column come from the choice make_plan makes, not from a copy of it."""
-    from xferbench.backends import mode_defaults
-    from xferbench.sweep import SweepConfig, make_plan
+    from xferbench.measuring.backends import mode_defaults
+    from xferbench.measuring.sweep import SweepConfig, make_plan
 
     assert mode_defaults() in flat(invoke("sweep", "--help").stdout)  # the help is built from it
     backend = fake_backend()
@@ -697,8 +697,8 @@ def test_mode_help_and_paths_say_what_the_planner_runs(fake_backend, monkeypatch
 @pytest.mark.slow
 @needs_torch
 def test_sweep_help_and_paths_agree_with_the_plan_for_torch(monkeypatch) -> None:
-    from xferbench.backends import BACKENDS
-    from xferbench.sweep import SweepConfig, make_plan
+    from xferbench.measuring.backends import BACKENDS
+    from xferbench.measuring.sweep import SweepConfig, make_plan
 
     plan = make_plan(SweepConfig(frameworks=("torch",), batch_sizes=(1,)))
     plan.close()

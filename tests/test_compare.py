@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from xferbench.backends import SimLink
+from xferbench.measuring.backends import SimLink
 from xferbench.reading.compare import (
     INCONCLUSIVE,
     MANN_WHITNEY,
@@ -23,7 +23,7 @@ from xferbench.reading.compare import (
 )
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Point, Result
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.core.timing import TimingConfig
 
 BATCHES = (1, 8, 64, 512)

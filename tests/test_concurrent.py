@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 
 from conftest import FAST, HAS_TORCH, interruptible, run_config
 from xferbench.core import concurrency
-from xferbench.backends import BACKENDS, SimLink
+from xferbench.measuring.backends import BACKENDS, SimLink
 from xferbench.cli import app
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Result, Series, load
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import Plan, PlannedSeries, SweepConfig, make_plan, new_result, run_together
+from xferbench.measuring.sweep import Plan, PlannedSeries, SweepConfig, make_plan, new_result, run_together
 from xferbench.core.timing import TimingConfig
-from xferbench.worker import StartLine
+from xferbench.measuring.worker import StartLine
 
 SHARED = SimLink(latency_us=10, bandwidth_gbps=16, devices=2, host_bandwidth_gbps=20)
 
@@ -124,7 +124,7 @@ def test_a_device_that_cannot_set_up_does_not_hold_the_others(monkeypatch) -> No
     barrier without it at once, rather than after the stall timeout, and measures every batch."""
     import time
 
-    from xferbench import worker
+    from xferbench.measuring import worker
 
     monkeypatch.setattr(worker, "STALL_TIMEOUT_S", 60.0)
     config = SweepConfig(frameworks=("torch",), device="cpu", batch_sizes=(1, 16), timing=FAST)

@@ -11,7 +11,7 @@ import time
 import pytest
 from rich.console import Console
 
-from xferbench import contention
+from xferbench.measuring import contention
 from xferbench.reading import display
 from xferbench.core.results import Point, Series
 

@@ -12,10 +12,10 @@ import pytest
 
 import fake_cupy
 from conftest import FAST
-from xferbench.backends.cuda import CudaBackend, RawCopy
-from xferbench.backends.cupy import CupyBackend
+from xferbench.measuring.backends.cuda import CudaBackend, RawCopy
+from xferbench.measuring.backends.cupy import CupyBackend
 from xferbench.core.errors import VerificationError
-from xferbench.measure import measure_point
+from xferbench.measuring.measure import measure_point
 from xferbench.core.spec import STREAMED, SeriesKey
 from xferbench.core.timing import STREAM_PROBE_COPIES, STREAM_WARM_COPIES
 
@@ -107,7 +107,7 @@ def test_measure_point_streams_and_records_copies_transfers_and_the_check() -> N
 
 
 def test_the_cupy_path_verifies_without_nvrtc(fake) -> None:
-    from xferbench.backends.cuda import cuda_environment
+    from xferbench.measuring.backends.cuda import cuda_environment
 
     assert cuda_environment()["nvrtc"] == "unavailable: libnvrtc.so.13: cannot open shared object file"
     for op in ("copy", "seed"):

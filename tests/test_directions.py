@@ -13,18 +13,18 @@ from typer.testing import CliRunner
 
 import fake_cupy
 from conftest import FAST
-from xferbench.backends.cuda import CudaBackend
-from xferbench.backends.cupy import CupyBackend
-from xferbench.backends.jax import JaxBackend
-from xferbench.backends.pytorch import TorchBackend, TorchBack
-from xferbench.backends.sim import SimLink
-from xferbench.backends.tensorflow import TFBackend
+from xferbench.measuring.backends.cuda import CudaBackend
+from xferbench.measuring.backends.cupy import CupyBackend
+from xferbench.measuring.backends.jax import JaxBackend
+from xferbench.measuring.backends.pytorch import TorchBackend, TorchBack
+from xferbench.measuring.backends.sim import SimLink
+from xferbench.measuring.backends.tensorflow import TFBackend
 from xferbench.cli import app
 from xferbench.core.errors import VerificationError, XferbenchError
-from xferbench.measure import measure_point
+from xferbench.measuring.measure import measure_point
 from xferbench.core.results import Result, load
 from xferbench.core.spec import BIDIR, D2H, H2D, STREAMED, SeriesKey
-from xferbench.sweep import SweepConfig, make_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan
 
 SHAPE = (64, 64, 3)
 BATCH_BYTES = 4 * 64 * 64 * 3
@@ -39,7 +39,7 @@ def fake(monkeypatch: pytest.MonkeyPatch):
 
 
 def sim_point(direction: str, batch: int = 64):
-    from xferbench.backends.sim import SimBackend
+    from xferbench.measuring.backends.sim import SimBackend
 
     key = SeriesKey("sim", "link", "copy", "sim", (256, 256, 3), direction=direction)
     return measure_point(SimBackend(), key.at(batch), {"latency_us": 10.0, "bandwidth_gbps": 12.0, "jitter": 0.0, "seed": 0}, FAST)
@@ -222,7 +222,7 @@ def test_jax_d2h_fetches_a_fresh_array_each_call_and_its_check_can_fail(monkeypa
     """Run on the CPU's JAX device (the sweep skips it there: nothing crosses a link), the path's own
     code: each call fetches a new array, every byte checked; a fetch that brings stale bytes fails."""
     pytest.importorskip("jax")
-    from xferbench.backends.jax import JaxBack
+    from xferbench.measuring.backends.jax import JaxBack
 
     key = SeriesKey("jax", "device_put", "copy", "cpu", SHAPE, direction=D2H)
     point = measure_point(JaxBackend(), key.at(4), {}, FAST)

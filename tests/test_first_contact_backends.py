@@ -12,15 +12,15 @@ import pytest
 
 import fake_cupy
 from conftest import FAST
-from xferbench.backends import BACKENDS, cuda, cupy, pytorch
-from xferbench.backends.pytorch import ENQUEUE_GUESS_S, HOLD_MAX_S, HOLD_TRIES, TorchBackend, TorchTransfer
+from xferbench.measuring.backends import BACKENDS, cuda, cupy, pytorch
+from xferbench.measuring.backends.pytorch import ENQUEUE_GUESS_S, HOLD_MAX_S, HOLD_TRIES, TorchBackend, TorchTransfer
 from xferbench.core.errors import NotSupportedHere
-from xferbench.measure import measure_series
+from xferbench.measuring.measure import measure_series
 from xferbench.core.results import Series
 from xferbench.core.spec import DIRECTIONS, H2D, HOST_BUFFERS, STREAMED, TIMING_METHODS, SeriesKey
-from xferbench.sweep import _skip_reason
+from xferbench.measuring.sweep import _skip_reason
 from xferbench.core.timing import STREAM_WARM_COPIES
-from xferbench.worker import STALL_TIMEOUT_S, LocalRunner
+from xferbench.measuring.worker import STALL_TIMEOUT_S, LocalRunner
 
 SHAPE = (64, 64, 3)  # 12,288 bytes an item
 STREAMED_KEY = SeriesKey("torch", "pinned_into", "copy", "cuda:0", SHAPE, method=STREAMED)

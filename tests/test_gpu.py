@@ -5,11 +5,11 @@ import importlib.util
 import pytest
 
 from conftest import FAST, HAS_TORCH, run_config
-from xferbench.backends import BACKENDS
-from xferbench.measure import measure_series
+from xferbench.measuring.backends import BACKENDS
+from xferbench.measuring.measure import measure_series
 from xferbench.core.results import Series
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan, start_runners
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan, start_runners
 
 
 sweep = run_config

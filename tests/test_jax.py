@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from conftest import FAST
-from xferbench.backends import BACKENDS
+from xferbench.measuring.backends import BACKENDS
 from xferbench.core.errors import VerificationError
 from xferbench.core.results import Result
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed (pip install 'xferbench[jax]')")
 SHAPE = (64, 64, 3)
@@ -54,7 +54,7 @@ def prepare(host_buffer: str = "numpy", op: str = "copy", mode: str = "device_pu
 
 def test_the_pinned_host_path_copies_from_pinned_memory() -> None:
     """Skipped on the CPU in a sweep, but JAX has the memory kinds there too: the path's own code runs."""
-    from xferbench.backends.jax import pinned_host_reason
+    from xferbench.measuring.backends.jax import pinned_host_reason
 
     transfer = prepare(mode="pinned_host")
     if pinned_host_reason(transfer.device):

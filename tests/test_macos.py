@@ -28,7 +28,7 @@ M1_PRO = {"chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": "ioreg -r
 
 
 def mps_transfer(monkeypatch, torch: FakeTorch, mode: str = "pageable", op: str = "copy"):
-    from xferbench.backends import pytorch
+    from xferbench.measuring.backends import pytorch
 
     monkeypatch.setattr(pytorch, "_torch", lambda: torch)
     return pytorch.TorchTransfer(SeriesKey("torch", mode, op, "mps", SHAPE).at(2))
@@ -55,7 +55,7 @@ def test_out_of_order_mps_callbacks_cost_no_point(monkeypatch) -> None:
 
 
 def test_mps_series_claim_no_device_clock_and_say_why(monkeypatch) -> None:
-    from xferbench.backends import pytorch
+    from xferbench.measuring.backends import pytorch
 
     monkeypatch.setattr(pytorch, "_torch", lambda: FakeTorch())
     info = pytorch.TorchBackend().describe(SeriesKey("torch", "pageable", "copy", "mps", SHAPE), {})
@@ -65,14 +65,14 @@ def test_mps_series_claim_no_device_clock_and_say_why(monkeypatch) -> None:
 
 def test_an_apple_gpus_destination_counts_in_host_memory() -> None:
     """Unified memory: a batch copied to MPS takes host memory as a CPU copy would."""
-    from xferbench.backends.pytorch import TorchBackend
+    from xferbench.measuring.backends.pytorch import TorchBackend
 
     backend = TorchBackend()
     for op in ("copy", "seed"):
         on_mps = backend.host_bytes(SeriesKey("torch", "pageable", op, "mps", SHAPE).at(64))
         on_cpu = backend.host_bytes(SeriesKey("torch", "pageable", op, "cpu", SHAPE).at(64))
         assert on_mps == on_cpu
-    from xferbench.backends.tensorflow import TFBackend
+    from xferbench.measuring.backends.tensorflow import TFBackend
 
     tf = TFBackend()
     for op in ("copy", "seed"):  # the Metal destination, and the seed op's cast, are host memory too
@@ -83,7 +83,7 @@ def test_an_apple_gpus_destination_counts_in_host_memory() -> None:
 
 def test_xla_is_not_asked_to_compile_for_metal() -> None:
     """tensorflow-metal has no XLA compiler: jit is skipped on mps, with the reason, not failed at every point."""
-    from xferbench.backends.tensorflow import TFBackend
+    from xferbench.measuring.backends.tensorflow import TFBackend
 
     backend = TFBackend()
     for op in ("copy", "seed"):
@@ -95,7 +95,7 @@ def test_xla_is_not_asked_to_compile_for_metal() -> None:
 
 def test_macos_memory_is_called_installed_not_available(monkeypatch) -> None:
     """macOS has no MemAvailable; hw.memsize is all the RAM, so the message must not call it available."""
-    from xferbench import buffers, sweep
+    from xferbench.measuring import buffers, sweep
 
     real_open = open
 
@@ -204,7 +204,7 @@ def test_a_sweep_finishes_on_simulated_macos_and_says_what_it_cannot_check(tmp_p
 def test_jax_on_a_macs_cpu_is_skipped_as_it_would_alias(monkeypatch) -> None:
     """A Mac's NumPy batch is page-aligned, which JAX on the CPU wraps without a copy: nothing to time,
     rather than a copy from a placement no Mac array has."""
-    from xferbench.backends import jax
+    from xferbench.measuring.backends import jax
 
     backend = jax.JaxBackend()
     key = SeriesKey("jax", "device_put", "copy", "cpu", SHAPE)
@@ -378,7 +378,7 @@ def test_an_mps_plot_keeps_saying_host_to_device_within_unified_memory(tmp_path)
 
 def use_torch(monkeypatch, torch: FakeTorch) -> Any:
     from xferbench.core import environment
-    from xferbench.backends import pytorch
+    from xferbench.measuring.backends import pytorch
 
     monkeypatch.setattr(pytorch, "_torch", lambda: torch)
     monkeypatch.setattr(environment, "mac_facts", lambda: dict(M1_PRO))

@@ -13,12 +13,12 @@ import pytest
 from conftest import FAST, FakeBackend
 
 from xferbench.core import numa
-from xferbench.backends import BACKENDS
+from xferbench.measuring.backends import BACKENDS
 from xferbench.core.results import Point, Series
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
+from xferbench.measuring.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
 from xferbench.core.telemetry import numa_warning, pages_warning
-from xferbench.worker import LocalRunner, WorkerRunner
+from xferbench.measuring.worker import LocalRunner, WorkerRunner
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "sched_setaffinity"), reason="Linux only")
 

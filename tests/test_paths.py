@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from conftest import FAST, needs_torch
-from xferbench.backends import BACKENDS
-from xferbench.backends.host import HostCopy
-from xferbench.measure import measure_series
+from xferbench.measuring.backends import BACKENDS
+from xferbench.measuring.backends.host import HostCopy
+from xferbench.measuring.measure import measure_series
 from xferbench.core.results import Result, Series
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 
 SMALL = (32, 32, 3)
 
@@ -94,7 +94,7 @@ def test_torch_tensor_mode_is_a_fresh_host_copy_and_pin_per_call_needs_cuda() ->
 
 @needs_torch
 def test_torch_tensor_mode_that_hands_back_the_source_fails_verification(monkeypatch) -> None:
-    from xferbench.backends.pytorch import TorchTransfer
+    from xferbench.measuring.backends.pytorch import TorchTransfer
 
     import torch
 
@@ -105,7 +105,7 @@ def test_torch_tensor_mode_that_hands_back_the_source_fails_verification(monkeyp
 
 @needs_torch
 def test_torch_to_cpu_without_copy_fails_verification(monkeypatch) -> None:
-    from xferbench.backends.pytorch import TorchTransfer
+    from xferbench.measuring.backends.pytorch import TorchTransfer
 
     import torch
 
@@ -117,7 +117,7 @@ def test_torch_to_cpu_without_copy_fails_verification(monkeypatch) -> None:
 
 @needs_torch
 def test_torch_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> None:
-    from xferbench.backends.pytorch import TorchTransfer
+    from xferbench.measuring.backends.pytorch import TorchTransfer
 
     original, kept = TorchTransfer._move, {}
 
@@ -133,7 +133,7 @@ def test_torch_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> 
 
 @needs_torch
 def test_torch_verification_compares_bytes(monkeypatch) -> None:
-    from xferbench.backends.pytorch import TorchTransfer
+    from xferbench.measuring.backends.pytorch import TorchTransfer
 
     original = TorchTransfer._move
 
@@ -201,7 +201,7 @@ def test_interrupt_keeps_measured_points(fake_backend, tmp_path) -> None:
 
 
 def test_the_check_reads_every_byte_and_catches_a_short_gap() -> None:
-    from xferbench.buffers import check_all, make_source
+    from xferbench.measuring.buffers import check_all, make_source
     from xferbench.core.errors import VerificationError
 
     source = make_source((1000, 1000))  # 1 MB, read back in 64 KiB chunks: the last one short
@@ -234,7 +234,7 @@ def test_the_check_reads_every_byte_and_catches_a_short_gap() -> None:
 
 
 def test_pattern_has_no_zeros_and_does_not_repeat_per_image() -> None:
-    from xferbench.buffers import make_source
+    from xferbench.measuring.buffers import make_source
 
     x = make_source((3, 256, 256, 3))
     assert x.min() >= 1
@@ -252,7 +252,7 @@ def test_series_label_and_point_size() -> None:
 
 
 def test_aligned_buffers_start_on_64_bytes() -> None:
-    from xferbench.buffers import aligned_empty, make_source
+    from xferbench.measuring.buffers import aligned_empty, make_source
 
     for shape in [(1,), (3, 5), (2, 256, 256, 3)]:
         a = aligned_empty(shape)
@@ -264,7 +264,7 @@ def test_aligned_buffers_start_on_64_bytes() -> None:
 def test_the_numpy_source_is_where_this_platform_puts_a_batch(monkeypatch) -> None:
     """A plain np.empty of the batch's size: glibc's large block sits 16 bytes past a page, and macOS's
     libmalloc serves one from whole pages (simulated here), which is what xferbench calls aligned."""
-    from xferbench.buffers import address_offset, make_source
+    from xferbench.measuring.buffers import address_offset, make_source
 
     if platform.libc_ver()[0] == "glibc":  # above glibc's largest mmap threshold (32 MiB): mapped, whatever came before
         assert address_offset(make_source((192, 256, 256, 3))) == 16 == address_offset(np.empty(192 * 196608, np.uint8))
@@ -289,7 +289,7 @@ def test_host_path_records_its_aligned_buffers() -> None:
 def test_path_availability_without_torch(monkeypatch) -> None:
     import sys
 
-    from xferbench.backends import path_availability
+    from xferbench.measuring.backends import path_availability
 
     for name in ("torch", "jax", "cupy"):
         monkeypatch.setitem(sys.modules, name, None)  # find_spec now reports them as not installed

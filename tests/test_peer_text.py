@@ -160,9 +160,9 @@ def test_an_imported_text_file_reads_beside_a_simulated_one(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from conftest import run_config
-    from xferbench.backends.sim import SimLink
+    from xferbench.measuring.backends.sim import SimLink
     from xferbench.cli import app
-    from xferbench.sweep import SweepConfig
+    from xferbench.measuring.sweep import SweepConfig
 
     raw = write(tmp_path, out.nvbandwidth_text(out.passed(H2D_CE, "50.96"), out.passed(D2H_CE, "49.5"), mib=96,
                                                before="$ nvbandwidth -b 96 -t host_to_device_memcpy_ce device_to_host_memcpy_ce\n"), "nvb.txt")  # fmt: skip

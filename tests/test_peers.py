@@ -253,8 +253,8 @@ def test_the_machines_own_capture_is_merged_under_the_peers_facts(tmp_path) -> N
 
 def test_an_imported_file_reads_beside_a_simulated_one(tmp_path) -> None:
     from conftest import run_config
-    from xferbench.backends.sim import SimLink
-    from xferbench.sweep import SweepConfig
+    from xferbench.measuring.backends.sim import SimLink
+    from xferbench.measuring.sweep import SweepConfig
 
     runs = [(mib, out.nvbandwidth(out.passed(H2D_CE, f"{50 + mib / 100:.2f}"), out.passed(D2H_CE, "49.5"), mib=mib), 0)
             for mib in (3, 12, 96)]  # fmt: skip

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from conftest import FAST, needs_torch, run_config
-from xferbench.backends import BACKENDS
-from xferbench.buffers import read_host
+from xferbench.measuring.backends import BACKENDS
+from xferbench.measuring.buffers import read_host
 from xferbench.core.errors import VerificationError, XferbenchError
-from xferbench.measure import measure_point, measure_series
-from xferbench.backends.pipeline import PipelineTransfer, batch_indices, dataset_items, item_count, repeats_for
+from xferbench.measuring.measure import measure_point, measure_series
+from xferbench.measuring.backends.pipeline import PipelineTransfer, batch_indices, dataset_items, item_count, repeats_for
 from xferbench.core.results import Point, Series, _damage
 from xferbench.core.spec import PIPELINE_MODES, SeriesKey
 from xferbench.core.stats import overlap_stats
-from xferbench.sweep import SweepConfig, _check_static, _select_backends
+from xferbench.measuring.sweep import SweepConfig, _check_static, _select_backends
 
 SMALL = (4, 4, 3)
 
@@ -201,7 +201,7 @@ def test_a_pipeline_sweep_runs_the_loaders_with_workers_in_torchs_own_process() 
 
 @needs_torch
 def test_a_torch_loader_that_drops_a_batch_is_caught(monkeypatch) -> None:
-    from xferbench.backends import pytorch
+    from xferbench.measuring.backends import pytorch
 
     deliver = pytorch.TorchLoader._deliver
 
@@ -261,7 +261,7 @@ def test_the_kernel_is_timed_before_the_loaders_workers_start(monkeypatch) -> No
     """Timed while workers refill their buffers, the kernel would read slow and be sized short."""
     import torch
 
-    from xferbench.backends.pipeline import PipelineTransfer
+    from xferbench.measuring.backends.pipeline import PipelineTransfer
 
     order: list[str] = []
     timed, started = PipelineTransfer.time_kernel, torch.utils.data.DataLoader.__iter__
@@ -278,7 +278,7 @@ def test_the_kernel_is_timed_before_the_loaders_workers_start(monkeypatch) -> No
 
 
 def test_a_points_page_faults_are_its_samples_not_its_checks_or_compute(monkeypatch) -> None:
-    from xferbench import measure
+    from xferbench.measuring import measure
 
     faults = [0]
     monkeypatch.setattr(measure, "minor_faults", lambda: faults[0])

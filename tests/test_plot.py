@@ -8,13 +8,13 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FAST
-from xferbench.backends import SimLink
+from xferbench.measuring.backends import SimLink
 from xferbench.cli import app
 from xferbench.core.errors import XferbenchError
 from xferbench.reading.plot import figure, series_labels
 from xferbench.core.results import Point, Result, Selection, Series, select
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.core.timing import Samples
 
 BATCHES = (1, 4, 16, 64)

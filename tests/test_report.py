@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from xferbench.reading import report
-from xferbench.backends import SimLink
+from xferbench.measuring.backends import SimLink
 from xferbench.core.results import Point, Result, Selection, Series, select
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.core.timing import Samples, TimingConfig
 
 REAL = Path(__file__).resolve().parent.parent / "results" / "cpu-amd-epyc-2core" / "torch-host-copy-seed.json"

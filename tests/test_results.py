@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 import xferbench
-from xferbench.backends import SimLink
+from xferbench.measuring.backends import SimLink
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import SCHEMA, Result, check_writable, load, select
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.core.timing import TimingConfig
 
 

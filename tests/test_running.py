@@ -11,11 +11,11 @@ import signal
 import pytest
 from rich.console import Console
 
-from xferbench import running
+from xferbench.measuring import running
 from xferbench.core import results
-from xferbench.backends import SimLink
+from xferbench.measuring.backends import SimLink
 from xferbench.core.results import OutputFile, load
-from xferbench.sweep import SweepConfig, make_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan
 from xferbench.core.timing import TimingConfig
 
 TIMING = TimingConfig(warmup_calls=1, warmup_s=0.0, min_samples=5, min_time_s=0.0, max_samples=5, settle_s=0.0)
@@ -57,7 +57,7 @@ def test_an_interrupt_is_a_stopped_with_its_code_and_the_file_marked(plan, tmp_p
 
 
 def test_on_a_wide_terminal_the_progress_bar_stays_within_100_columns(plan, tmp_path, monkeypatch) -> None:
-    from xferbench import contention
+    from xferbench.measuring import contention
 
     monkeypatch.setattr(contention, "usage", lambda before, after: contention.Usage(others_cpus=1.5, run_wait=0.4, cpus=2))
     out, err = Console(file=io.StringIO(), width=250), Console(file=io.StringIO(), width=250, force_terminal=True)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from xferbench.backends import SimLink
+from xferbench.measuring.backends import SimLink
 from xferbench.core.results import Result
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.core.timing import TimingConfig
 
 

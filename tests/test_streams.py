@@ -53,7 +53,7 @@ def test_overwrite_keeps_the_earlier_result_until_a_point_replaces_it(tmp_path, 
     from typer.testing import CliRunner
 
     from conftest import FAST_ARGS
-    from xferbench import running
+    from xferbench.measuring import running
     from xferbench.cli import app
     from xferbench.core.results import OutputFile, Result, load
 

@@ -124,7 +124,7 @@ def test_the_runs_reaped_children_are_its_own_cpu_time() -> None:
     import subprocess
     import sys
 
-    from xferbench.contention import _process_ticks
+    from xferbench.measuring.contention import _process_ticks
 
     ticks_per_s = os.sysconf("SC_CLK_TCK")
     before = _process_ticks(os.getpid())
@@ -137,8 +137,8 @@ def test_the_runs_reaped_children_are_its_own_cpu_time() -> None:
 def test_page_faults_per_call_count_each_streamed_copy_as_a_call(monkeypatch) -> None:
     """A streamed sample times many copies: its faults are per copy, or a streamed path reads up to 512× high."""
     from conftest import FAST
-    from xferbench import measure
-    from xferbench.backends import SimBackend
+    from xferbench.measuring import measure
+    from xferbench.measuring.backends import SimBackend
     from xferbench.core.spec import PER_CALL, STREAMED, SeriesKey
 
     faults = [0]
@@ -170,8 +170,8 @@ def test_a_torch_d2h_copy_that_stops_after_warm_up_fails_verification(monkeypatc
 
     pytest.importorskip("torch")
     from conftest import FAST
-    from xferbench.backends.pytorch import TorchBack, TorchBackend
-    from xferbench.measure import measure_point
+    from xferbench.measuring.backends.pytorch import TorchBack, TorchBackend
+    from xferbench.measuring.measure import measure_point
     from xferbench.core.spec import D2H, SeriesKey
 
     real = TorchBack._down

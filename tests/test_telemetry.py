@@ -15,13 +15,13 @@ from rich.console import Console
 
 from xferbench.reading import display
 from xferbench.core import environment, telemetry
-from xferbench import sampler as sampling
+from xferbench.measuring import sampler as sampling
 from xferbench.core.results import Result, Series, load
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
-from xferbench.sampler import LinkSampler
+from xferbench.measuring.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
+from xferbench.measuring.sampler import LinkSampler
 from xferbench.core.telemetry import link_below_max, link_warnings, numa_warning
-from xferbench.worker import LocalRunner
+from xferbench.measuring.worker import LocalRunner
 from fake_nvml import BUSY_KBPS, UUID, FakeNVML, FakeNVMLError
 
 @pytest.fixture

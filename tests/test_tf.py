@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from conftest import FAST, FAST_ARGS, HAS_TORCH
-from xferbench.backends import BACKENDS
-from xferbench.measure import measure_series
+from xferbench.measuring.backends import BACKENDS
+from xferbench.measuring.measure import measure_series
 from xferbench.core.results import Series, load
 from xferbench.core.spec import SeriesKey
-from xferbench.sweep import SweepConfig, make_plan, new_result, run_plan
+from xferbench.measuring.sweep import SweepConfig, make_plan, new_result, run_plan
 from xferbench.core.timing import TimingConfig
 
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
@@ -61,7 +61,7 @@ def test_xla_slicing_before_the_cast_is_detected_and_said() -> None:
 
 
 def test_a_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> None:
-    from xferbench.backends.tensorflow import TFTransfer
+    from xferbench.measuring.backends.tensorflow import TFTransfer
 
     original, kept = TFTransfer._run, {}
 
@@ -78,7 +78,7 @@ def test_a_copy_that_stops_after_warm_up_fails_verification(monkeypatch) -> None
 def test_a_tensor_that_aliases_the_numpy_source_fails_verification(monkeypatch) -> None:
     import tensorflow as tf
 
-    from xferbench.backends.tensorflow import TFTransfer
+    from xferbench.measuring.backends.tensorflow import TFTransfer
 
     # DLPack wraps the NumPy buffer without copying: the trap a zero-copy conversion would be.
     # (TensorFlow aborts on an unaligned DLPack buffer, hence the aligned source.)
@@ -178,7 +178,7 @@ def test_another_python_runs_the_worker(tmp_path) -> None:
 
 
 def test_transfer_source_really_is_numpy() -> None:
-    from xferbench.backends.tensorflow import TFTransfer
+    from xferbench.measuring.backends.tensorflow import TFTransfer
 
     transfer = TFTransfer(SeriesKey("tf", "eager", "copy", "cpu", SMALL).at(2))
     assert isinstance(transfer.host, np.ndarray) and transfer.host.shape == (2, *SMALL)
@@ -193,8 +193,8 @@ def test_mps_without_tensorflow_metal_names_it(monkeypatch) -> None:
     from xferbench.cli import app
 
     # The backend in this process believes it is on a Mac; the worker (on this machine) sees no Apple GPU.
-    monkeypatch.setattr("xferbench.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
-    monkeypatch.setattr("xferbench.sweep.on_macos", lambda: True)
+    monkeypatch.setattr("xferbench.measuring.backends.tensorflow.sys", SimpleNamespace(platform="darwin"))
+    monkeypatch.setattr("xferbench.measuring.sweep.on_macos", lambda: True)
     r = CliRunner().invoke(app, ["sweep", "-f", "tf", "--device", "mps"])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "device 'mps' is not present" in r.stderr and "install tensorflow-metal" in r.stderr
@@ -207,7 +207,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 tf.config.set_soft_device_placement(False)
-from xferbench.backends import tensorflow as backend
+from xferbench.measuring.backends import tensorflow as backend
 from xferbench.core.spec import SeriesKey
 backend.tf_device = lambda device: "/CPU:1"  # stands in for cuda:1 -> /GPU:1
 for mode in ("eager", "function", "jit"):
@@ -234,7 +234,7 @@ def test_every_mode_runs_on_the_device_its_series_names() -> None:
 
 def fake_gpu(monkeypatch, tf) -> None:
     """TensorFlow on this machine believes it has one CUDA GPU; its ops still run on the CPU."""
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     gpu = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else [])
@@ -248,7 +248,7 @@ def fake_gpu(monkeypatch, tf) -> None:
 def test_a_gpu_copy_adds_no_device_wide_sync(monkeypatch) -> None:
     """sync_devices waits on every device's compute stream, not the copy's, and is a no-op on Metal:
     a GPU call relies on TensorFlow's own wait for its copy, and says so per mode."""
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     tf = backend._tf()
     calls = []
@@ -266,7 +266,7 @@ def test_a_gpu_copy_adds_no_device_wide_sync(monkeypatch) -> None:
 
 
 def test_a_gpu_series_says_what_its_call_copies_on_the_host(monkeypatch) -> None:
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     fake_gpu(monkeypatch, backend._tf())
     info = backend.TFBackend().describe(SeriesKey("tf", "eager", "copy", "cuda:0", SMALL), {})
@@ -289,7 +289,7 @@ def test_numpy_copies_the_batch_on_every_call_aligned_or_not(host_buffer) -> Non
     (tracemalloc sees NumPy's allocations, not TensorFlow's). If a TensorFlow release stops, this fails."""
     import tracemalloc
 
-    from xferbench.backends.tensorflow import TFTransfer
+    from xferbench.measuring.backends.tensorflow import TFTransfer
 
     transfer = TFTransfer(SeriesKey("tf", "eager", "copy", "cpu", (64, 256, 3), host_buffer).at(8))
     transfer()
@@ -304,8 +304,8 @@ def test_numpy_copies_the_batch_on_every_call_aligned_or_not(host_buffer) -> Non
 
 def test_tensorflows_gpu_is_matched_to_nvml_by_its_pci_address(monkeypatch) -> None:
     from xferbench.core import environment
-    from xferbench.backends import tensorflow as backend
-    from xferbench.sampler import nvml_target
+    from xferbench.measuring.backends import tensorflow as backend
+    from xferbench.measuring.sampler import nvml_target
 
     assert backend.desc_field("device: 0, name: NVIDIA H100, pci bus id: 0000:3b:00.0, compute capability: 9.0",
                               "pci bus id") == "0000:3b:00.0"  # fmt: skip
@@ -330,9 +330,9 @@ def test_onednn_state_is_recorded_as_tensorflow_decides_it() -> None:
     import subprocess
     import sys
 
-    from xferbench.backends.tensorflow import onednn_enabled
+    from xferbench.measuring.backends.tensorflow import onednn_enabled
 
-    script = "from xferbench.backends.tensorflow import onednn_enabled; print(onednn_enabled())"
+    script = "from xferbench.measuring.backends.tensorflow import onednn_enabled; print(onednn_enabled())"
     off = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"})  # fmt: skip
     assert off.stdout.split() == ["False"], off.stderr[-2000:]
@@ -343,7 +343,7 @@ def test_listing_gpus_for_their_pci_address_asks_for_memory_growth(monkeypatch) 
     """device_lib builds devices from a config of its own: without growth it would reserve every GPU's memory."""
     from tensorflow.python.client import device_lib
 
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     asked = []
     monkeypatch.setattr(device_lib, "list_local_devices", lambda config=None: asked.append(config) or [])
@@ -360,7 +360,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 tf.config.set_soft_device_placement(False)
 tf.debugging.set_log_device_placement(True)
-from xferbench.backends import tensorflow as backend
+from xferbench.measuring.backends import tensorflow as backend
 from xferbench.core.spec import SeriesKey
 backend.tf_device = lambda device: "/CPU:1"
 transfer = backend.TFTransfer(SeriesKey("tf", sys.argv[1], "copy", "cuda:1", (8, 8, 3)).at(2))
@@ -420,7 +420,7 @@ def tensorflow_2_0(real):
 def test_an_older_tensorflow_without_jit_compile_runs_function_and_jit(monkeypatch, op) -> None:
     """tf.function took jit_compile from TensorFlow 2.5; 2.4 named it experimental_compile and rejects
     the new keyword, so passing it to every function failed even the function mode."""
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     tf, calls = backend._tf(), []
     monkeypatch.setattr(tf, "function", tensorflow_2_4(tf.function, calls))
@@ -441,7 +441,7 @@ def test_an_older_tensorflow_without_jit_compile_runs_function_and_jit(monkeypat
 
 
 def test_a_tensorflow_without_xlas_keyword_skips_jit_and_still_runs_function(monkeypatch) -> None:
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
     from xferbench.core.errors import NotSupportedHere
 
     tf = backend._tf()
@@ -457,7 +457,7 @@ def test_a_tensorflow_without_xlas_keyword_skips_jit_and_still_runs_function(mon
 
 
 def test_jit_skipped_on_mps_names_the_command_that_runs_that_series_on_the_cpu() -> None:
-    from xferbench.backends.tensorflow import TFBackend
+    from xferbench.measuring.backends.tensorflow import TFBackend
 
     backend = TFBackend()
     reason = backend.skip_reason(SeriesKey("tf", "jit", "copy", "mps", SMALL))
@@ -470,7 +470,7 @@ def test_jit_skipped_on_mps_names_the_command_that_runs_that_series_on_the_cpu()
 def test_where_this_tensorflow_cannot_show_xlas_program_the_seed_note_says_so(monkeypatch) -> None:
     """Whether XLA casts the whole batch is read from its optimized program; a TensorFlow whose functions
     cannot show it leaves that unknown, said as such rather than guessed either way."""
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     tf = backend._tf()
     real = tf.function
@@ -563,8 +563,8 @@ def test_jit_on_a_mac_names_the_command_that_runs_it_and_that_command_measures(t
 def test_an_mps_series_is_named_by_the_mac_and_says_its_copy_stays_in_unified_memory(monkeypatch) -> None:
     """TensorFlow calls the Apple GPU METAL; the Mac's one name and the unified-memory note are what a
     report set beside a CUDA file needs."""
-    import xferbench.backends.tensorflow as tensorflow_backend
-    from xferbench.backends import BACKENDS
+    import xferbench.measuring.backends.tensorflow as tensorflow_backend
+    from xferbench.measuring.backends import BACKENDS
     from xferbench.core.spec import SeriesKey
 
     monkeypatch.setattr(tensorflow_backend, "apple_gpu_name", lambda: "Apple M1 Pro (16-core GPU)")

@@ -8,10 +8,10 @@ import weakref
 import pytest
 
 from conftest import FAST
-from xferbench.backends import BACKENDS
+from xferbench.measuring.backends import BACKENDS
 from xferbench.core.errors import VerificationError
-from xferbench.measure import measure_point
-from xferbench.backends.pipeline import BUFFER_BATCHES
+from xferbench.measuring.measure import measure_point
+from xferbench.measuring.backends.pipeline import BUFFER_BATCHES
 from xferbench.core.spec import PIPELINE_MODES, SeriesKey
 
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
@@ -75,7 +75,7 @@ def test_each_mode_delivers_its_batches_in_order_and_says_what_it_copies(mode) -
 
 
 def test_the_modes_that_copy_inside_the_pipeline_say_how_on_a_gpu(monkeypatch) -> None:
-    from xferbench.backends import tensorflow as backend
+    from xferbench.measuring.backends import tensorflow as backend
 
     monkeypatch.setattr(backend, "device_name", lambda device: "NVIDIA H100 80GB HBM3")
     for mode in MODES:
@@ -92,7 +92,7 @@ def test_the_modes_that_copy_inside_the_pipeline_say_how_on_a_gpu(monkeypatch) -
 def plant(monkeypatch, fault: str) -> None:
     """Once the samples have begun, drop a batch (take it and throw it away) or repeat one (hand the
     last one back without taking the next)."""
-    from xferbench.backends.tensorflow import TFPipeline
+    from xferbench.measuring.backends.tensorflow import TFPipeline
 
     original = TFPipeline._deliver
 
@@ -139,7 +139,7 @@ def test_overlap_records_the_kernel_alone_and_in_each_step() -> None:
 
 
 def test_the_kernel_runs_its_repeats_on_the_target_fed_by_the_batch(monkeypatch) -> None:
-    from xferbench.backends.tensorflow import _tf
+    from xferbench.measuring.backends.tensorflow import _tf
 
     tf = _tf()
     transfer = BACKENDS["tf"].prepare(key("dataset").at(3), {})
@@ -161,7 +161,7 @@ def test_the_kernel_runs_its_repeats_on_the_target_fed_by_the_batch(monkeypatch)
 def test_the_dataset_modes_step_copies_each_batch_under_the_targets_scope(monkeypatch) -> None:
     from tensorflow.python.eager import context
 
-    from xferbench.backends.tensorflow import _tf
+    from xferbench.measuring.backends.tensorflow import _tf
 
     tf = _tf()
     scopes, identity = [], tf.identity

@@ -15,10 +15,10 @@ from xferbench import validate
 from xferbench.core import telemetry
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import PER_CALL, STREAMED, SeriesKey
-from xferbench.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
+from xferbench.measuring.sweep import Plan, PlannedSeries, SweepConfig, new_result, run_plan
 from xferbench.core.timing import Samples
 from xferbench.core.verdict import Verdict
-from xferbench.worker import LocalRunner
+from xferbench.measuring.worker import LocalRunner
 
 REPO = Path(__file__).resolve().parent.parent
 SHAPE = (512, 512, 4)  # 1 MiB per item

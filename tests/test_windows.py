@@ -22,10 +22,10 @@ import pytest
 
 from conftest import FAST_ARGS, needs_torch
 import xferbench
-from xferbench import buffers, running, worker
+from xferbench.measuring import buffers, running, worker
 from xferbench.core import numa
 from xferbench.core.errors import XferbenchError
-from xferbench.worker import Replies, how_ended
+from xferbench.measuring.worker import Replies, how_ended
 
 SIMULATED_WINDOWS = Path(__file__).parent / "windows"
 # The simulation stands on Linux's processes, signals and /proc: elsewhere only the unit tests run.
@@ -314,7 +314,7 @@ exec {python} -c {code!r} "$@"
 
 
 def fake_python(tmp_path: Path, code: str) -> Path:
-    """An interpreter that runs `code` in place of `python -m xferbench.worker FRAMEWORK` (in the simulated
+    """An interpreter that runs `code` in place of `python -m xferbench.measuring.worker FRAMEWORK` (in the simulated
     Windows too: it inherits the sweep's PYTHONPATH)."""
     launcher = tmp_path / "python"
     launcher.write_text(FAKE_PYTHON.format(python=sys.executable, code=code))
@@ -331,9 +331,9 @@ def test_a_worker_that_dies_on_simulated_windows_is_said_in_windows_terms(tmp_pa
     python = fake_python(tmp_path, body)
     r = run_windows("""
         import sys
-        from xferbench.backends import BACKENDS
+        from xferbench.measuring.backends import BACKENDS
         from xferbench.core.errors import XferbenchError
-        from xferbench.worker import WorkerRunner
+        from xferbench.measuring.worker import WorkerRunner
         runner = WorkerRunner(BACKENDS["torch"], sys.argv[1], start_timeout_s=float(sys.argv[2]))
         try:
             runner.hello()
@@ -392,7 +392,8 @@ def test_validate_stops_its_sweep_with_ctrl_break_on_simulated_windows(tmp_path)
     r = run_windows("""
         import _thread, os, sys, threading, time
         from pathlib import Path
-        from xferbench import running, validation
+        from xferbench import validation
+        from xferbench.measuring import running
         validation.SAVE_GRACE_S = 300.0
         ready = Path(sys.argv[1])
 

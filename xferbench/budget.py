@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xferbench.backends import BACKENDS, default_backends
+from xferbench.measuring.backends import BACKENDS, default_backends
 from xferbench.core.spec import H2D, STREAMED, SeriesKey
 from xferbench.core.timing import TimingConfig
 

@@ -19,13 +19,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from xferbench import running
-from xferbench.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
+from xferbench.measuring import running
+from xferbench.measuring.backends import BACKENDS, SimLink, mode_defaults, path_availability, sweep_flags
 from xferbench.core.errors import XferbenchError
-from xferbench.backends.pipeline import DEFAULT_LOADER_WORKERS
+from xferbench.measuring.backends.pipeline import DEFAULT_LOADER_WORKERS
 from xferbench.core.results import DEFAULT_FOLDER, OutputFile, Result, Selection, check_writable, host_name, output_path, refuse_existing, refuse_unless_regular, safe_name, select
 from xferbench.core.spec import H2D, PER_CALL, STREAMED
-from xferbench.sweep import (
+from xferbench.measuring.sweep import (
     DEFAULT_BATCH_SIZES,
     MAX_BATCH,
     Plan,
@@ -37,7 +37,7 @@ from xferbench.sweep import (
     start_runners,
 )
 from xferbench.core.timing import TimingConfig
-from xferbench.worker import Runner
+from xferbench.measuring.worker import Runner
 
 app = typer.Typer(
     help="Host-to-device transfer throughput, swept over batch sizes, through each framework's real path.",

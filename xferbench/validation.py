@@ -307,7 +307,7 @@ def run_child_sweep(command: list[str], env: dict[str, str], limit_s: float | No
     (it saved what it measured, marked interrupted). Stopped here (Ctrl-C, a kill), it is stopped the same
     way and given the time to save what it measured, marked interrupted, before this process goes on
     stopping: subprocess.run would kill it after a quarter of a second, mid-save, leaving its workers."""
-    from xferbench.running import Terminated
+    from xferbench.measuring.running import Terminated
 
     process = subprocess.Popen(command, env=env, creationflags=NEW_GROUP)
     try:

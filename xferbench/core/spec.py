@@ -28,7 +28,7 @@ def usual_source(framework: str, mode: str) -> str:
     return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned
 
 
-# The input-pipeline paths (xferbench.backends.pipeline): what a training loop's data loading delivers on the
+# The input-pipeline paths (xferbench.measuring.backends.pipeline): what a training loop's data loading delivers on the
 # device, batch after batch, rather than one copy call. Run with sweep --pipeline or by --mode.
 PIPELINE_MODES = {
     "torch": ("loader", "loader_workers", "loader_pin", "loader_pin_workers"),  # DataLoader, then .to(device, non_blocking=True)

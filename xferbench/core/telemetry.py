@@ -1,4 +1,4 @@
-"""What a series' link record (NVML samples taken while it ran, by xferbench.sampler), the environment
+"""What a series' link record (NVML samples taken while it ran, by xferbench.measuring.sampler), the environment
 and the run's raw reference say about a curve: the bytes the GPU received, the link under load, the
 ceilings a curve is read against, and the warnings. Arithmetic only, for the sweep and the readers alike.
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import address_offset, aligned_empty, check_arrived, fill_pattern, make_source
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.buffers import address_offset, aligned_empty, check_arrived, fill_pattern, make_source
 from xferbench.core.environment import cpu_name
 from xferbench.core.spec import HOST_TO_HOST, SeriesKey, Spec
 

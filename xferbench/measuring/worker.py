@@ -16,7 +16,7 @@ In a concurrent run (`together`), a worker says "ready" once a point is prepared
 verified, and samples only after the parent's "go", which comes when every device's worker is ready
 and names the moment to start (time.monotonic; true where another worker died: start at once).
 
-Run as `python -m xferbench.worker FRAMEWORK`, with any interpreter that has numpy and the framework.
+Run as `python -m xferbench.measuring.worker FRAMEWORK`, with any interpreter that has numpy and the framework.
 A worker for a CUDA series is started with a binding in its environment (numa.BIND_ENV), which it
 applies before it imports the framework, so every buffer it allocates lands on the GPU's node.
 """
@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import xferbench
-from xferbench import contention
-from xferbench.backends import Backend, get_backend
+from xferbench.measuring import contention
+from xferbench.measuring.backends import Backend, get_backend
 from xferbench.core.errors import XferbenchError
-from xferbench.measure import OnPoint, OnStart, first_line, measure_series
+from xferbench.measuring.measure import OnPoint, OnStart, first_line, measure_series
 from xferbench.core.numa import BIND_ENV, Binding, apply_binding
 from xferbench.core.results import Point, Series
 from xferbench.core.spec import SeriesKey
@@ -250,7 +250,7 @@ class WorkerRunner:
         env = {**self.env, BIND_ENV: binding.to_env()} if binding else {k: v for k, v in self.env.items() if k != BIND_ENV}
         try:
             self.process = subprocess.Popen(
-                [self.python, "-m", "xferbench.worker", self.backend.name], cwd=self.folder,
+                [self.python, "-m", "xferbench.measuring.worker", self.backend.name], cwd=self.folder,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, encoding="utf-8", bufsize=1, env=env,
             )  # fmt: skip
         except OSError as error:
@@ -524,7 +524,7 @@ def serve(framework: str, requests: IO[str], replies: IO[str], numa: dict[str, A
 
 def main() -> None:
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m xferbench.worker FRAMEWORK (started by xferbench sweep)")
+        sys.exit("usage: python -m xferbench.measuring.worker FRAMEWORK (started by xferbench sweep)")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
     binding = os.environ.pop(BIND_ENV, None)  # applied before the framework is imported, so before it allocates

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import ALIAS_PROBE_BYTES, GLIBC_LARGE_OFFSET, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.buffers import ALIAS_PROBE_BYTES, GLIBC_LARGE_OFFSET, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.core.environment import cpu_name
 from xferbench.core.errors import NotSupportedHere, VerificationError
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, HOST_TO_HOST, SeriesKey, Spec

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.core.environment import apple_gpu_name, apple_silicon, cpu_name
 from xferbench.core.errors import NotSupportedHere, VerificationError
-from xferbench.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.core.spec import (PIPELINE_MODES, BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
 from xferbench.core.timing import STREAM_WARM_COPIES

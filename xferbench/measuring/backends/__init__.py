@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from xferbench.backends.base import OPS, Backend, SeriesInfo, Transfer
-from xferbench.backends.cuda import CudaBackend
-from xferbench.backends.cupy import CupyBackend
-from xferbench.backends.host import HostBackend
-from xferbench.backends.jax import JaxBackend
-from xferbench.backends.pytorch import TorchBackend
-from xferbench.backends.sim import SimBackend, SimLink
-from xferbench.backends.tensorflow import TFBackend
+from xferbench.measuring.backends.base import OPS, Backend, SeriesInfo, Transfer
+from xferbench.measuring.backends.cuda import CudaBackend
+from xferbench.measuring.backends.cupy import CupyBackend
+from xferbench.measuring.backends.host import HostBackend
+from xferbench.measuring.backends.jax import JaxBackend
+from xferbench.measuring.backends.pytorch import TorchBackend
+from xferbench.measuring.backends.sim import SimBackend, SimLink
+from xferbench.measuring.backends.tensorflow import TFBackend
 from xferbench.core.errors import XferbenchError
 from xferbench.core.spec import SeriesKey
 

@@ -1,7 +1,7 @@
 """Measuring one series: prepare, warm up, verify and sample each batch size in turn.
 
 The same loop runs in the main process for host-side paths and inside a framework's worker
-process (xferbench.worker), so a series means the same thing wherever it was measured.
+process (xferbench.measuring.worker), so a series means the same thing wherever it was measured.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xferbench import contention
-from xferbench.backends import Backend
+from xferbench.measuring import contention
+from xferbench.measuring.backends import Backend
 from xferbench.core.errors import NotSupportedHere, VerificationError
 from xferbench.core.numa import page_nodes
 from xferbench.core.results import Point, Series

@@ -19,12 +19,12 @@ from rich.table import Column
 
 from xferbench.reading import display
 from xferbench.core import concurrency
-from xferbench.buffers import unavailable_checks as memory_unavailable
-from xferbench.measure import unavailable_checks as faults_unavailable
+from xferbench.measuring.buffers import unavailable_checks as memory_unavailable
+from xferbench.measuring.measure import unavailable_checks as faults_unavailable
 from xferbench.core.numa import unavailable_checks as numa_unavailable
 from xferbench.core.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
-from xferbench.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
-from xferbench.sampler import INTERVAL_S
+from xferbench.measuring.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
+from xferbench.measuring.sampler import INTERVAL_S
 
 
 class Stopped(Exception):

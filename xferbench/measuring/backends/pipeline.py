@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Transfer
-from xferbench.buffers import ReadBack, check_all, make_source
+from xferbench.measuring.backends.base import Transfer
+from xferbench.measuring.buffers import ReadBack, check_all, make_source
 from xferbench.core.errors import VerificationError
 from xferbench.core.timing import Clock, Samples, TimingConfig, sample
 

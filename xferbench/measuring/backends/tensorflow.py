@@ -22,7 +22,7 @@ Before any device copy the batch is copied on the host: NumPy copies the array a
 it (every call, aligned or not), and TF_NewTensor copies that again unless it is aligned for Eigen.
 On the CPU the path is therefore a host-side copy. There is no user-facing pinned path.
 
-Pipeline modes (xferbench.backends.pipeline): dataset, prefetch_to_device, copy_to_device and generator time
+Pipeline modes (xferbench.measuring.backends.pipeline): dataset, prefetch_to_device, copy_to_device and generator time
 the batches a tf.data pipeline delivers on the device, as tensorflow#43905 compares them (TFPipeline).
 """
 
@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.core.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
 from xferbench.core.errors import NotSupportedHere, VerificationError
-from xferbench.backends.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.core.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, PIPELINE_MODES, SeriesKey, Spec, usual_source
 
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.core.errors import VerificationError, XferbenchError
 from xferbench.core.spec import BIDIR, D2H, DIRECTIONS, H2D, SIMULATED, STREAMED, SeriesKey, Spec
 from xferbench.core.timing import STREAM_WARM_COPIES

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.backends.cuda import (
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.backends.cuda import (
     EVENTS,
     _cupy,
     cuda_absent_reason,
@@ -36,7 +36,7 @@ from xferbench.backends.cuda import (
     pooled_pinned_bytes,
     read_back,
 )
-from xferbench.buffers import (ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern,
+from xferbench.measuring.buffers import (ALIAS_PROBE_BYTES, VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern,
                                make_source, read_host)  # fmt: skip
 from xferbench.core.errors import VerificationError
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, SeriesKey, Spec

@@ -13,18 +13,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xferbench.backends import BACKENDS, OPS, Backend, SimLink, default_backends, get_backend
-from xferbench.buffers import available_host_memory
+from xferbench.measuring.backends import BACKENDS, OPS, Backend, SimLink, default_backends, get_backend
+from xferbench.measuring.buffers import available_host_memory
 from xferbench.core.environment import os_name
 from xferbench.core.errors import XferbenchError
-from xferbench.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
+from xferbench.measuring.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.core.numa import Binding, plan_binding
 from xferbench.core.results import Point, Result, Series
-from xferbench.backends.pipeline import DEFAULT_LOADER_WORKERS
+from xferbench.measuring.backends.pipeline import DEFAULT_LOADER_WORKERS
 from xferbench.core.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, PIPELINE_MODES, STREAMED, TIMING_METHODS, SeriesKey, is_pipeline
-from xferbench.sampler import INTERVAL_S, LinkSampler
+from xferbench.measuring.sampler import INTERVAL_S, LinkSampler
 from xferbench.core.timing import TimingConfig
-from xferbench.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
+from xferbench.measuring.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
 
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source, read_host
+from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
+from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, ReadBack, address_offset, check_all, fill_pattern, make_source, read_host
 from xferbench.core.errors import VerificationError
 from xferbench.core.spec import BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, STREAMED, SeriesKey, Spec
 from xferbench.core.timing import STREAM_WARM_COPIES

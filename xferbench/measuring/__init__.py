@@ -1,0 +1,1 @@
+"""Measuring: sweeps, worker processes, timing loops and the framework backends."""
