@@ -15,7 +15,7 @@ from pathlib import Path
 
 from test_running import CHILD
 
-from xferbench import budget, validation
+from xferbench.health import budget, validation
 from xferbench.core.results import Series
 from xferbench.core.spec import SeriesKey
 from xferbench.core.timing import TimingConfig

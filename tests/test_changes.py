@@ -382,7 +382,8 @@ def test_ctrl_c_in_report_says_what_it_wrote(cliff_pair, tmp_path, monkeypatch, 
 
 
 def test_ctrl_c_in_fleet_says_it_wrote_nothing(cliff_pair, monkeypatch) -> None:
-    from xferbench import cli, fleet
+    from xferbench import cli
+    from xferbench.health import fleet
 
     def stop(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nodes import H100, node, write
-from xferbench import check
+from xferbench.health import check
 from xferbench.cli import app
 from xferbench.core.verdict import Verdict
 from xferbench.core.references import floor_for

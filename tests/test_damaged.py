@@ -87,7 +87,7 @@ def test_plot_warns_of_the_points_it_left_out(tmp_path) -> None:
 def test_fleet_names_a_damaged_node_file_and_judges_the_others(tmp_path) -> None:
     from nodes import node, write
 
-    from xferbench import fleet
+    from xferbench.health import fleet
 
     for i, gbps in enumerate((55.0, 55.4, 54.6)):
         write(node(f"node{i}", raw_gbps=gbps), tmp_path)

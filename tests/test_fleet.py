@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nodes import H100, node, write
-from xferbench import check, fleet
+from xferbench.health import check, fleet
 from xferbench.cli import app
 from xferbench.core.errors import XferbenchError
 

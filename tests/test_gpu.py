@@ -225,7 +225,7 @@ def test_nvml_counts_the_bytes_a_streamed_raw_run_claims() -> None:
     pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
     if not _cuda_devices("cuda"):
         pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
-    from xferbench import validate
+    from xferbench.health import validate
     from xferbench.core import environment
     from xferbench.core.timing import TimingConfig
 
@@ -321,7 +321,7 @@ def test_check_passes_judges_and_writes_its_verdicts(tmp_path) -> None:
     (path,) = tmp_path.glob("*.json")
     result = load(path)
     assert result.check and result.check["devices"] and "nvml_after" in result.environment
-    from xferbench.check import EXIT_CODES
+    from xferbench.health.check import EXIT_CODES
 
     assert ran.exit_code == EXIT_CODES[result.check["status"]], (ran.exit_code, result.check["status"])  # the file says what the exit code says
     assert time.monotonic() - started < 120, "check took over two minutes"

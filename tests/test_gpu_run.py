@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_validate_command import gpu_machine_environment
 
-from xferbench import validate, validation
+from xferbench.health import validate, validation
 from xferbench.core.results import load
 
 REPO = Path(__file__).resolve().parent.parent

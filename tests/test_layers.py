@@ -18,7 +18,7 @@ PACKAGE = Path(xferbench.__file__).resolve().parent
 LAYERS = ("core", "reading", "measuring", "health")  # the command line (cli, __main__) comes after them all
 MODULES = sorted(".".join(("xferbench", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
                  for p in PACKAGE.rglob("*.py"))  # fmt: skip
-READERS = [m for m in MODULES if m.split(".")[1:2] in (["core"], ["reading"]) or m.rsplit(".", 1)[-1] in ("check", "fleet", "validate")]
+READERS = [m for m in MODULES if m.split(".")[1:2] in (["core"], ["reading"])] + [f"xferbench.health.{m}" for m in ("check", "fleet", "validate")]
 
 
 def layer(module: str) -> int:
@@ -45,6 +45,11 @@ def imported(module: str) -> set[str]:
     return found
 
 
+def test_the_folder_list_shows_the_layers() -> None:
+    assert {m.split(".")[1] for m in MODULES if m.count(".") >= 2} == set(LAYERS)
+    assert [m for m in MODULES if m.count(".") == 1 and m.split(".")[1] not in LAYERS] == ["xferbench.__main__", "xferbench.cli"]
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_no_import_runs_from_a_layer_to_a_later_one(module: str) -> None:
     later = sorted(m for m in imported(module) if layer(m) > layer(module))
@@ -65,12 +70,12 @@ def test_check_validate_and_fleet_judge_in_one_vocabulary() -> None:
     import importlib
     from pathlib import Path
 
-    from xferbench import check, validate
+    from xferbench.health import check, validate
     from xferbench.core import verdict
 
     assert check.Verdict is validate.Verdict is verdict.Verdict
     assert (check.PASS, check.FAIL, check.WARN, check.NA, check.INFO) == verdict.STATUSES
     for name in ("check", "validate", "fleet", "validation"):
-        tree = ast.parse(Path(importlib.import_module(f"xferbench.{name}").__file__).read_text())
+        tree = ast.parse(Path(importlib.import_module(f"xferbench.health.{name}").__file__).read_text())
         literals = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
         assert not literals & set(verdict.STATUSES), f"{name}.py spells a status itself: {literals & set(verdict.STATUSES)}"

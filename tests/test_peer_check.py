@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import validate, validation
+from xferbench.health import validate, validation
 from xferbench.core.results import Result, load
 
 RUN = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200" / "2026-11-26" / "run-2" / "validation"

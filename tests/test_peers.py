@@ -13,7 +13,8 @@ import pytest
 
 import peer_outputs as out
 from conftest import FAST
-from xferbench import __version__, fleet
+from xferbench import __version__
+from xferbench.health import fleet
 from xferbench.reading import compare, plot, report
 from xferbench.core.errors import XferbenchError
 from xferbench.reading.peers import item_for, read_bandwidthtest, read_nvbandwidth

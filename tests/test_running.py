@@ -130,7 +130,7 @@ def child_sweep(tmp_path, signals):  # type: ignore[no-untyped-def]
     import threading
     import time
 
-    from xferbench import validation
+    from xferbench.health import validation
 
     pid_file = tmp_path / "child.pid"
 
@@ -154,7 +154,7 @@ def child_sweep(tmp_path, signals):  # type: ignore[no-untyped-def]
 
 
 def test_validate_passes_a_kill_on_to_its_sweep_at_once(tmp_path, monkeypatch) -> None:
-    from xferbench import validation
+    from xferbench.health import validation
 
     monkeypatch.setattr(validation, "SAVE_GRACE_S", 40.0)  # a kill must not wait for a Ctrl-C's grace
     stop, saved, seconds = child_sweep(tmp_path, [("self", signal.SIGTERM)])
@@ -169,7 +169,7 @@ def test_validate_gives_a_sweep_that_saw_ctrl_c_the_time_to_save(tmp_path) -> No
 
 
 def test_validate_stops_a_sweep_that_did_not_see_the_ctrl_c(tmp_path, monkeypatch) -> None:
-    from xferbench import validation
+    from xferbench.health import validation
 
     monkeypatch.setattr(validation, "SAVE_GRACE_S", 0.2)
     stop, saved, _ = child_sweep(tmp_path, [("self", signal.SIGINT)])

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from xferbench.fleet import Row
+from xferbench.health.fleet import Row
 from xferbench.reading.compare import INCONCLUSIVE, SLOWER, compare_point, mann_whitney_u
 from xferbench.core.results import OutputFile, Point, Result, load
 from xferbench.core.stats import median_uncertainty, point_stats
@@ -86,7 +86,7 @@ def flagged(rows: list[Row]) -> list[str]:
 
 
 def test_a_straggler_must_be_both_many_deviations_and_a_fair_share_below() -> None:
-    from xferbench.fleet import stragglers
+    from xferbench.health.fleet import stragglers
 
     tight = [gpu(f"n{i}", 55_000 + i) for i in range(8)] + [gpu("slow", 54_000)]  # far in MADs, 2% in share
     stragglers(tight)
@@ -100,7 +100,7 @@ def test_a_straggler_must_be_both_many_deviations_and_a_fair_share_below() -> No
 
 
 def test_a_group_of_exactly_min_group_is_judged_and_one_fewer_is_not() -> None:
-    from xferbench.fleet import MIN_GROUP, stragglers
+    from xferbench.health.fleet import MIN_GROUP, stragglers
 
     rows = [gpu(f"n{i}", 55_000) for i in range(MIN_GROUP - 1)] + [gpu("slow", 14_200)]
     found = stragglers(rows)
@@ -111,7 +111,7 @@ def test_a_group_of_exactly_min_group_is_judged_and_one_fewer_is_not() -> None:
 
 
 def test_gen4_and_gen5_hosts_of_one_model_are_judged_apart() -> None:
-    from xferbench.fleet import stragglers
+    from xferbench.health.fleet import stragglers
 
     rows = [gpu(f"g5-{i}", 55_000) for i in range(4)] + [gpu(f"g4-{i}", 26_000, link_max="Gen4 x16") for i in range(3)]
     found = stragglers(rows)

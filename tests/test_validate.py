@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import FAST
-from xferbench import validate
+from xferbench.health import validate
 from xferbench.core import telemetry
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import PER_CALL, STREAMED, SeriesKey

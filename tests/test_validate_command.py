@@ -176,7 +176,7 @@ def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
 
 
 def test_a_peer_that_hangs_costs_one_timeout_and_its_other_runs_are_skipped(tmp_path, monkeypatch) -> None:
-    from xferbench import validation
+    from xferbench.health import validation
 
     monkeypatch.setattr(validation, "PEER_TIMEOUT_S", 0.5)
     hangs = executable(tmp_path / "bandwidthTest", "import time\ntime.sleep(30)\n")
@@ -197,7 +197,7 @@ def test_nvbandwidth_shown_one_gpu_is_given_the_validated_gpus_id(tmp_path) -> N
     filed under cuda:1, beside the same machine's NVML facts for that GPU (matched by PCI address)."""
     import peer_outputs as out
 
-    from xferbench import validation
+    from xferbench.health import validation
     from xferbench.reading.peers import read_nvbandwidth
 
     first, second = "00000000:18:00.0", "00000000:2a:00.0"

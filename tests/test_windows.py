@@ -185,7 +185,7 @@ def test_a_second_kill_of_either_kind_cannot_cut_a_save_short(monkeypatch) -> No
 
 def test_validate_waits_for_its_sweep_in_slices() -> None:
     """On Windows one long Popen.wait would hold Ctrl-C off until the sweep ended."""
-    from xferbench import validation
+    from xferbench.health import validation
 
     class Sweep:
         args = ["xferbench", "sweep"]
@@ -392,7 +392,7 @@ def test_validate_stops_its_sweep_with_ctrl_break_on_simulated_windows(tmp_path)
     r = run_windows("""
         import _thread, os, sys, threading, time
         from pathlib import Path
-        from xferbench import validation
+        from xferbench.health import validation
         from xferbench.measuring import running
         validation.SAVE_GRACE_S = 300.0
         ready = Path(sys.argv[1])

@@ -251,7 +251,7 @@ def check(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Is this node's host-to-GPU link healthy? A short fixed run on every GPU, then PASS or FAIL per GPU: exit 0 when all pass, 1 when one fails, 2 for bad input or nothing to check."""
-    from xferbench import check as checking
+    from xferbench.health import check as checking
     from xferbench.core import environment
     from xferbench.reading.compare import parse_threshold
     from xferbench.core.results import damaged_points, load
@@ -538,7 +538,7 @@ def fleet(
     """Read many nodes' files as one table: each GPU's link, raw ceiling and paths, with stragglers, down-trained links and failed checks flagged; exit 1 when any is, or a file cannot be read."""
     from rich.table import Table
 
-    from xferbench import fleet as fleets
+    from xferbench.health import fleet as fleets
     from xferbench.reading.report import save as write_text
 
     written: list[Path] = []
@@ -601,7 +601,7 @@ def validate(
     max_minutes: Annotated[Optional[float], typer.Option("--max-minutes", help="Fit the whole run into this many minutes: the plan is trimmed (nvbandwidth's samples, the peers' sizes, then the large sweep's sizes; never the raw ceiling or the link run), and what runs past its share is stopped. The verdict says what was left out.", show_default=False)] = None,
 ) -> None:
     """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
-    from xferbench import validation
+    from xferbench.health import validation
     from xferbench.core import environment
 
     where = folder or DEFAULT_FOLDER / f"validate-{host_name()}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -627,7 +627,7 @@ def validate(
     except KeyboardInterrupt as stop:  # each sweep saved what it measured; the verdict was not written
         how, code = running.how_stopped(stop)
         raise fail(f"{how}: what was measured is in {where}, without a verdict", code) from None
-    from xferbench import validate as checking
+    from xferbench.health import validate as checking
 
     out.print()
     out.print(checking.render(checks), highlight=False, markup=False)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import xferbench
-from xferbench import budget, validate
+from xferbench.health import budget, validate
 from xferbench.core import references
 from xferbench.reading.display import rate, size
 from xferbench.core.environment import device_entry
@@ -39,7 +39,7 @@ from xferbench.reading.peers import json_object
 from xferbench.core.results import Result, Series, load, select
 from xferbench.core.spec import H2D, PER_CALL, STREAMED
 from xferbench.core.timing import TimingConfig
-from xferbench.validate import LARGE_BYTES
+from xferbench.health.validate import LARGE_BYTES
 from xferbench.core.verdict import FAIL, NA, PASS, Verdict
 
 # The two sweeps: xferbench's default batches of 256x256x3 images, and 1 MiB images (512x512x4) up

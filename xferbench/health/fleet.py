@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xferbench.check import best_point, checked
+from xferbench.health.check import best_point, checked
 from xferbench.core.verdict import FAIL, NA, WARN
 from xferbench.core.environment import device_entry, link_readings
 from xferbench.core.errors import XferbenchError

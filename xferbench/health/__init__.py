@@ -1,0 +1,1 @@
+"""The GPU health commands: check, fleet and validate, and their verdicts."""
