@@ -86,3 +86,16 @@ def test_only_host_to_device_copies_are_read_beside_the_pipelines() -> None:
     text = "\n".join(pipeline_report.section(both))
     assert "| 512 | 21.6 (4%) | 26.5 (5%) | **36.1 (7%)** | 26 (5%) | 539 (`torch/pinned/copy`) | 543 |" in text
     assert "d2h" not in text and "bidir" not in text
+
+
+def test_two_runs_with_other_dataloader_workers_say_so_in_what_differs() -> None:
+    from xferbench.reading.pairs import differences
+
+    result = load(H200)
+    other = copy.deepcopy(result)
+    for series in other.series:
+        if series.params.get("num_workers"):
+            series.params["num_workers"] = 2
+    found = {d.field: d.values for d in differences([(result, result.series), (other, other.series)])}
+    assert found["DataLoader workers"] == ["4", "2"]
+    assert "DataLoader workers" not in {d.field for d in differences([(result, result.series), (result, result.series)])}

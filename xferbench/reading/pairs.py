@@ -160,6 +160,7 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
         "CUDA (driver)": _joined([d.get("cuda_driver") for d in gpus]),
         "PCIe link under load": _joined([_link(s) for s in series]),
         "NUMA binding": _joined([placement(s) for s in series]),
+        "DataLoader workers": _joined([str(s.params["num_workers"]) for s in series if s.params.get("num_workers")]),
         "GPU cores": _joined([str(d["gpu_cores"]) for d in macs if d.get("gpu_cores")]),
         "CPU": f"{env.get('cpu') or MISSING}" + (f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""),
         "memory": f"{env['memory_bytes'] / 2**30:,.0f} GiB" if isinstance(env.get("memory_bytes"), (int, float)) else MISSING,
