@@ -298,3 +298,42 @@ def test_a_points_page_faults_are_its_samples_not_its_checks_or_compute(monkeypa
     key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
     point = measure_point(Backend(), key.at(2), {"overlap": True}, FAST)  # type: ignore[arg-type]
     assert point.status == "ok" and point.page_faults_per_call == 0 and faults[0] == 3000  # three checks, none counted
+
+
+class Launching(FakePipeline):
+    """A kernel with a fixed cost per run (a launch, a sync) beside its repeats, and one slow run (a clock
+    ramping up) the first time it is timed."""
+
+    def __init__(self, *args, overhead_s: float = 1e-3, hiccup_s: float = 0.0, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.overhead_s, self.hiccup_s, self.runs = overhead_s, hiccup_s, 0
+
+    def _compute(self, batch) -> None:  # type: ignore[no-untyped-def]
+        self.runs += 1
+        self.now += self.overhead_s + (self.hiccup_s if self.runs == 4 else 0.0)  # the third timed run of the first size
+        super()._compute(batch)
+
+
+def test_the_kernel_is_timed_over_runs_long_enough_to_drown_its_fixed_cost() -> None:
+    pipeline = Launching(2, kernel_s=1e-5, overhead_s=1e-3)
+    pipeline.calibrate_compute(1e-3, pipeline.clock)
+    assert pipeline.repeat_s < 2e-5 and pipeline.repeats >= 50  # one run would have read 1 ms a repeat
+
+
+def test_one_slow_run_does_not_size_the_kernel() -> None:
+    pipeline = Launching(2, kernel_s=1e-4, overhead_s=0.0, hiccup_s=0.05)
+    pipeline.calibrate_compute(1e-3, pipeline.clock)
+    assert pipeline.repeats == 10  # the quickest of three runs at each size
+
+
+def test_the_steps_start_only_once_what_the_idle_spell_made_ready_is_taken() -> None:
+    pipeline = FakePipeline(2)
+    pipeline.depth = 12  # more than the warm-up's calls
+    before = pipeline.delivered
+    record = pipeline.overlap(1e-3, FAST)
+    untimed = pipeline.delivered - before - len(record["step_times_s"]) - (1 + pipeline.depth)  # less the last check and its drain
+    assert untimed == max(FAST.warmup_calls, 12)
+
+
+def test_repeats_round_to_the_nearest() -> None:
+    assert repeats_for(2.6e-3, 1e-3) == 3
