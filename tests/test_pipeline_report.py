@@ -99,3 +99,42 @@ def test_two_runs_with_other_dataloader_workers_say_so_in_what_differs() -> None
     found = {d.field: d.values for d in differences([(result, result.series), (other, other.series)])}
     assert found["DataLoader workers"] == ["4", "2"]
     assert "DataLoader workers" not in {d.field for d in differences([(result, result.series), (result, result.series)])}
+
+
+EXPECTED = Path(__file__).resolve().parent / "expected" / "pipeline-section-h200.md"
+
+
+def test_the_h200_section_reads_word_for_word_as_a_reader_gets_it() -> None:
+    """The whole section of the H200 run, as committed: every sentence, header and cell a reader sees."""
+    assert "\n".join(pipeline_report.section(picks(H200))) + "\n" == EXPECTED.read_text()
+
+
+def test_batches_one_file_lacks_show_as_not_measured_and_one_batch_gives_one_figure() -> None:
+    chosen = copy.deepcopy(picks(H200, Selection(modes=("loader", "loader_pin", "raw_pinned"))))
+    for pick in chosen:
+        if pick.series.mode == "loader":
+            pick.series.points = [p for p in pick.series.points if p.batch_size != 16]
+        if pick.series.mode == "loader_pin":
+            for point in pick.series.points:
+                if point.batch_size == 64:
+                    point.compute = None
+    text = "\n".join(pipeline_report.section(chosen))
+    assert "| 16 | – | **1,982 (15%)** | – | 13,655 |" in text  # no plain copy picked: none to name
+    assert "| `torch/loader_pin/copy` | 0% (1×) | 0% (0.96×) | – | 0% (1×) | 5% (1×) |" in text
+    assert "the best pipeline reaches 7–28% of the raw ceiling (`cuda/raw_pinned` at the same batch)." in text
+    one = "\n".join(pipeline_report.section(picks(H200, Selection(modes=("loader_pin", "pinned", "raw_pinned")))))
+    one_batch = copy.deepcopy(picks(H200, Selection(modes=("loader_pin", "pinned", "raw_pinned"))))
+    for pick in one_batch:
+        pick.series.points = [p for p in pick.series.points if p.batch_size == 64]
+    text = "\n".join(pipeline_report.section(one_batch))
+    assert ("most batches per second from `torch/loader_pin/copy` at batch 64; the best pipeline reaches 18% of the raw"
+            " ceiling (`cuda/raw_pinned` at the same batch) and 0.18× the best plain copy of the same batch.") in text
+    assert "0.07–0.37× the best plain copy" in one
+
+
+def test_a_device_without_pipelines_is_passed_over_and_two_files_are_named() -> None:
+    chosen = select([H200, CPU], Selection(modes=("pinned", "raw_pinned", "dataset", "eager")))[0]
+    text = "\n".join(pipeline_report.section(chosen))
+    assert "**cuda:0**" not in text and "- **cpu** (AMD EPYC) in pipelines-tf-torch: most batches per second from" in text
+    alone = "\n".join(pipeline_report.section(select([CPU], Selection(modes=("dataset", "generator")))[0]))
+    assert "- **cpu** (AMD EPYC): most batches per second from `tf/dataset/copy` at batches 1–256." in alone  # nothing to compare against
