@@ -54,6 +54,7 @@ def test_two_files_keep_their_own_columns_ceilings_and_names(tmp_path) -> None:
     text = "\n".join(pipeline_report.section(both))
     assert "- **cuda:0** (NVIDIA H200) in pipelines: most batches" in text and "- **cuda:0** (NVIDIA H200) in again:" in text
     assert "- **cpu** (AMD EPYC) in pipelines-tf-torch:" in text and text.count("| `torch/loader_pin_workers/copy` | 58%") == 2
+    assert "With compute (--overlap) in again: how much of the shorter part" in text
     for table in text.split("| batch |")[1:]:
         header, _, *rows = table.split("\n")[:4]
         assert all(row.count("|") == header.count("|") + 2 for row in rows if row.startswith("|")), table[:300]
@@ -75,7 +76,8 @@ def test_a_tf_and_torch_sweep_on_the_cpu_says_which_delivers_most_without_a_raw_
     # the host memcpy is for scale, never the best plain copy a pipeline is read against
     assert "| 1 | 23,433 | 5,657 | 4,834 | 2,321 | **83,907** | 1,568 | 237,192 (`torch/pageable/copy`) | 517,331 |" in text
     without_host = "\n".join(pipeline_report.section(picks(CPU, Selection(frameworks=("tf", "torch")))))
-    assert "raw ceiling (none ran)" in without_host
+    assert "| raw ceiling (none ran) |" in without_host
+    assert "Batches per second delivered on cpu, the most at each batch in bold; –: not measured:" in without_host
     for mode in ("tf/dataset", "tf/prefetch_to_device", "tf/copy_to_device", "tf/generator", "torch/loader", "torch/loader_workers"):
         assert f"`{mode}/copy`" in text
 
