@@ -79,3 +79,10 @@ def test_a_simulated_device_or_one_named_by_its_id_shows_its_id_alone() -> None:
     assert DeviceRow("cuda:0", "cuda:0", 1.0, 1.0, None).name == "cuda:0"
     assert DeviceRow("cuda:0", "H200", 2.0, None, None).ratio is None
     assert Group("x", 1, [DeviceRow("cuda:0", "H200", 2.0, 3.0, None)]).total_at_once == 3.0
+
+
+def test_a_run_with_no_common_batch_does_not_hide_the_next_and_a_solo_without_the_batch_has_no_figure() -> None:
+    empty_first = [series("cuda:0", 2, {1: 1e-3}, mode="raw_pageable"), series("cuda:1", 2, {8: 1e-3}, mode="raw_pageable")]
+    then = [series("cuda:0", 1, {1: 1e-3}), series("cuda:0", 2, {2: 1e-3}), series("cuda:1", 2, {2: 1e-3})]
+    [group] = groups(made(empty_first + then))
+    assert group.label == "cuda/raw_pinned/copy/2-at-once" and group.rows[0].alone_mbps is None  # alone, batch 2 never ran
