@@ -75,6 +75,19 @@ class FakePipeline(PipelineTransfer):
         self.in_step = False
 
 
+class Serving:
+    """The part of a backend measure_point uses, preparing a fake pipeline of the given class."""
+
+    def __init__(self, pipeline: type[FakePipeline]) -> None:
+        self.pipeline = pipeline
+
+    def prepare(self, spec, params):  # type: ignore[no-untyped-def]
+        return self.pipeline(spec.batch_size)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        return False
+
+
 def test_the_next_batch_is_checked_byte_for_byte_and_a_dropped_or_repeated_one_named() -> None:
     clean = FakePipeline(3)
     for _ in range(8):
@@ -116,15 +129,8 @@ def test_a_batch_dropped_while_sampling_fails_the_point() -> None:
                 self.next_batch += 1
             return super()._deliver()
 
-    class Backend:
-        def prepare(self, spec, params):  # type: ignore[no-untyped-def]
-            return LateDrop(spec.batch_size)
-
-        def is_out_of_memory(self, error: BaseException) -> bool:
-            return False
-
     key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
-    point = measure_point(Backend(), key.at(2), {}, FAST)  # type: ignore[arg-type]
+    point = measure_point(Serving(LateDrop), key.at(2), {}, FAST)  # type: ignore[arg-type]
     assert point.status == "error" and "verification failed" in point.error and "dropped" in point.error
 
 
@@ -288,15 +294,8 @@ def test_a_points_page_faults_are_its_samples_not_its_checks_or_compute(monkeypa
             faults[0] += 1000
             super().verify()
 
-    class Backend:
-        def prepare(self, spec, params):  # type: ignore[no-untyped-def]
-            return Faulting(spec.batch_size)
-
-        def is_out_of_memory(self, error: BaseException) -> bool:
-            return False
-
     key = SeriesKey("torch", "loader", "copy", "cpu", SMALL)
-    point = measure_point(Backend(), key.at(2), {"overlap": True}, FAST)  # type: ignore[arg-type]
+    point = measure_point(Serving(Faulting), key.at(2), {"overlap": True}, FAST)  # type: ignore[arg-type]
     assert point.status == "ok" and point.page_faults_per_call == 0 and faults[0] == 3000  # three checks, none counted
 
 

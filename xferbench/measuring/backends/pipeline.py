@@ -31,6 +31,8 @@ from xferbench.core.timing import Clock, Samples, TimingConfig, sample
 
 # torch's DataLoader workers in its *_workers modes unless --loader-workers says: one per core, up to 4
 DEFAULT_LOADER_WORKERS = max(1, min(4, os.cpu_count() or 1))
+# What a pipeline series' clock times, said in its `clock` field
+PIPELINE_CLOCK = "time.perf_counter, around taking the next batch and its wait, as a training loop's step with no compute"
 BUFFER_BATCHES = 2  # batches a prefetching pipeline keeps ready: tf.data's prefetch, torch's prefetch_factor
 # The compute kernel of --overlap: a float32 square matmul, chained. Its side is fixed per device kind so
 # that the same batch size gets the same kernel in every series; only its repeats follow the copy's time.

@@ -39,7 +39,7 @@ from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.core.environment import apple_gpu_name, apple_silicon, cpu_name
 from xferbench.core.errors import NotSupportedHere, VerificationError
-from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PIPELINE_CLOCK, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.core.spec import (PIPELINE_MODES, BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
                             SeriesKey, Spec)  # fmt: skip
 from xferbench.core.timing import STREAM_WARM_COPIES
@@ -408,9 +408,9 @@ def loader_settings(mode: str, params: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
-class TorchLoader(PipelineTransfer):
+class TorchLoader(PipelineTransfer, _TorchCopy):
     """A DataLoader over the pipeline's dataset, each batch then .to(device, non_blocking=True) and the
-    device synchronized."""
+    device synchronized (the device's wait and the check's read-back are every torch path's)."""
 
     def __init__(self, spec: Spec, params: dict[str, Any]) -> None:
         torch = self.torch = _torch()
@@ -446,25 +446,12 @@ class TorchLoader(PipelineTransfer):
         self._synchronize()
         return moved
 
-    def _synchronize(self) -> None:
-        if self.kind == "cuda":
-            self.torch.cuda.synchronize(self.device)
-        elif self.kind == "mps":
-            self.torch.mps.synchronize()
-
     def _read(self, batch: Any) -> tuple[Any, np.ndarray | None]:
         if batch.device.type != self.kind or (self.device.index is not None and batch.device.index != self.device.index):
             raise VerificationError(f"{self.label}: the batch is on {batch.device}, not {self.device}")
         if self.kind == "cpu":
             return read_host(batch.numpy()), None
-        torch = self.torch
-        staging = torch.empty(min(batch.numel(), VERIFY_CHUNK_BYTES), dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
-        flat = batch.reshape(-1)
-
-        def read(offset: int, out: np.ndarray) -> None:
-            torch.from_numpy(out).copy_(flat[offset : offset + out.size])
-
-        return read, staging
+        return self._read_back(batch)
 
     def _compute(self, batch: Any | None) -> None:
         torch = self.torch
@@ -526,7 +513,7 @@ def describe_loader(key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
     return SeriesInfo(
         device_name=name,
         transfer=HOST_TO_HOST if kind == "cpu" else HOST_TO_DEVICE,
-        clock="time.perf_counter, around taking the next batch and its wait, as a training loop's step with no compute",
+        clock=PIPELINE_CLOCK,
         sync=sync,
         params=info,
         note=f"DataLoader(pin_memory={pinned}, num_workers={workers}) over a uint8 dataset: {collate}{pin}{copy}",

@@ -39,7 +39,7 @@ from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.measuring.buffers import ALIAS_PROBE_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.core.environment import apple_gpu_name, apple_silicon, cpu_name, pci_key
 from xferbench.core.errors import NotSupportedHere, VerificationError
-from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
+from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, PIPELINE_CLOCK, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.core.spec import H2D, HOST_TO_DEVICE, HOST_TO_HOST, PIPELINE_MODES, SeriesKey, Spec, usual_source
 
 CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously (eager synchronous execution is on)"
@@ -248,7 +248,6 @@ class TFTransfer(Transfer):
         self.host = self.function = None
 
 
-PIPELINE_CLOCK = "time.perf_counter, around taking the next batch and its wait, as a training loop's step with no compute"
 PIPELINE_CPU_SYNC = "none needed: TensorFlow runs CPU ops synchronously, and next() returns a finished batch"
 PIPELINE_GPU_SYNC = ("one element of the delivered batch fetched to the host with .numpy(): a slice that runs on the device"
                      " after whatever made the batch there, so it returns once the whole batch is there")  # fmt: skip
