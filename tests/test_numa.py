@@ -3,7 +3,9 @@ framework, the kernel's refusals recorded, and the node of a buffer's pages read
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
+import mmap
 import os
 import sys
 from typing import Any
@@ -69,8 +71,9 @@ def test_page_nodes_reads_where_a_buffers_pages_are() -> None:
     if nodes is None:
         pytest.skip("move_pages is refused here (a container's seccomp profile)")
     assert sum(nodes.values()) == numa.PAGES_SAMPLED and all(name.isdigit() for name in nodes)
-    fresh = np.empty(64 * 2**20, np.uint8)  # above the mmap threshold: no page touched yet
-    assert numa.page_nodes(fresh.ctypes.data, fresh.size).get(numa.NOT_RESIDENT, 0) > 0
+    fresh = mmap.mmap(-1, 64 * 2**20)  # a mapping of its own, no page touched yet (malloc may hand back touched memory)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(fresh))
+    assert numa.page_nodes(address, len(fresh)) == {numa.NOT_RESIDENT: numa.PAGES_SAMPLED}
     assert numa.pages_off_node({"0": 60, "1": 4}, 0) == 4 and numa.pages_off_node({"0": 64}, 0) == 0
     assert numa.pages_off_node({"1": 64}, -1) == 0  # the GPU's node unknown: nothing is off it
     off = Series("torch", "pinned_into", "copy", "cuda:0", [4])
