@@ -105,7 +105,12 @@ def test_the_h200_runs_page_is_written_line_for_line(run5, tmp_path) -> None:
     page = validation.verdict_page(run, files, imported, checks_of(files, imported), [])
     expected = as_written(RUN5 / "verdict.md").splitlines()
     expected[4] = expected[4].replace("estimated 5.7 min", f"estimated {budget.minutes(run.estimate_s())}")
-    assert page.splitlines() == expected
+    # The run's page also set out, as rows of dashes, the sizes only xferbench measured (197 KB to 48 MiB): no more.
+    table = expected.index(TABLE_HEAD)
+    lacking = [line for line in expected[table + 2:] if line.startswith("| ") and line.split(" | ")[3:5] == ["–", "–"]
+               and line.split(" | ")[6] == "–"]  # no nvbandwidth, bandwidthTest pinned or pageable figure  # fmt: skip
+    assert len(lacking) == 9 and lacking[0].startswith("| 197 KB |") and lacking[-1].startswith("| 48 MiB ")
+    assert page.splitlines() == [line for line in expected if line not in lacking]
     assert page.endswith("their NUMA affinity\n")
 
 
@@ -249,6 +254,13 @@ def test_the_table_without_any_peer_says_no_size_was_shared(run5) -> None:
     assert validation.peers_table(ours, {}, "cuda:0") == said
     assert validation.peers_table(ours, {"nvbandwidth": None, "bandwidthTest": None}, "cuda:0") == said
     assert validation.peers_table(ours, peers5(run5), "cuda:1") == said  # another GPU's figures are not set beside these
+
+
+def test_xferbenchs_own_pageable_copies_are_no_peer(run5) -> None:
+    """With no peer figure, the pageable copies xferbench measured make no row of the table."""
+    ours = validation._sweeps(sweeps5(run5))
+    assert validation._pick(ours, "cuda", "raw_pageable", "cuda:0", "per-call")
+    assert validation.peers_table(ours, {}, "cuda:0") == ["No size was measured by both xferbench and a peer on this GPU."]
 
 
 def test_the_table_leaves_out_a_peer_that_did_not_run_and_its_columns(run5) -> None:
@@ -434,7 +446,9 @@ def test_nvbandwidths_placement_from_what_it_recorded(run5) -> None:
     nvb = "/opt/peers/nvbandwidth -j -b 96 -i 1 -t host_to_device_memcpy_ce device_to_host_memcpy_ce"
     bound = f"/usr/bin/numactl --cpunodebind=1 --membind=1 {nvb}"
     assert at({"placement": NUMACTL, "commands": [nvb]}) == NUMACTL
-    assert at({"commands": [bound, bound]}) == "under /usr/bin/numactl --cpunodebind=1 --membind=1"
+    assert at({"commands": [bound, bound]}) == "under numactl --cpunodebind=1 --membind=1"  # as its own run names it
+    assert validation._peer_causes(OURS_AT, at({"commands": [bound]}), bare(run5, {})) == [
+        "the link itself between the two runs: repeat both, one after the other"]  # bound on both sides: no placement cause
     assert at({"commands": [bound, nvb, nvb]}) == "under numactl for 1 of its 3 runs"
     assert at({"commands": [nvb]}) == "its own CPU binding only (no numactl: memory wherever it landed)"
     assert at({}) == "placement not recorded (imported from its output)"
@@ -825,7 +839,9 @@ def test_the_peers_output_becomes_result_files_beside_xferbenchs(run5, tmp_path)
     assert validation._pick([result], "nvbandwidth", "host_to_device_memcpy_ce", "cuda:1") == {3 * MIB: 55_200.0}
     assert notes[0] == ("nvbandwidth: nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:1: peers/nvbandwidth.json run 1 (-b 1):"
                         " host_to_device_memcpy_ce failed (Running): nvbandwidth's error: [CUDA_ERROR_OUT_OF_MEMORY] out of memory")
-    assert notes[-1].startswith("bandwidthTest's output gave no figure: ") and echoed == [f"warning: {notes[-1]}"]
+    assert notes[-1].startswith("bandwidthTest's output gave no figure: peers/bandwidthTest.txt: not bandwidthTest's output")
+    kept = tmp_path / "v" / "peers" / "bandwidthTest.txt"  # the page names it inside the folder; the terminal in full
+    assert echoed == ["warning: " + notes[-1].replace("peers/bandwidthTest.txt", str(kept))]
     assert len(notes) == len(set(notes))
     again = validation.import_peers({"nvbandwidth": nvb}, environment, run, set(), [], echoed.append)
     assert {s.device for s in again["nvbandwidth"].series} == {"cuda:0"}  # not shown one GPU: its own ids kept

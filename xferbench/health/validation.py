@@ -553,7 +553,7 @@ def import_peers(raw: dict[str, Path], environment: dict[str, Any], validation: 
         try:
             result = read([path], environment=environment)
         except XferbenchError as error:
-            notes.append(f"{name}'s output gave no figure: {error}")
+            notes.append(f"{name}'s output gave no figure: " + str(error).replace(f"{validation.folder}{os.sep}", ""))
             echo(f"warning: {name}'s output gave no figure: {error}")
             imported[name] = None
             continue
@@ -642,7 +642,8 @@ def _peer_placement(result: Result) -> str:
     commands = peer.get("commands") or []
     bound = [c for c in commands if c.split() and c.split()[0].endswith("numactl")]
     if commands and len(bound) == len(commands):
-        return "under " + " ".join(bound[0].split()[:3])
+        first = bound[0].split()
+        return "under " + " ".join([Path(first[0]).name, *first[1:3]])  # as PeerRun.placement names it
     if bound:
         return f"under numactl for {len(bound)} of its {len(commands)} runs"
     return ("its own CPU binding only (no numactl: memory wherever it landed)" if commands
@@ -673,8 +674,9 @@ def peers_table(ours: Sequence[Result], imported: dict[str, Result | None], devi
                ("xferbench raw pageable, per call", _pick(ours, "cuda", "raw_pageable", device, PER_CALL)),
                ("bandwidthTest pageable", _pick([bt], "bandwidthTest", "pageable", device) if bt else {})]  # fmt: skip
     mine = columns[0][1] or columns[1][1]
-    peers = [(label, points) for label, points in columns[2:] if points]
-    sizes = sorted(b for b in set().union(*(p.keys() for _, p in peers)) if b in mine or b in columns[4][1]) if peers else []
+    peers = [(label, points) for label, points in columns[2:] if points]  # the pageable copies sit beside bandwidthTest's
+    theirs = set().union(*(points.keys() for label, points in columns[2:] if not label.startswith("xferbench")))
+    sizes = sorted(b for b in theirs if b in mine or b in columns[4][1])  # a row where a peer and xferbench both measured
     if not sizes:
         return ["No size was measured by both xferbench and a peer on this GPU."]
     header = ["size", *(label for label, points in columns[:2] if points), *(label for label, _ in peers),
