@@ -355,13 +355,13 @@ def test_a_peer_command_gives_its_exit_its_seconds_and_its_output_and_errors_as_
 class Stopped:
     """subprocess.run's stand-in for a command that ran past its timeout, with what it had printed."""
 
-    def __init__(self, printed: bytes | str | None) -> None:
-        self.printed = printed
+    def __init__(self, printed: bytes | str | None, errors: bytes | str | None = None) -> None:
+        self.printed, self.errors = printed, errors
         self.given: dict[str, Any] = {}
 
     def __call__(self, command: list[str], **kwargs: Any) -> Any:
         self.given = kwargs
-        raise subprocess.TimeoutExpired(command, kwargs["timeout"], output=self.printed)
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"], output=self.printed, stderr=self.errors)
 
 
 @pytest.mark.parametrize("printed, text", [(b"partial \xff", "partial \ufffd"), ("partial", "partial"), (None, ""), (b"", "")])
@@ -369,6 +369,14 @@ def test_a_peer_command_past_its_timeout_keeps_what_it_printed(printed, text, mo
     monkeypatch.setattr(validation, "time", ticks(100.0, 100.75))
     monkeypatch.setattr(validation.subprocess, "run", Stopped(printed))
     assert validation._run(["/opt/peers/nvbandwidth"], timeout_s=0.75) == (None, 0.75, text + "\n(stopped after 0.75 s)")
+
+
+def test_a_peer_command_past_its_timeout_keeps_its_errors_too(monkeypatch) -> None:
+    """A hung peer's error text may be on stderr: the kept output has it after what it printed."""
+    monkeypatch.setattr(validation, "time", ticks(100.0, 100.75))
+    monkeypatch.setattr(validation.subprocess, "run", Stopped(b"Running host_to_device\n", b"cuMemcpyAsync hung \xff\n"))
+    assert validation._run(["/opt/peers/nvbandwidth"], timeout_s=0.75) == (
+        None, 0.75, "Running host_to_device\ncuMemcpyAsync hung \ufffd\n\n(stopped after 0.75 s)")
 
 
 def test_a_peer_command_that_cannot_start_says_why(monkeypatch, tmp_path) -> None:

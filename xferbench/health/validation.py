@@ -379,8 +379,8 @@ def _run(command: list[str], timeout_s: float = PEER_TIMEOUT_S, env: dict[str, s
     try:
         done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout_s, env=env)
         return done.returncode, time.monotonic() - started, done.stdout + done.stderr
-    except subprocess.TimeoutExpired as stopped:
-        text = (stopped.stdout or b"").decode(errors="replace") if isinstance(stopped.stdout, bytes) else stopped.stdout or ""
+    except subprocess.TimeoutExpired as stopped:  # what it printed before it hung, both streams: the error may be on either
+        text = "".join(part.decode(errors="replace") if isinstance(part, bytes) else part or "" for part in (stopped.stdout, stopped.stderr))
         return None, time.monotonic() - started, text + f"\n(stopped after {timeout_s:g} s)"
     except OSError as error:
         return None, time.monotonic() - started, f"could not start: {error.strerror or error}"
