@@ -6,11 +6,37 @@
 #   scripts/mutation.sh            resume where the last run stopped (only changed code is redone)
 #   scripts/mutation.sh --fresh    start again from nothing
 #   scripts/mutation.sh --report   print the score and the survivors of the last run only
+#   scripts/mutation.sh --recheck MODULE TESTFILE
+#                                  after a run: switch on, one at a time, each of MODULE's mutants the run
+#                                  did not catch (survived, reached by no fast test, or not yet run) and run
+#                                  TESTFILE alone against it; print those it still lets through and the count.
+#                                  For a module whose mutants take the whole suite an hour, or new tests.
+#                                  MODULE as mutmut names it (xferbench.core.numa), TESTFILE under tests/.
 source "$(dirname "$0")/setup.sh" "torch,tf,jax,nvml,dev"
 case "${1:-}" in
     --fresh) rm -rf mutants ;;
     --report | "") ;;
-    *) echo "error: unknown argument '$1'; give --fresh, --report or nothing" >&2; exit 2 ;;
+    --recheck)
+        module="${2:-}" tests="${3:-}"
+        if [ -z "$module" ] || [ ! -f "$tests" ] || [ ! -d mutants/tests ]; then
+            echo "error: give --recheck MODULE TESTFILE (e.g. xferbench.core.numa tests/test_numa_rules.py), after a run made mutants/" >&2
+            exit 2
+        fi
+        .venv/bin/mutmut results --all true >mutants/results.txt 2>&1 || { cat mutants/results.txt >&2; exit 1; }
+        todo=$(grep -E "^ *${module//./\\.}\.x.*: (survived|no tests|not checked)$" mutants/results.txt | sed -E 's/^ *//; s/: [a-z ]+$//' || true)
+        cp "$tests" mutants/tests/
+        left=0 total=0
+        for name in $todo; do
+            total=$((total + 1))
+            if (cd mutants && MUTANT_UNDER_TEST="$name" PYTHONPATH="$PWD" timeout 120 ../.venv/bin/python -m pytest -x -q \
+                    -p no:cacheprovider "tests/$(basename "$tests")" >/dev/null 2>&1); then
+                echo "still survives: $name"
+                left=$((left + 1))
+            fi
+        done
+        echo "recheck: $((total - left)) of the $total mutants of $module the run did not catch are caught by $tests; $left left"
+        exit 0 ;;
+    *) echo "error: unknown argument '$1'; give --fresh, --report, --recheck MODULE TESTFILE or nothing" >&2; exit 2 ;;
 esac
 if [ "${1:-}" != "--report" ]; then
     mkdir -p mutants
