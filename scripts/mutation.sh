@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Mutation testing: plant small bugs (mutmut) in the modules whose logic is pure ([tool.mutmut] in
+# Mutation testing: plant small bugs (mutmut) in every module with logic ([tool.mutmut] in
 # pyproject.toml), run the fast tests that reach each one, then print the score and every bug the
-# tests let through. Not part of CI: it takes the best part of an hour on two cores.
+# tests let through. Not part of CI: from nothing it takes many hours on two cores, so run it by
+# module (`.venv/bin/mutmut run --max-children 2 "xferbench.core.numa*"`) and resume.
 #
 #   scripts/mutation.sh            resume where the last run stopped (only changed code is redone)
 #   scripts/mutation.sh --fresh    start again from nothing
