@@ -316,6 +316,32 @@ def test_a_failed_save_nowhere_takes_prints_the_unsaved_points_on_stderr(sim, en
         display.point_line(series, series.points[0]), display.point_line(series, series.points[1], "unsaved: "), width=40)
 
 
+@pytest.mark.parametrize("refused", [1, 2])  # the sweep's own save of the stop, or the one after it
+def test_a_stop_whose_save_the_disk_refuses_keeps_its_status_and_every_point(sim, env, spy, signals, tmp_path, refused) -> None:
+    """Ctrl-C as the disk fills: exit 130 still, what the file holds, and the whole result under a fresh name."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    path = tmp_path / "r.json"
+    output = OutputFile(path)
+    real, stops = output._save, []
+
+    def save(result):
+        stops.append(result.status == "interrupted")
+        if sum(stops) >= refused:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(result)
+
+    output._save = save  # type: ignore[method-assign]
+    spy["after_point"] = stop_at("sim/link/copy@sim", 2, KeyboardInterrupt)
+    with pytest.raises(running.Stopped) as stopped:
+        running.run_sweep(sim, output, console(), console())
+    rescued = tmp_path / "r-unsaved-1.json"
+    assert stopped.value.code == 130 and str(stopped.value) == (
+        f"interrupted: cannot save to {path}: No space left on device; it holds the last complete save (2 measured point(s))."
+        f" All 2 measured point(s), 0 of them not in that file, are in {rescued}")  # fmt: skip
+    assert load(rescued).status == "interrupted" and load(path).status == ("running", "interrupted")[refused - 1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def frames(err: Console) -> list[str]:
     return [f for f in re.split(r"\r", ANSI.sub("", text(err))) if f.strip()]
 
