@@ -484,3 +484,15 @@ def test_frameworks_sharing_a_panel_draw_its_link_ceiling_once() -> None:
     picks, _ = select([run], Selection(modes=("pinned", "raw_pinned")))
     texts = legend_texts(figure(picks))
     assert [t for t in texts if "theoretical" in t] == ["PCIe Gen5 x16 theoretical (63.0 GB/s, under load)"]
+
+
+def test_a_plot_behind_a_file_where_a_folder_should_be_names_that_file(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from xferbench.reading.plot import save
+
+    (tmp_path / "file").write_text("")
+    for inside in (tmp_path / "file" / "p.png", tmp_path / "file" / "deeper" / "p.png"):  # mkdir: "File exists", "Not a directory"
+        with pytest.raises(XferbenchError) as raised:
+            save(Figure(), inside)
+        assert str(raised.value) == f"cannot write the plot to {inside}: {tmp_path / 'file'} is a file, not a folder; choose another --out"

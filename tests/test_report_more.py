@@ -201,7 +201,7 @@ def test_save_makes_missing_folders_reuses_an_existing_one_and_says_why_it_canno
     (tmp_path / "file").write_text("")
     with pytest.raises(XferbenchError) as raised:
         report.save("x", tmp_path / "file" / "r.md")
-    assert str(raised.value) == f"cannot write {tmp_path / 'file' / 'r.md'}: File exists; choose another --out"
+    assert str(raised.value) == f"cannot write {tmp_path / 'file' / 'r.md'}: {tmp_path / 'file'} is a file, not a folder; choose another --out"
     with pytest.raises(XferbenchError) as raised:
         report.save("x", tmp_path / "a")
     assert str(raised.value) == f"--out {tmp_path / 'a'} is a folder; xferbench writes only regular files: choose another --out"

@@ -347,6 +347,18 @@ def refuse_unless_regular(path: Path, option: str = "--out") -> None:
         raise XferbenchError(f"{option} {path} is {what}; xferbench writes only regular files: choose another {option}")
 
 
+def file_in_the_way(path: Path) -> Path | None:
+    """The first of a path's folders that exists as something else: no folder can be made past it, and
+    the OS's own words for that ("File exists", "Not a directory") do not name it."""
+    return next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+
+
+def why_unwritable(path: Path, error: OSError) -> str:
+    """Why a file could not be written, in words that name the file standing where a folder should be."""
+    blocker = file_in_the_way(path)
+    return f"{blocker} is a file, not a folder" if blocker else str(error.strerror or error)
+
+
 def refuse_existing(path: Path, option: str, overwrite: bool) -> None:
     """An existing file may be the only copy of a long run, or the figure an issue links: replaced only
     when asked (--overwrite)."""
@@ -368,7 +380,7 @@ def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: b
         refuse_existing(path, "--out", overwrite)
     if csv and csv_path(path) == path:
         raise XferbenchError(f"--out {path} would be overwritten by --csv; give the result file a .json name")
-    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    blocker = file_in_the_way(path)
     if blocker is not None:
         raise XferbenchError(f"cannot write results to {path}: {blocker} is a file, not a folder; choose another --out")
     try:

@@ -20,7 +20,7 @@ from xferbench.core.environment import device_entry, pcie_ceiling
 from xferbench.core.errors import XferbenchError
 from xferbench.reading.pairs import TAG_WIDTH, Difference, differences, path_name
 from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, write_whole
+from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, why_unwritable, write_whole
 from xferbench.core.stats import CLIFF_FRACTION
 from xferbench.core.telemetry import unified_memory_ceiling
 
@@ -394,5 +394,5 @@ def save(fig: Figure, path: Path, option: str = "--out") -> Path:
         fig.savefig(drawn, dpi=130, format=path.suffix.lower().lstrip("."))
         write_whole(path, drawn.getvalue())  # a Ctrl-C mid-write leaves the last figure whole
     except OSError as error:
-        raise XferbenchError(f"cannot write the plot to {path}: {error.strerror or error}; choose another {option}") from None
+        raise XferbenchError(f"cannot write the plot to {path}: {why_unwritable(path, error)}; choose another {option}") from None
     return path

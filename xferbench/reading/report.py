@@ -20,7 +20,7 @@ from xferbench.reading import pipeline_report
 from xferbench.core.concurrency import groups
 from xferbench.reading.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
 from xferbench.reading.pairs import Pair, copy_kind, differences, framework_version, pair, pair_key, placement, unlike
-from xferbench.core.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, write_whole
+from xferbench.core.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, why_unwritable, write_whole
 from xferbench.core.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.core.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.core.telemetry import (
@@ -714,5 +714,5 @@ def save(text: str, path: Path, option: str = "--out") -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_whole(path, text)  # a Ctrl-C mid-write leaves the last report whole
     except OSError as error:
-        raise XferbenchError(f"cannot write {path}: {error.strerror or error}; choose another {option}") from None
+        raise XferbenchError(f"cannot write {path}: {why_unwritable(path, error)}; choose another {option}") from None
     return path
