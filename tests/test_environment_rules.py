@@ -423,6 +423,8 @@ def test_transparent_hugepages_keep_the_file_there_is_and_none_without_either(mo
     """A missing file is left out; with neither (macOS, Windows) the answer is None."""
     simulate(monkeypatch, "linux", files={THP + "defrag": "always [never]\n"})
     assert env.transparent_hugepages() == {"defrag": "never"}
+    simulate(monkeypatch, "linux", files={THP + "enabled": "always [madvise never\n"})  # no closing bracket: taken whole
+    assert env.transparent_hugepages() == {"enabled": "always [madvise never"}
     simulate(monkeypatch, "darwin")
     assert env.transparent_hugepages() is None
 
@@ -672,6 +674,17 @@ def test_without_proc_entries_nvml_counts_the_gpus_and_is_shut_down(monkeypatch,
     assert nvml.shutdowns == 1
     simulate(monkeypatch, "linux", nvml=nvml, folders=("/proc/driver/nvidia/gpus",))
     assert env.accelerator_kinds() == kinds
+
+
+def test_proc_entries_the_process_may_not_list_leave_it_to_nvml(monkeypatch) -> None:
+    """A container that hides the driver's entries (listing them is refused): NVML is asked, no error."""
+    simulate(monkeypatch, "linux", nvml=FakeNVML(gpus=2), folders=("/proc/driver/nvidia/gpus",))
+
+    def refuse(path: str) -> list[str]:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(env.os, "listdir", refuse)
+    assert env.accelerator_kinds() == ["cuda"]
 
 
 def test_no_driver_or_binding_means_no_nvidia_gpu(monkeypatch) -> None:

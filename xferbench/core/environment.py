@@ -232,11 +232,12 @@ def transparent_hugepages() -> dict[str, str] | None:
     found = {}
     for name in ("enabled", "defrag"):
         try:
-            text = open(f"/sys/kernel/mm/transparent_hugepage/{name}").read()
+            with open(f"/sys/kernel/mm/transparent_hugepage/{name}") as file:
+                text = file.read()
         except OSError:
             continue
-        chosen = text[text.find("[") + 1 : text.find("]")] if "[" in text else text.strip()
-        found[name] = chosen
+        chosen = re.search(r"\[([^\]]*)\]", text)  # the kernel marks the mode in force: "always [madvise] never"
+        found[name] = chosen.group(1) if chosen else text.strip()
     return found or None
 
 
@@ -429,7 +430,11 @@ def accelerator_kinds() -> list[str]:
     by the platform (every Apple-silicon Mac has one)."""
     kinds = []
     gpus = "/proc/driver/nvidia/gpus"
-    if os.path.isdir(gpus) and os.listdir(gpus):
+    try:
+        listed = os.path.isdir(gpus) and bool(os.listdir(gpus))
+    except OSError:  # a container may hide the driver's entries: NVML is asked instead
+        listed = False
+    if listed:
         kinds.append("cuda")
     elif sys.platform != "darwin":
         try:
