@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -10,39 +9,11 @@ import pytest
 
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import DAMAGED, Point, Result, Selected, Series
-from xferbench.core.spec import SeriesKey
-from xferbench.core.timing import Samples
 from xferbench.reading import report
 
-SHAPE = (1000, 1000)
-GPU = {"id": "cuda:0", "kind": "cuda", "name": "NVIDIA RTX 4090", "driver": "550.54", "cuda_driver": "12.4",
-       "nvml": {"pcie_gen_current": 4, "pcie_width_current": 16, "pcie_gen_max": 4, "pcie_width_max": 16, "numa_node": 1,
-                "cpu_affinity": [0, 1, 2, 3]}}
+from test_report_rules import GPU, SHAPE, curve, env
+
 MAC = {"host": "m", "os": "macOS-14.4", "cpu": "Apple M2", "devices": [{"id": "mps", "kind": "mps", "name": "Apple M2"}]}
-
-
-def env(host: str, **more: Any) -> dict[str, Any]:
-    return {"host": host, "os": "Linux-6.8", "cpu": "Intel Xeon", "cpu_count": 8, "python": "3.12.1",
-            "memory_bytes": 64 * 2**30, "process_cpus": [0, 1, 2, 3, 4, 5, 6, 7],
-            "versions": {"numpy": "2.1.0"}, "frameworks": {"torch": {"version": "2.5.0", "cuda": "12.4"}},
-            "settings": {}, "devices": [{"id": "cpu", "kind": "cpu", "name": "Intel Xeon"}, GPU], **more}
-
-
-def curve(framework: str, mode: str, mbps: dict[int, float], spread: float = 0.001, device: str = "cuda:0",
-          shape: tuple[int, ...] = SHAPE, busy: tuple[int, ...] = (), **fields: Any) -> Series:
-    """Eight samples a point, each `spread` apart."""
-    key = SeriesKey(framework, mode, "copy", device, shape)
-    fields = {"device_name": "NVIDIA RTX 4090", "transfer": "host-to-device", **fields}
-    series = Series(framework, mode, "copy", device, list(shape), **fields)
-    for batch in sorted(mbps):
-        spec = key.at(batch)
-        base = spec.nbytes / (mbps[batch] * 1e6)
-        point = Point.measured(spec, Samples([base * (1 + spread * (i - 3.5)) for i in range(8)]), warmup_calls=1)
-        if batch in busy:
-            point.others_cpus, point.cpus = 3.0, 8
-        series.points.append(point)
-    series.refresh_summary()
-    return series
 
 
 def noted(damaged: int) -> list[str]:

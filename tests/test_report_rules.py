@@ -42,11 +42,11 @@ def env(host: str, **more: Any) -> dict[str, Any]:
 
 
 def curve(framework: str, mode: str, mbps: dict[int, float], spread: float = 0.001, busy: tuple[int, ...] = (),
-          failed: dict[int, str] | None = None, **fields: Any) -> Series:
+          failed: dict[int, str] | None = None, device: str = "cuda:0", shape: tuple[int, ...] = SHAPE, **fields: Any) -> Series:
     """Eight samples a point, each `spread` apart, so the rank test can decide."""
-    key = SeriesKey(framework, mode, "copy", "cuda:0", SHAPE)
-    series = Series(framework, mode, "copy", "cuda:0", list(SHAPE), device_name="NVIDIA RTX 4090", transfer="host-to-device",
-                    **fields)
+    key = SeriesKey(framework, mode, "copy", device, shape)
+    fields = {"device_name": "NVIDIA RTX 4090", "transfer": "host-to-device", **fields}
+    series = Series(framework, mode, "copy", device, list(shape), **fields)
     for batch in sorted({*mbps, *(failed or {})}):
         spec = key.at(batch)
         if batch in (failed or {}):
