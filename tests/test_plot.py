@@ -138,7 +138,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path) -> None:
         ([write(tmp_path / "f.json", json.dumps(failed))], "every selected series is empty"),
         ([good, "-f", "torch"], "no series matches the selection"),
         ([good, "-o", str(tmp_path / "x.gif")], "use a .png, .svg or .pdf name"),
-        ([good, "-o", "/proc/no-such-dir/x.png"], "cannot write results to /proc/no-such-dir/x.png"),  # found before drawing
+        ([good, "-o", "/proc/no-such-dir/x.png"], "cannot write the plot to /proc/no-such-dir/x.png"),  # found before drawing
         ([good, "--y-scale", "sqrt", "-o", str(tmp_path / "y.png")], "--y-scale sqrt: give auto, linear or log"),
     ]
     for args, message in cases:

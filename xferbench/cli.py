@@ -400,7 +400,7 @@ def plot(
     try:
         path = output_path(out_path, plotting.default_path(files).name)[0]  # no --out: plot's own default, runs/STEM.png
         refuse_overwriting_input(path, files, "--out")
-        check_writable(path, overwrite=overwrite)  # a figure, like a result, is replaced only when asked; said before drawing
+        check_writable(path, overwrite=overwrite, what="the plot")  # a figure, like a result, is replaced only when asked; said before drawing
         picks, empty = select(files, selection(framework, mode, op, device, host_buffer, timing, direction))
         for left_out in empty:
             err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)

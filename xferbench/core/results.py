@@ -366,8 +366,10 @@ def refuse_existing(path: Path, option: str, overwrite: bool) -> None:
         raise XferbenchError(f"{path} already exists; choose another {option}, or add --overwrite to replace it")
 
 
-def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False, numbered: bool = False) -> Path:
-    """Create the folder and prove a file can be written there, before anything is measured.
+def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: bool = False, numbered: bool = False,
+                   what: str = "results") -> Path:  # fmt: skip
+    """Create the folder and prove a file can be written there, before anything is measured (or drawn:
+    `what` the file will hold, for the messages).
 
     An existing result is never replaced unless asked: it may be the only copy of a long run; and
     nothing but a regular file is ever replaced (a link, a device, a pipe or a folder stays).
@@ -382,13 +384,13 @@ def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: b
         raise XferbenchError(f"--out {path} would be overwritten by --csv; give the result file a .json name")
     blocker = file_in_the_way(path)
     if blocker is not None:
-        raise XferbenchError(f"cannot write results to {path}: {blocker} is a file, not a folder; choose another --out")
+        raise XferbenchError(f"cannot write {what} to {path}: {blocker} is a file, not a folder; choose another --out")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".xferbench-probe-"):
             pass
     except OSError as error:
-        raise XferbenchError(f"cannot write results to {path}: {error.strerror or error}; choose another --out") from None
+        raise XferbenchError(f"cannot write {what} to {path}: {error.strerror or error}; choose another --out") from None
     return path
 
 
