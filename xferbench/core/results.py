@@ -347,15 +347,10 @@ def refuse_unless_regular(path: Path, option: str = "--out") -> None:
         raise XferbenchError(f"{option} {path} is {what}; xferbench writes only regular files: choose another {option}")
 
 
-def file_in_the_way(path: Path) -> Path | None:
-    """The first of a path's folders that exists as something else: no folder can be made past it, and
-    the OS's own words for that ("File exists", "Not a directory") do not name it."""
-    return next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-
-
 def why_unwritable(path: Path, error: OSError) -> str:
-    """Why a file could not be written, in words that name the file standing where a folder should be."""
-    blocker = file_in_the_way(path)
+    """Why a file could not be written: where a file stands in place of one of its folders, that file
+    (the OS's own words, "File exists" or "Not a directory", do not name it), else the OS's reason."""
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     return f"{blocker} is a file, not a folder" if blocker else str(error.strerror or error)
 
 
@@ -382,15 +377,12 @@ def check_writable(path: str | os.PathLike[str], csv: bool = False, overwrite: b
         refuse_existing(path, "--out", overwrite)
     if csv and csv_path(path) == path:
         raise XferbenchError(f"--out {path} would be overwritten by --csv; give the result file a .json name")
-    blocker = file_in_the_way(path)
-    if blocker is not None:
-        raise XferbenchError(f"cannot write {what} to {path}: {blocker} is a file, not a folder; choose another --out")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".xferbench-probe-"):
             pass
     except OSError as error:
-        raise XferbenchError(f"cannot write {what} to {path}: {error.strerror or error}; choose another --out") from None
+        raise XferbenchError(f"cannot write {what} to {path}: {why_unwritable(path, error)}; choose another --out") from None
     return path
 
 
