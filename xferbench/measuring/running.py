@@ -59,6 +59,14 @@ def stop_behind(error: BaseException) -> KeyboardInterrupt | None:
     return cause
 
 
+def save_failed(error: SaveFailed, output: OutputFile, result: Result, err: Console) -> Stopped:
+    """A refused save as the run's last line: what the file holds, where every point went, and the exit
+    status of the Ctrl-C or kill it happened during, if any (else 1)."""
+    stop = stop_behind(error)
+    how, code = how_stopped(stop) if stop else ("", 1)
+    return Stopped(f"{how + ': ' if how else ''}{error}. {keep_unsaved(output, result, err)}", code)
+
+
 def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
     """After a failed save: the whole result under a fresh name if anywhere takes it, else the points the
     file lacks printed on stderr. Says which, in a sentence for the error line."""
@@ -208,19 +216,16 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
         else:
             run_plan(plan, result, save, lambda s, p: err.print(display.point_line(s, p), highlight=False, markup=False, soft_wrap=True),
                      link_interval_s=link_interval_s)  # fmt: skip
-    except SaveFailed as error:  # after Ctrl-C or a kill too, if the save that marked the file interrupted failed
-        stop = stop_behind(error)
-        how, code = how_stopped(stop) if stop else ("", 1)
-        raise Stopped(f"{how + ': ' if how else ''}{error}. {keep_unsaved(output, result, err)}", code) from None
+    except SaveFailed as error:  # after Ctrl-C or a kill too, if the sweep's save that marked the file interrupted failed
+        raise save_failed(error, output, result, err) from None
     except KeyboardInterrupt as stop:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this save short
         ignore_kills()  # nor a second kill (the caller restores them)
-        how, code = how_stopped(stop)
         try:
             result.status = "interrupted"
             save(result)
         except SaveFailed as error:  # the disk filled as the run stopped: the stop's status, and every point kept somewhere
-            raise Stopped(f"{how}: {error}. {keep_unsaved(output, result, err)}", code) from None
+            raise save_failed(error, output, result, err) from None
         finally:
             signal.signal(signal.SIGINT, previous)
         if tables:  # saved first: the tables are what was measured, and a second Ctrl-C only cuts them short
@@ -228,6 +233,7 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
                 out.print()
                 print_tables(out, plan, result)
         measured = sum(p.status == "ok" for s in result.series for p in s.points)
+        how, code = how_stopped(stop)
         raise Stopped(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
     if any(s.device.startswith("cuda") and s.status != "skipped" for s in result.series):
         result.environment["nvml_after"] = environment.nvml_health()
