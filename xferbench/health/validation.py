@@ -419,6 +419,11 @@ def run_nvidia_smi(folder: Path, echo: Echo) -> list[str]:
     return notes
 
 
+def under_numactl(words: list[str]) -> str:
+    """A placement by numactl in the peer check's words: the tool's name, not its path, and its two bindings."""
+    return "under " + " ".join([Path(words[0]).name, *words[1:3]])
+
+
 @dataclass
 class PeerRun:
     """One peer's commands in this validation: where it stands, and what the verdict must say of it."""
@@ -437,7 +442,7 @@ class PeerRun:
     def placement(self) -> str:
         """Where its runs were placed, as the peer check reports it beside xferbench's binding."""
         if self.prefix:
-            return "under " + " ".join([Path(self.prefix[0]).name, *self.prefix[1:]])
+            return under_numactl(self.prefix)
         return "without NUMA binding" + (f" ({self.unbound})" if self.unbound else "")
 
     def __call__(self, arguments: list[str], estimate_s: float = 0.0) -> tuple[int | None, float, str, list[str]] | None:
@@ -642,8 +647,7 @@ def _peer_placement(result: Result) -> str:
     commands = peer.get("commands") or []
     bound = [c for c in commands if c.split() and c.split()[0].endswith("numactl")]
     if commands and len(bound) == len(commands):
-        first = bound[0].split()
-        return "under " + " ".join([Path(first[0]).name, *first[1:3]])  # as PeerRun.placement names it
+        return under_numactl(bound[0].split())
     if bound:
         return f"under numactl for {len(bound)} of its {len(commands)} runs"
     return ("its own CPU binding only (no numactl: memory wherever it landed)" if commands
