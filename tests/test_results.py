@@ -282,3 +282,36 @@ def test_a_long_host_name_fits_a_file_name_and_a_long_out_is_one_line(tmp_path, 
     long = CliRunner().invoke(app, ["sweep", "-f", "sim", "--batch-sizes", "1", "-o", str(tmp_path / ("x" * 300 + ".json"))])
     assert long.exit_code == 2 and "is 305 bytes, longer than the 255 a file system takes; choose a shorter --out" in long.output
     assert "Traceback" not in long.output
+
+
+@pytest.mark.parametrize("step", ["claim", "replace"])
+def test_a_ctrl_c_during_a_save_waits_for_it_so_the_next_save_keeps_the_file(tmp_path, monkeypatch, step) -> None:
+    """Ctrl-C arriving at the worst moment of a save (the file claimed but not yet written, the new file renamed
+    into place but not yet recorded) is raised when the save is whole, so the stopped run's last save still
+    writes its own file, not a numbered one beside it."""
+    import signal
+
+    from xferbench.core.results import OutputFile
+
+    path = tmp_path / "r.json"
+    output = OutputFile(path)
+    first, second = Result({}, {}, "1"), Result({}, {}, "2")
+    if step != "claim":
+        output.save(first)
+    module, name = (os, "fdopen") if step == "claim" else (os, "replace")
+    real = getattr(module, name)
+
+    def ctrl_c_after(*args, **kwargs):
+        value = real(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)  # the handler would run at the next bytecode: inside the save
+        return value
+
+    monkeypatch.setattr(module, name, ctrl_c_after)
+    with pytest.raises(KeyboardInterrupt):
+        output.save(first if step == "claim" else second)
+        raise AssertionError("the Ctrl-C was lost")  # pragma: no cover
+    monkeypatch.setattr(module, name, real)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    output.save(Result({}, {}, "3"))  # the save a stopped run makes to mark its file interrupted
+    assert output.moved_from is None and output.path == path and load(path).created == "3"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]

@@ -11,13 +11,14 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import stat
 import statistics
 import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.core.errors import XferbenchError
@@ -390,6 +391,32 @@ class SaveFailed(XferbenchError):
     """A result could not be written for an OS reason; the message says what the file still holds."""
 
 
+# The signals that stop a run: Ctrl-C, a kill, and on Windows Ctrl-Break.
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGBREAK") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Hold back a stop signal that arrives while the block runs, then deliver it to the handler it would
+    have reached. Only the main thread receives signals, so only there is anything held back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    for signum, handler in handlers.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(signum, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            if handler not in (signal.SIG_IGN, None):
+                signal.signal(signum, handler)
+        if held:
+            signal.raise_signal(held[0])
+
+
 class OutputFile:
     """A result file this run owns: claimed by creating it exclusively at the first save, so two runs
     never share one, and it holds a loadable result from the moment it exists.
@@ -433,8 +460,10 @@ class OutputFile:
     def save(self, result: Result) -> None:
         """Write the result; any OS failure (no space, file too large, quota, I/O error) becomes one
         SaveFailed that says what the file on disk still holds. One save at a time: a concurrent run's
-        threads and its main thread (stopping) may save at once."""
-        with self.lock:
+        threads and its main thread (stopping) may save at once. A Ctrl-C or kill during the save is
+        raised once it is whole: cut between the rename and its record, the next save would take this
+        run's own file for another run's."""
+        with stops_deferred(), self.lock:
             self._save_once(result)
 
     def _save_once(self, result: Result) -> None:
