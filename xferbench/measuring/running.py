@@ -22,7 +22,7 @@ from xferbench.core import concurrency
 from xferbench.measuring.buffers import unavailable_checks as memory_unavailable
 from xferbench.measuring.measure import unavailable_checks as faults_unavailable
 from xferbench.core.numa import unavailable_checks as numa_unavailable
-from xferbench.core.results import OutputFile, Point, Result, SaveFailed, Series, csv_path
+from xferbench.core.results import STOP_SIGNALS, OutputFile, Point, Result, SaveFailed, Series, csv_path
 from xferbench.measuring.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
 from xferbench.measuring.sampler import INTERVAL_S
 
@@ -42,7 +42,7 @@ class Terminated(KeyboardInterrupt):
 # The stops a sweep catches besides Ctrl-C: SIGTERM (kill, a CI job's timeout) and, on Windows, SIGBREAK
 # (Ctrl-Break, or a CTRL_BREAK_EVENT another program sends): Windows' kill, TerminateProcess, cannot be
 # caught, so a Ctrl-Break is the one way to stop a sweep there that keeps the file marked interrupted.
-KILL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGBREAK") if hasattr(signal, name))
+KILL_SIGNALS = tuple(signum for signum in STOP_SIGNALS if signum != signal.SIGINT)
 
 
 def how_stopped(stop: KeyboardInterrupt) -> tuple[str, int]:
