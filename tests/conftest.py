@@ -24,11 +24,11 @@ HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
 
 
-def interruptible() -> None:
-    """preexec_fn of a child a test stops with SIGINT: a shell's background job (`pytest &`, as a CI
-    runner may start the suite) inherits SIGINT ignored, and Python then never turns Ctrl-C into
-    KeyboardInterrupt. Since Ctrl-C is what the test is about, the child gets the default back."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# A shell's background job (`pytest &`, as a CI runner may start the suite) starts with SIGINT ignored,
+# and Python then never turns Ctrl-C into KeyboardInterrupt, here or in the children this process starts.
+# The tests of Ctrl-C need it delivered: the suite takes Python's own handler back.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_config(config: Any) -> Any:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FAST_ARGS, HAS_TORCH, interruptible, needs_tf, needs_torch
+from conftest import FAST_ARGS, HAS_TORCH, needs_tf, needs_torch
 from xferbench import load
 from xferbench.cli import app
 
@@ -518,7 +518,7 @@ def test_ctrl_c_keeps_the_file_marked_interrupted_and_leaves_no_worker(tmp_path,
         [sys.executable, "-m", "xferbench", "sweep", "-f", "torch", "-m", "pageable", "--device", "cpu",
          "--batch-sizes", "1,2,4,8,16", "--shape", "1000x1000x3", "--min-time", "2", "--max-samples", "100000",
          "-o", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=interruptible,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     # Points of 3 to 48 MB calls sampled for 2 s each: the signal lands mid-sweep even on a loaded machine.
     deadline = time.monotonic() + 60

@@ -12,7 +12,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FAST, HAS_TORCH, interruptible, run_config
+from conftest import FAST, HAS_TORCH, run_config
 from xferbench.core import concurrency
 from xferbench.measuring.backends import BACKENDS, SimLink
 from xferbench.cli import app
@@ -144,8 +144,7 @@ def test_a_signal_during_a_concurrent_run_stops_every_thread_without_a_traceback
     out = tmp_path / "r.json"
     process = subprocess.Popen([sys.executable, "-m", "xferbench", "sweep", "-f", "sim", "--sim-devices", "4", "--device", "all",
                                 "--concurrent", "--batch-sizes", "1,2,4,8,16", "--min-time", "1", "--sim-jitter", "0.05",
-                                "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=interruptible)  # fmt: skip
+                                "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     seen = []
     for line in process.stderr:  # each worker's points, then the run at once
         seen.append(line)
