@@ -596,6 +596,7 @@ def test_a_default_sweep_says_which_frameworks_it_left_out(monkeypatch, tmp_path
     monkeypatch.setitem(sys.modules, "jax", None)
     few = {name: BACKENDS[name] for name in ("cuda", "jax", "cupy", "host")}  # no slow framework start-up
     monkeypatch.setattr("xferbench.measuring.sweep.BACKENDS", few)
+    monkeypatch.setattr("xferbench.measuring.backends.BACKENDS", few)  # the one a default sweep's frameworks come from
     r = invoke("sweep", "--batch-sizes", "1", "-o", str(tmp_path / "r.json"), *FAST_ARGS)
     assert r.exit_code == 0, r.output
     said = " ".join(r.stdout.split())

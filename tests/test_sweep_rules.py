@@ -263,6 +263,19 @@ def test_an_explicit_device_is_checked_against_what_the_frameworks_see() -> None
          sweep.resolve_device, "mps", [runner(CPU_ONLY), runner(HOST)])  # fmt: skip
 
 
+def test_a_device_name_no_framework_could_mean_is_refused_before_any_worker_starts(monkeypatch) -> None:
+    """--device tpu (or tpu among several) is a typo whatever is installed: said before the frameworks' minutes of start-up."""
+    def no_start(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a framework was started for a device name nothing could mean")
+
+    monkeypatch.setattr(sweep, "start_runners", no_start)
+    for device in ("tpu", "cpu,tpu", "all,TPU "):
+        fail("unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N or mps", sweep.make_plan,
+             SweepConfig(frameworks=("torch",), device=device))  # fmt: skip
+    with pytest.raises(AssertionError, match="was started"):  # every name any framework could mean goes on
+        sweep.make_plan(SweepConfig(frameworks=("torch",), device="all,cuda:3,cpu, auto"))
+
+
 def test_host_side_paths_alone_run_where_they_run() -> None:
     """Only fixed-device paths: auto or their own device; any other names each path and where it runs."""
     sim = Stub("sim", fixed="sim")

@@ -144,11 +144,17 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
-def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
-    """'auto' -> the best device any framework reaches (CUDA, then MPS, then CPU); check an explicit one."""
+def check_device_name(requested: str) -> str:
+    """One --device name, lower-cased, or a one-line error if no framework could ever mean it."""
     requested = requested.strip().lower()
     if requested != "auto" and not DEVICE_PATTERN.match(requested):
         raise XferbenchError(f"unknown device {requested!r}; use auto, all, cpu, cuda, cuda:N or mps")
+    return requested
+
+
+def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
+    """'auto' -> the best device any framework reaches (CUDA, then MPS, then CPU); check an explicit one."""
+    requested = check_device_name(requested)
     movable = [r for r in runners if not r.backend.fixed_device]
     if not movable:  # only host-side paths: they run where they run, and nowhere else
         fixed = {r.backend.name: str(r.backend.fixed_device) for r in runners}
@@ -259,6 +265,9 @@ def on_macos() -> bool:
 
 def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
     """Everything that can be checked without starting a framework."""
+    for part in device_parts(config.device):
+        if part != "all":  # every GPU: resolve_devices says what that is once the frameworks are started
+            check_device_name(part)
     if "mps" in device_parts(config.device) and not on_macos() and any(not b.fixed_device for b in backends):
         raise XferbenchError(f"--device mps: MPS is the GPU of Apple silicon Macs, and this machine runs {os_name()};"
                              " drop --device mps (auto picks CUDA where there is a GPU, else the CPU)")  # fmt: skip
