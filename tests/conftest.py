@@ -30,6 +30,16 @@ needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip 
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The CLI's width follows COLUMNS, which a shell or a test runner may export (pytest-xdist's workers get
+# 80): the suite reads the CLI as a pipe without it, 160 columns wide, and a test that wants a width sets it.
+os.environ.pop("COLUMNS", None)
+
+
+def unwrapped(text: str) -> str:
+    """Text with every space and line break taken out: a message the console folded at its width (a long
+    temp path folds anywhere in it) compares whole, however long the path."""
+    return "".join(text.split())
+
 
 def run_config(config: Any) -> Any:
     """Plan and measure a SweepConfig as a sweep does, without a file: the Result."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from conftest import unwrapped
 from xferbench.cli import app
 
 
@@ -65,7 +66,7 @@ def test_h_is_help_and_repeatable_options_take_commas(tmp_path) -> None:
 
     assert [s.label() for s in load(out).series] == ["sim/link/copy@sim", "host/numpy/copy@cpu"]
     shown = CliRunner().invoke(app, ["plot", str(out), "-f", "sim,host", "-o", str(tmp_path / "p.png")])
-    assert shown.exit_code == 0 and shown.stdout == "" and f"saved {tmp_path / 'p.png'} (2 series)" in shown.stderr
+    assert shown.exit_code == 0 and shown.stdout == "" and unwrapped(f"saved {tmp_path / 'p.png'} (2 series)") in unwrapped(shown.stderr)
 
 
 def test_piped_progress_keeps_each_point_on_one_line(tmp_path) -> None:

@@ -11,6 +11,7 @@ import signal
 import pytest
 from rich.console import Console
 
+from conftest import unwrapped
 from xferbench.measuring import running
 from xferbench.core import results
 from xferbench.measuring.backends import SimLink
@@ -36,7 +37,7 @@ def test_a_complete_run_prints_its_tables_and_says_where_it_saved(plan, tmp_path
     out, err = consoles()
     result = running.run_sweep(plan, OutputFile(tmp_path / "r.json"), out, err)
     assert result.status == "complete" and load(tmp_path / "r.json").status == "complete"
-    assert f"saved {tmp_path / 'r.json'}" in out.file.getvalue() and "sim/link/copy@sim" in out.file.getvalue()
+    assert unwrapped(f"saved {tmp_path / 'r.json'}") in unwrapped(out.file.getvalue()) and "sim/link/copy@sim" in out.file.getvalue()
 
 
 @pytest.mark.parametrize("stop, code, said", [(KeyboardInterrupt, 130, "interrupted"), (running.Terminated, 143, "terminated")])
