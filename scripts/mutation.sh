@@ -7,10 +7,11 @@
 #   scripts/mutation.sh            resume where the last run stopped (only changed code is redone)
 #   scripts/mutation.sh --fresh    start again from nothing
 #   scripts/mutation.sh --report   print the score and the survivors of the last run only
-#   scripts/mutation.sh --recheck MODULE TESTFILE
-#                                  after a run: switch on, one at a time, each of MODULE's mutants the run
-#                                  did not catch (survived, reached by no fast test, or not yet run) and run
-#                                  TESTFILE alone against it; print those it still lets through and the count.
+#   scripts/mutation.sh --recheck MODULE TESTFILE...
+#                                  after a run: switch on, one per core at a time, each of MODULE's mutants the
+#                                  run did not catch (survived, reached by no fast test, or not yet run) and run
+#                                  the TESTFILEs alone against it; print those they still let through, the
+#                                  count, and the module's score with the run's catches.
 #                                  For a module whose mutants take the whole suite an hour, or new tests.
 #                                  MODULE as mutmut names it (xferbench.core.numa), TESTFILE under tests/.
 source "$(dirname "$0")/setup.sh" "torch,tf,jax,nvml,dev"
@@ -18,24 +19,30 @@ case "${1:-}" in
     --fresh) rm -rf mutants ;;
     --report | "") ;;
     --recheck)
-        module="${2:-}" tests="${3:-}"
-        if [ -z "$module" ] || [ ! -f "$tests" ] || [ ! -d mutants/tests ]; then
-            echo "error: give --recheck MODULE TESTFILE (e.g. xferbench.core.numa tests/test_numa_rules.py), after a run made mutants/" >&2
+        module="${2:-}"
+        tests=("${@:3}")
+        if [ -z "$module" ] || [ "${#tests[@]}" -eq 0 ] || [ ! -d mutants/tests ]; then
+            echo "error: give --recheck MODULE TESTFILE... (e.g. xferbench.core.numa tests/test_numa_rules.py), after a run made mutants/" >&2
             exit 2
         fi
-        .venv/bin/mutmut results --all true >mutants/results.txt 2>&1 || { cat mutants/results.txt >&2; exit 1; }
-        todo=$(grep -E "^ *${module//./\\.}\.x.*: (survived|no tests|not checked)$" mutants/results.txt | sed -E 's/^ *//; s/: [a-z ]+$//' || true)
-        cp "$tests" mutants/tests/
-        left=0 total=0
-        for name in $todo; do
-            total=$((total + 1))
-            if (cd mutants && MUTANT_UNDER_TEST="$name" PYTHONPATH="$PWD" timeout 120 ../.venv/bin/python -m pytest -x -q \
-                    -p no:cacheprovider "tests/$(basename "$tests")" >/dev/null 2>&1); then
-                echo "still survives: $name"
-                left=$((left + 1))
-            fi
+        for file in "${tests[@]}"; do
+            [ -f "$file" ] || { echo "error: $file: no such test file" >&2; exit 2; }
+            cp "$file" mutants/tests/
         done
-        echo "recheck: $((total - left)) of the $total mutants of $module the run did not catch are caught by $tests; $left left"
+        .venv/bin/mutmut results --all true >mutants/results.txt 2>&1 || { cat mutants/results.txt >&2; exit 1; }
+        pattern="^ *${module//./\\.}\.x.*: "
+        all=$(grep -cE "$pattern" mutants/results.txt || true)
+        caught=$(grep -cE "$pattern(killed|timeout)$" mutants/results.txt || true)
+        todo=$(grep -E "$pattern(survived|no tests|not checked)$" mutants/results.txt | sed -E 's/^ *//; s/: [a-z ]+$//' || true)
+        total=$(printf '%s\n' $todo | grep -c . || true)
+        names=()
+        for file in "${tests[@]}"; do names+=("tests/$(basename "$file")"); done
+        # One mutant per core at a time; a mutant whose test run passes (exit 0) still survives.
+        left=$(printf '%s\n' $todo | grep . | (cd mutants && PYTHONPATH="$PWD" xargs -P "$(nproc)" -I{} sh -c \
+            'MUTANT_UNDER_TEST={} timeout 120 ../.venv/bin/python -m pytest -x -q -m "not slow" -p no:cacheprovider "$@" >/dev/null 2>&1 \
+             && echo "still survives: {}"' sh "${names[@]}") | sort | tee /dev/stderr | grep -c . || true)
+        echo "recheck: $((total - left)) of the $total mutants of $module the run did not catch are caught by ${tests[*]}; $left left"
+        echo "$module: $all mutants, $((caught + total - left)) caught ($caught by the run), $left left"
         exit 0 ;;
     *) echo "error: unknown argument '$1'; give --fresh, --report, --recheck MODULE TESTFILE or nothing" >&2; exit 2 ;;
 esac

@@ -103,3 +103,44 @@ def test_the_median_is_checked_as_samples_grow_by_a_tenth(monkeypatch) -> None:
     clock = StepClock(1e-4)
     sample(clock.transfer, TimingConfig(min_samples=10, min_time_s=0.0, max_samples=100_000, max_time_s=10, settle_s=1.0), clock)
     assert checks[:4] == [10, 11, 13, 15] and len(checks) < 120  # 10,000 samples, about a hundred checks
+
+
+def test_warm_up_counts_time_from_its_own_start_and_stops_at_each_limit_exactly() -> None:
+    """A clock that does not start at zero; the warm-up time and the time cap each end the warm-up the
+    moment they are reached (steps of 0.25 s are exact in binary)."""
+    clock = StepClock(0.25)
+    clock.now = 1000.0
+    assert warm_up(clock.transfer, TimingConfig(warmup_calls=1, warmup_s=0.5), clock) == 2
+    assert warm_up(clock.transfer, TimingConfig(warmup_calls=1, warmup_s=60.0, max_time_s=1.0), clock) == 4
+
+
+AT_LEAST_ONE = "--warmup-calls and --min-samples must be at least 1"
+SECONDS = "--warmup-time, --min-time, --max-time and --settle-time must be finite seconds, --max-time > 0"
+TOO_MANY = "--warmup-calls, --min-samples and --max-samples take at most 10,000,000 (per point)"
+TOO_LONG = "--warmup-time, --min-time, --max-time and --settle-time take at most 3600 seconds (per point)"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"warmup_calls": 0}, AT_LEAST_ONE), ({"min_samples": 0}, AT_LEAST_ONE),
+    ({"min_samples": 11, "max_samples": 10}, "--max-samples must be at least --min-samples"),
+    ({"warmup_s": -0.1}, SECONDS), ({"min_time_s": float("nan")}, SECONDS), ({"max_time_s": float("inf")}, SECONDS),
+    ({"settle_s": -1.0}, SECONDS), ({"max_time_s": 0.0, "min_time_s": 0.0}, SECONDS),
+    ({"min_time_s": 2.0, "max_time_s": 1.0}, "--min-time must not exceed --max-time"),
+    ({"warmup_calls": 10_000_001}, TOO_MANY), ({"min_samples": 10_000_001, "max_samples": 10_000_001}, TOO_MANY),
+    ({"max_samples": 10_000_001}, TOO_MANY),
+    ({"warmup_s": 3600.5}, TOO_LONG), ({"min_time_s": 3600.5, "max_time_s": 3600.5}, TOO_LONG),
+    ({"max_time_s": 3600.5}, TOO_LONG), ({"settle_s": 3600.5}, TOO_LONG),
+])  # fmt: skip
+def test_each_timing_option_out_of_range_is_named_in_one_line(options, message) -> None:
+    from xferbench.core.errors import XferbenchError
+
+    with pytest.raises(XferbenchError) as raised:
+        TimingConfig(**options).check()
+    assert str(raised.value) == message
+
+
+def test_every_timing_option_at_its_limits_is_taken() -> None:
+    TimingConfig(warmup_calls=1, min_samples=1, max_samples=1, warmup_s=0.0, min_time_s=0.0, max_time_s=1e-9, settle_s=0.0).check()
+    TimingConfig(warmup_calls=10_000_000, min_samples=10_000_000, max_samples=10_000_000,
+                 warmup_s=3600.0, min_time_s=3600.0, max_time_s=3600.0, settle_s=3600.0).check()  # fmt: skip
+    TimingConfig(min_samples=7, max_samples=7, min_time_s=2.0, max_time_s=2.0).check()  # equal bounds are allowed
