@@ -264,3 +264,15 @@ def test_read_fleet_passes_min_group_on_and_lists_damage_from_every_file(tmp_pat
     with pytest.raises(XferbenchError) as refused:
         fleet.read_fleet([empty])
     assert str(refused.value).startswith("no GPU figures in 4 file(s): ") and str(refused.value).count("bad") == 3
+
+
+def test_a_link_that_woke_from_idle_is_named_by_what_it_ran_at_most(tmp_path) -> None:
+    """Gen1 in the first loaded sample (the link waking), Gen4 x8 in the other seven: the row says Gen4 x8."""
+    from nodes import link
+
+    result = node("w", under=(4, 8))
+    result.series = [dataclasses.replace(s, link=link(4, 8, waking=1)) for s in result.series]
+    rows = fleet.rows_of(tmp_path / "w.json", result)
+    assert [(r.link, r.link_max, "link below max" in r.flags) for r in rows] == [("Gen4 x8 (max Gen5 x16)", "Gen5 x16", True)]
+    result.series = [dataclasses.replace(s, link=link(5, 16, waking=1)) for s in result.series]
+    assert [r.link for r in fleet.rows_of(tmp_path / "w.json", result)] == ["Gen5 x16"]  # woke, then ran at its maximum
