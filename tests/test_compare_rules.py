@@ -275,6 +275,17 @@ def test_the_sentence_names_changes_first_then_no_change_then_inconclusive_then_
     assert weak.sentence() == "NEW is inconclusive at batch 2 (1.20×); untested (no raw samples) at batch 1 (5.00×)."
 
 
+def test_the_sentence_ranks_speed_ups_and_slowdowns_together_by_strength_and_names_places() -> None:
+    """A threefold speed-up outranks a 0.8× slowdown; runs past the fourth are counted ("2 more runs"); a batch
+    named as a place ("2 MiB") reads so in every run, not only in the largest change."""
+    change = PathChange("p", [Run(SLOWER, (1,), 0.8, 0.8), Run(FASTER, (2,), 3.0, 3.0), Run(NO_CHANGE, (4,), 1.0, 1.0),
+                              Run(NO_CHANGE, (8,), 1.01, 1.01), Run(INCONCLUSIVE, (16,), 1.3, 1.3),
+                              Run(comparing.UNTESTED, (32,), 1.0, 1.0)], None, None)  # fmt: skip
+    assert change.sentence(place=lambda b: f"{b} MiB") == (
+        "NEW is 3.00× faster at 2 MiB; 0.80× slower at 1 MiB; unchanged at 8 MiB (1.01×); unchanged at 4 MiB (1.00×);"
+        " 2 more runs (see the tables).")  # fmt: skip
+
+
 def test_the_sentence_names_the_largest_change_each_way_and_what_failed() -> None:
     """After the runs: the largest speed-up, then the largest slowdown, then the batches that failed in NEW."""
     fast, slow = row(8, 2.5, FASTER), row(2, 0.3, SLOWER)
