@@ -163,6 +163,8 @@ class LinkSampler:
             self.gpu = gpu
         start = due = time.monotonic()
         while True:  # one last sample after stop() is asked for, so the counter covers the whole series
+            # Read before the row: a stop asked for while the row was being read still gets a row read after it.
+            stopping = self._stopping.is_set()
             latest.clear()
             row = (
                 round(time.monotonic() - start, 3),
@@ -186,7 +188,7 @@ class LinkSampler:
                         del values[1:-1:2]  # the first and the latest stay: the counter's span is kept whole
                     self.interval_s *= 2
                     self.thinned += 1
-            if self._stopping.is_set():
+            if stopping:
                 return
             due = max(due + self.interval_s, time.monotonic())
             self._stopping.wait(max(0.0, due - time.monotonic()))
