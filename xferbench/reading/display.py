@@ -143,7 +143,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             **{f"{way} MB/s": rate((p.direction_mbps or {}).get(way)) for way in ways},
         }
         for name, values in columns.items():
-            values.append(cells[name] if p.status == "ok" else "")
+            values.append(cells[name] if p.status == "ok" or name == "batch" else "")  # a failed row still names its batch
 
     def build(names: list[str], dropped: list[str]) -> Table:
         note = f" · not shown for width: {', '.join(dropped)} (all in the file)" if dropped else ""
