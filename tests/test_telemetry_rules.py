@@ -367,6 +367,16 @@ def test_link_facts_need_a_peak() -> None:
     assert telemetry.link_facts(dataclasses.replace(series, summary=Summary(peak_mbps=10_000.0)), env) is None
 
 
+def test_link_facts_read_the_series_own_gpu_among_several() -> None:
+    """The facts compared are those of the GPU the series ran on: cuda:1's GPU maximum allows 20 GB/s, cuda:0 has none."""
+    two = {"devices": [{"id": "cuda:0", "kind": "cuda", "nvml": {"pcie_gen_max": 3, "pcie_width_max": 16}},
+                       {"id": "cuda:1", "kind": "cuda", "nvml": {"pcie_gen_max": 3, "pcie_width_max": 16, "pcie_gen_gpu_max": 4}}]}  # fmt: skip
+    said = telemetry.link_facts(cuda({}, device="cuda:1", peak=20_000.0), two)
+    assert said is not None and said.startswith("link facts disagree: 20,000 MB/s exceeds Gen3 x16 (15.8 GB/s, system maximum)"
+                                                " but fits the GPU maximum, Gen4 x16 (31.5 GB/s)")  # fmt: skip
+    assert telemetry.link_facts(cuda({}, device="cuda:0", peak=20_000.0), two) is None
+
+
 # link_ceiling, unified_memory_ceiling, fractions
 
 
@@ -399,6 +409,11 @@ def test_a_cuda_link_ceiling_from_nvml_or_why_not() -> None:
     assert telemetry.link_ceiling(cuda(), {**env_with(None), "nvml": {"reason": "Driver Not Loaded"}}) == (
         None, "unknown: Driver Not Loaded")
     assert telemetry.link_ceiling(cuda(), env_with(None)) == (None, "unknown: no NVML facts")
+    # the series' own link record serves where the environment has no maximum, and leads where it has one
+    assert telemetry.link_ceiling(cuda({"pcie_gen_max": 5, "pcie_width_max": 16}), env_with({"numa_node": 0})) == (
+        63.0, "PCIe Gen5 x16 theoretical (63.0 GB/s, system maximum)")
+    assert telemetry.link_ceiling(cuda({"pcie_gen_max": 5, "pcie_width_max": 8}), env_with({"pcie_gen_max": 5, "pcie_width_max": 16})) == (
+        31.5, "PCIe Gen5 x8 theoretical (31.5 GB/s, system maximum)")
     assert telemetry.link_ceiling(cuda(), {}) == (None, "unknown: no NVML facts")
 
 
@@ -433,6 +448,17 @@ def test_an_apple_gpu_ceiling_that_depends_on_the_gpu_cores() -> None:
     assert telemetry.link_ceiling(mps(), mps_env("Apple M3 Max", None)) == (
         None, "unknown: unified memory (no link between host and GPU); the Apple M3 Max's figure depends on its GPU"
               " (30-core GPU and 40-core GPU published) and the GPU core count is not recorded")  # fmt: skip
+
+
+def test_a_chip_figure_published_for_several_gpu_configurations_names_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A figure Apple gave for the 30- and 38-core GPU alike is labelled with both, joined by '/'."""
+    from xferbench.core import references
+
+    row = references.ChipBandwidth("Apple Z1", (30, 38), 400.0, "400GB/s", "2030-01-01", "https://example.com/z1", "by hand")
+    monkeypatch.setattr(references, "APPLE_BANDWIDTH", (row,))
+    assert telemetry.link_ceiling(mps(), mps_env("Apple Z1", 38)) == (
+        400.0, "unified memory: Apple Z1, 30/38-core GPU, Apple's published memory bandwidth, theoretical (400 GB/s, 2030-01-01,"
+               " https://example.com/z1); a copy reads and writes each byte, so it moves twice its MB/s through memory")  # fmt: skip
 
 
 def test_an_unknown_chip_has_no_ceiling() -> None:
