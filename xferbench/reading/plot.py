@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -357,8 +358,14 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
         names.append(key)
     names = [wrapped(name) for name in names]
     # As many columns as the longest line leaves room for: a legend wider than the figure is cut at both edges.
+    # Characters differ in width (capitals, "W"), so the guess from the count is checked against the drawn width.
     columns = max(1, min(3, 240 // (max(len(line) for name in names for line in name.split("\n")) + 8))) if names else 1
-    fig.legend(handles, names, loc="outside lower center", ncols=columns, fontsize=8)
+    legend = fig.legend(handles, names, loc="outside lower center", ncols=columns, fontsize=8)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    while columns > 1 and legend.get_window_extent(renderer).width > fig.bbox.width:
+        columns -= 1
+        legend.remove()
+        legend = fig.legend(handles, names, loc="outside lower center", ncols=columns, fontsize=8)
     if time_axes is not None:
         time_axes.set_xscale("log")
         time_axes.set_yscale("log")
