@@ -88,7 +88,8 @@ class TrimmedLines:
 
 
 def console(stderr: bool = False) -> Console:
-    return fit(Console(file=TrimmedLines("stderr" if stderr else "stdout")))
+    # emoji=False: rich would turn ":x:" in "--device cuda:x:" (or ":fire:" in a path) into a picture
+    return fit(Console(file=TrimmedLines("stderr" if stderr else "stdout"), emoji=False))
 
 
 out = console()
@@ -616,7 +617,7 @@ def validate(
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
         peers, missing = validation.find_peers(peer or ())
-        run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.strip().lower() for f in framework or ())),
+        run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.lower() for f in split_lists(framework))),
                                     quick, peers, missing, max_minutes)  # fmt: skip
         for name, why in missing.items():
             err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
