@@ -565,14 +565,18 @@ def test_a_run_moved_twice_names_the_first_file_it_lost_and_its_csv_follows(tmp_
     assert len((tmp_path / "r-3.csv").read_text().splitlines()) == 3 and len((tmp_path / "r.csv").read_text().splitlines()) == 2
 
 
-def test_a_file_removed_mid_run_is_claimed_again_and_recorded_as_lost(tmp_path: Path) -> None:
-    """A removed file is no longer the one written last: the next save claims the name afresh and notes it."""
+def test_a_file_removed_mid_run_is_claimed_again_under_its_own_name_and_noted(tmp_path: Path) -> None:
+    """A removed file is no longer the one written last: the next save claims the free name afresh and notes the
+    removal; nothing moved, so no other name is given. Replaced rather than removed, the run moves to r-2.json."""
     path = tmp_path / "r.json"
     output = OutputFile(path)
     output.save(Result({}, {}, "1"))
     path.unlink()
     output.save(Result({}, {}, "2"))
-    assert (output.path, output.moved_from, load(path).created) == (path, path, "2")
+    assert (output.path, output.moved_from, output.rewritten, load(path).created) == (path, None, True, "2")
+    path.write_text("another run's")
+    output.save(Result({}, {}, "3"))
+    assert (output.path, output.moved_from, output.rewritten) == (tmp_path / "r-2.json", path, True)
 
 
 def test_a_save_that_finds_nothing_writable_says_nothing_was_written(tmp_path: Path) -> None:
@@ -697,6 +701,19 @@ def test_a_file_past_the_default_limit_is_never_read(tmp_path: Path, monkeypatch
                              " set XFERBENCH_MAX_FILE_MB higher")  # fmt: skip
 
 
+def test_sizes_past_a_thousand_mb_are_written_whole_with_separators(tmp_path: Path, monkeypatch) -> None:
+    """A 1,500 MB file against a limit raised to 1024 reads "1,500 MB ... the 1,024 MB", never 1.5e+03; 99.5 keeps its decimal."""
+    monkeypatch.setenv("XFERBENCH_MAX_FILE_MB", "1024")
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as handle:
+        handle.truncate(1_500_000_000)
+    assert refusal(path).startswith(f"{path}: 1,500 MB, larger than the 1,024 MB a result file is read up to")
+    monkeypatch.setenv("XFERBENCH_MAX_FILE_MB", "99.4")
+    with open(path, "wb") as handle:
+        handle.truncate(99_500_000)
+    assert refusal(path).startswith(f"{path}: 99.5 MB, larger than the 99.4 MB a result file is read up to")
+
+
 def test_each_unreadable_file_is_one_line_naming_it(tmp_path: Path, monkeypatch) -> None:
     """load: missing, a folder, not UTF-8, not JSON (with its line), nested too deep, and an OS error without a reason."""
     assert refusal(tmp_path / "none.json") == f"{tmp_path / 'none.json'}: no such file"
@@ -756,7 +773,7 @@ def test_a_file_of_the_wrong_shape_is_named_malformed_in_one_line(tmp_path: Path
     data = result_of(curve({1: 100.0})).to_dict()
     data["series"][0]["points"][0]["others_cpus"] = "2"
     path.write_text(json.dumps(data))
-    assert refusal(path).startswith(f"{path}: malformed xferbench result: '>=' not supported")
+    assert refusal(path) == f"{path}: malformed xferbench result: series 0: a point's 'others_cpus' is not a number"
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -771,7 +788,14 @@ def test_a_file_of_the_wrong_shape_is_named_malformed_in_one_line(tmp_path: Path
     (lambda d: d["series"][0].update(params=None), "series 0: 'params' is not an object"),
     (lambda d: d["series"][0].update(link=[]), "series 0: 'link' is not an object"),
     (lambda d: d["series"][0].update(numa=""), "series 0: 'numa' is not an object"),
-    (lambda d: d["series"][0].update(shape="4x8"), "series 0: 'shape' is not a list"),
+    (lambda d: d["series"][0].update(shape="4x8"), "series 0: 'shape' is not a list of whole numbers"),
+    (lambda d: d["series"][0].update(shape=[256, "a", 3]), "series 0: 'shape' is not a list of whole numbers"),
+    (lambda d: d["series"][0].update(shape=[256, True, 3]), "series 0: 'shape' is not a list of whole numbers"),
+    (lambda d: d["series"][1]["points"][0].update(mbps="fast"), "series 1: a point's 'mbps' is not a number"),
+    (lambda d: d["series"][1]["points"][0].update(n="20"), "series 1: a point's 'n' is not a number"),
+    (lambda d: d["series"][1]["points"][0].update(median_s=[0.1]), "series 1: a point's 'median_s' is not a number"),
+    (lambda d: d["series"][1]["points"][0].update(cpus=False), "series 1: a point's 'cpus' is not a number"),
+    (lambda d: d["series"][1]["points"][0].update(overlap={}), "series 1: a point's 'overlap' is not a number"),
     (lambda d: d["series"][1]["points"][0].update(batch_size=True), "series 1: a point's 'batch_size' is not an integer"),
     (lambda d: d["series"][1]["points"][0].update(batch_size=1.0), "series 1: a point's 'batch_size' is not an integer"),
     (lambda d: d["series"][1]["points"][0].pop("bytes"), "series 1: a point's 'bytes' is not an integer"),
@@ -791,6 +815,7 @@ def test_malformed_accepts_the_parts_a_file_may_leave_out_and_integers_among_tim
     """Absent parts take their defaults; integer times are numbers."""
     assert _malformed({}) is None and _malformed({"series": [{}]}) is None
     assert _malformed({"series": [{"points": [{"batch_size": 1, "bytes": 2, "times_s": [1, 2.5], "device_times_s": []}]}]}) is None
+    assert _malformed({"series": [{"shape": [], "points": [{"batch_size": 1, "bytes": 2, "mbps": None, "n": 3, "median_s": 1}]}]}) is None
 
 
 # Damage a reader finds
@@ -842,6 +867,7 @@ def test_damage_refuses_a_time_that_is_not_a_positive_number(name: str, bad: flo
     ({"compute_times_s": [1.0], "step_times_s": [1.0]}, "its 'compute' record has no whole number of kernel repeats"),
     ({"repeats": "3", "compute_times_s": [1.0], "step_times_s": [1.0]}, "its 'compute' record has no whole number of kernel repeats"),
     ({"repeats": 2.0, "compute_times_s": [1.0], "step_times_s": [1.0]}, "its 'compute' record has no whole number of kernel repeats"),
+    ({"repeats": True, "compute_times_s": [1.0], "step_times_s": [1.0]}, "its 'compute' record has no whole number of kernel repeats"),
     ({"repeats": 0, "compute_times_s": [1.0], "step_times_s": [1.0]}, "its 'compute' record has no whole number of kernel repeats"),
     ({"repeats": 1, "step_times_s": [1.0]}, "'compute' has no list of positive times in 'compute_times_s'"),
     ({"repeats": 1, "compute_times_s": [], "step_times_s": [1.0]}, "'compute' has no list of positive times in 'compute_times_s'"),

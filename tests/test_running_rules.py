@@ -202,6 +202,25 @@ def test_a_file_replaced_during_the_run_moves_the_run_and_stderr_says_so(sim, en
     assert text(out).endswith(said(f"saved {moved}", highlight=False))
 
 
+def test_a_file_removed_during_the_run_is_written_again_and_stderr_says_so(sim, env, spy, tmp_path) -> None:
+    """The file removed mid-run (not replaced): the run writes it again under its own name, and says it was removed."""
+    path = tmp_path / "r.json"
+    removed = []
+
+    def remove(series, point):
+        if not removed:
+            path.unlink()
+            removed.append(True)
+
+    spy["after_point"] = remove
+    out, err = console(), console()
+    running.run_sweep(sim, OutputFile(path), out, err, tables=False)
+    assert load(path).status == "complete" and not path.with_name("r-2.json").exists()
+    assert text(err).endswith(said(f"[bold yellow]warning: {path} was removed during the run; it was written again with every"
+                                   " point[/]", highlight=False))  # fmt: skip
+    assert text(out).endswith(said(f"saved {path}", highlight=False))
+
+
 def stop_at(label: str, batch: int, stop: type[KeyboardInterrupt]):
     def after_point(series, point):
         if series.label() == label and point.batch_size == batch:

@@ -432,6 +432,7 @@ class OutputFile:
         self.written: FileIdentity | None = None  # the file this run wrote last
         self.saved_points = 0  # measured points in the last complete save
         self.moved_from: Path | None = None  # where the run wrote before something else took that file
+        self.rewritten = False  # the file was removed during the run and written again under its own name
 
     @property
     def replaces(self) -> bool:
@@ -515,8 +516,12 @@ class OutputFile:
             if ours:
                 self.written = write_whole(self.path, text)
             else:
-                self.moved_from = self.moved_from or self.path
+                before = self.path
                 self._claim(text, numbered=True)
+                if self.path == before:  # removed, not replaced: the name was free again
+                    self.rewritten = True
+                else:
+                    self.moved_from = self.moved_from or before
         if self.csv:
             write_whole(csv_path(self.path), result.to_frame().to_csv(index=False))
 
@@ -537,6 +542,11 @@ def max_file_bytes() -> int:
     return int(mb * 1e6)
 
 
+def _megabytes(size: int) -> str:
+    """A size in MB as a person writes it: 1,024 and 1.5, never 1.02e+03."""
+    return f"{size / 1e6:,.0f}" if size >= 100e6 else f"{size / 1e6:.3g}"
+
+
 def load(path: str | os.PathLike[str]) -> Result:
     """Read a result file; a one-line XferbenchError says what is wrong with a bad one. Its size is
     checked before it is parsed (parsed JSON takes many times the file's size in memory)."""
@@ -544,7 +554,7 @@ def load(path: str | os.PathLike[str]) -> Result:
     try:
         limit = max_file_bytes()
         if path.stat().st_size > limit:
-            raise XferbenchError(f"{path}: {path.stat().st_size / 1e6:,.3g} MB, larger than the {limit / 1e6:,.3g} MB a result"
+            raise XferbenchError(f"{path}: {_megabytes(path.stat().st_size)} MB, larger than the {_megabytes(limit)} MB a result"
                                  f" file is read up to; if it really is one, set {MAX_FILE_MB_ENV} higher")  # fmt: skip
         data = json.loads(path.read_text())
     except RecursionError:  # nested thousands deep: no sweep writes that
@@ -614,7 +624,8 @@ def _damage(point: Point, item_bytes: int | None = None, ways: int = 1) -> str |
             return f"a time in '{name}' is not a positive number"
     if point.compute is not None:
         record = point.compute
-        if not isinstance(record, dict) or not isinstance(record.get("repeats"), int) or record["repeats"] < 1:
+        repeats = record.get("repeats") if isinstance(record, dict) else None
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
             return "its 'compute' record has no whole number of kernel repeats"
         for name in ("compute_times_s", "step_times_s"):
             values = record.get(name)
@@ -640,6 +651,11 @@ def damaged_points(result: Result) -> list[str]:
             for s in result.series for p in s.points if p.status == DAMAGED]  # fmt: skip
 
 
+# A point's figures that are one number each (or absent): a string or a list there would end a reader in a traceback.
+POINT_NUMBERS = tuple(f.name for f in dataclasses.fields(Point) if f.type in ("int", "float | None", "int | None")
+                      and f.name not in ("batch_size", "bytes"))  # fmt: skip
+
+
 def _malformed(data: dict[str, Any]) -> str | None:
     """The first part of a tagged file whose type is wrong, so a hand-edited or torn file gets one
     line, not a traceback from deep inside plot or report."""
@@ -656,12 +672,17 @@ def _malformed(data: dict[str, Any]) -> str | None:
         for name in ("summary", "params", "link", "numa"):
             if not isinstance(series.get(name, {}), dict):
                 return f"series {i}: '{name}' is not an object"
-        if not isinstance(series.get("shape", []), list):
-            return f"series {i}: 'shape' is not a list"
+        shape = series.get("shape", [])
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            return f"series {i}: 'shape' is not a list of whole numbers"
         for point in series.get("points", []):
             for name in ("batch_size", "bytes"):
                 if not isinstance(point.get(name), int) or isinstance(point.get(name), bool):
                     return f"series {i}: a point's '{name}' is not an integer"
+            for name in POINT_NUMBERS:
+                value = point.get(name)
+                if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                    return f"series {i}: a point's '{name}' is not a number"
             for name in ("times_s", "device_times_s"):
                 values = point.get(name, [])
                 if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):

@@ -246,6 +246,9 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
     if output.moved_from:
         display.say(err, f"[bold yellow]warning: {escape(str(output.moved_from))} was replaced by something else during the"
                          f" run; this run's results are in {escape(str(output.path))}[/]", highlight=False)  # fmt: skip
+    elif output.rewritten:
+        display.say(err, f"[bold yellow]warning: {escape(str(output.path))} was removed during the run; it was written again"
+                         " with every point[/]", highlight=False)  # fmt: skip
     saved = f"saved {output.path}" + (f" and {csv_path(output.path)}" if output.csv else "")
     display.say(out, escape(saved), highlight=False)
     return result
