@@ -429,6 +429,31 @@ def test_a_stream_error_is_a_full_disk_a_closed_pipe_or_an_io_error(number: int 
     assert cli.STREAM_FAILED == 74
 
 
+class ClosedPipe:
+    """A standard stream whose reader has gone: every write and flush raises BrokenPipeError, as a real pipe's does."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+@pytest.mark.parametrize("call", [lambda: cli.TrimmedLines("stdout").write("x"), lambda: cli.TrimmedLines("stdout").flush(),
+                                  lambda: cli.emit("x")])  # fmt: skip
+def test_a_closed_pipe_becomes_a_stream_error_without_epipes_number(call: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consoles' writes and flushes and emit's text raise StreamClosed: an OSError with no errno (click would make EPIPE a
+    silent exit 1), which stream_error still knows."""
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    with pytest.raises(cli.StreamClosed) as closed:
+        call()
+    assert closed.value.errno is None and str(closed.value) == "Broken pipe" and cli.stream_error(closed.value)
+    assert closed.value.__cause__ is None and closed.value.__suppress_context__
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="/proc/self/fd is Linux's")
 def test_silence_points_a_descriptor_at_the_null_device_and_leaves_no_other_open(tmp_path: Path) -> None:
     """silence: writes to the descriptor go nowhere; no descriptor is left open; a bad one is let be."""

@@ -47,6 +47,23 @@ def test_both_streams_full_is_the_exit_status_alone() -> None:
     assert done.returncode == 74
 
 
+@pytest.mark.parametrize("args", [["report", "results/sim/gpu-a-25gbps.json"],
+                                  ["compare", "results/sim/link-10us-25gbps.json", "results/sim/link-10us-20gbps.json"],
+                                  ["compare", "--json", "results/sim/link-10us-25gbps.json", "results/sim/link-10us-20gbps.json"]])  # fmt: skip
+def test_a_reader_whose_stdout_pipe_is_closed_says_so_and_exits_74_not_1(args) -> None:
+    """`xferbench compare a b | head -1`: the pipe closes before the output ends. Exit 1 would read as compare's
+    "slower"; the exit is 74 with one line on stderr, as for a full disk."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "xferbench", *args], stdout=write, stderr=subprocess.PIPE, text=True,
+                              cwd=REPO, timeout=300)  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (74, "xferbench: cannot write its output: Broken pipe; the output stopped there"
+                                                  " (a result file keeps every point saved)\n")  # fmt: skip
+
+
 def test_overwrite_keeps_the_earlier_result_until_a_point_replaces_it(tmp_path, monkeypatch) -> None:
     """--overwrite used to unlink the earlier file at the start: a run that then measured nothing
     (a framework that would not start, Ctrl-C, a full stdout) had destroyed it for nothing."""

@@ -84,7 +84,31 @@ class TrimmedLines:
         stream = getattr(sys, self.name)
         if not stream.isatty():
             text = "\n".join(line.rstrip(" ") for line in text.split("\n"))
-        return stream.write(text)
+        try:
+            return stream.write(text)
+        except BrokenPipeError as error:
+            raise StreamClosed(error.strerror or "Broken pipe") from None
+
+    def flush(self) -> None:
+        try:
+            getattr(sys, self.name).flush()
+        except BrokenPipeError as error:
+            raise StreamClosed(error.strerror or "Broken pipe") from None
+
+
+def emit(text: str) -> None:
+    """Text as it is (Markdown, JSON) on stdout, not through rich; a closed pipe becomes StreamClosed. Not click's echo,
+    which writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError as error:
+        raise StreamClosed(error.strerror or "Broken pipe") from None
+
+
+class StreamClosed(OSError):
+    """A pipe closed under stdout or stderr (`xferbench compare a b | head -1`), raised without EPIPE's errno:
+    click turns an EPIPE into a silent exit 1, which from compare or check reads as a failed verdict."""
 
 
 def console(stderr: bool = False) -> Console:
@@ -451,7 +475,7 @@ def report(
             written.append(plotting.save(plotting.figure(picks, title, y_scale=y_scale), plot_path, "--plot"))
         text = reporting.render(picks, empty, plot=plot_path, out=out_path, selection=chosen, title=title)
         if out_path is None:
-            sys.stdout.write(text)  # not click's echo: it writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins
+            emit(text)
         else:
             written.append(reporting.save(text, out_path))
             err.print(f"wrote {out_path}", highlight=False)
@@ -519,7 +543,7 @@ def compare(
     except XferbenchError as error:
         raise fail(str(error)) from None
     if as_json:
-        typer.echo(json.dumps(comparing.to_dict(comparison, base, new, fail_on), indent=1, allow_nan=False))
+        emit(json.dumps(comparing.to_dict(comparison, base, new, fail_on), indent=1, allow_nan=False) + "\n")
     else:  # piped into a CI log, a console is 80 columns: wide enough rows keep each point on one line
         out.print(comparing.render(comparison, base, new, fail_on))
     if comparison.fails(fail_on):
@@ -733,7 +757,7 @@ def env(show_all: SHOW_ALL = False) -> None:
     captured = environment.capture(views)
     if failed:  # installed, yet it cannot start: said here, as a sweep says it
         captured["frameworks_failed"] = failed
-    print(json.dumps(captured, indent=2))
+    emit(json.dumps(captured, indent=2) + "\n")
 
 
 @app.command()
@@ -800,7 +824,7 @@ STREAM_FAILED = 74  # EX_IOERR (sysexits.h): output the tool had to print could 
 
 def stream_error(error: OSError) -> bool:
     """Whether an error is a standard stream that cannot take more: a full disk under `> log`, a closed pipe."""
-    return error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EDQUOT, errno.EFBIG)
+    return isinstance(error, StreamClosed) or error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EDQUOT, errno.EFBIG)
 
 
 def silence(fd: int) -> None:
