@@ -38,7 +38,9 @@ class Stream:
 
     streams: dict[int, Stream] = {}
 
-    def __init__(self, non_blocking: bool = False) -> None:
+    def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False) -> None:
+        # CuPy's own signature: a first positional True asks for the null stream, not a non-blocking one.
+        self.null, self.non_blocking, self.ptds = null, non_blocking, ptds
         self.ops: queue.Queue[Callable[[], None]] = queue.Queue()
         self.ptr = id(self)
         Stream.streams[self.ptr] = self
@@ -63,11 +65,17 @@ class Stream:
 
 
 class Event:
+    """As CUDA's: an event never recorded counts as done (cudaEventQuery and cudaEventSynchronize succeed
+    at once), and has no time to give (cudaEventElapsedTime fails)."""
+
     def __init__(self) -> None:
         self.reached = threading.Event()
+        self.reached.set()
+        self.recorded = False
         self.at = 0.0
 
     def record(self, stream: Stream) -> None:
+        self.recorded = True
         self.reached.clear()
 
         def stamp() -> None:
@@ -85,6 +93,12 @@ class Event:
 
 
 def get_elapsed_time(start: Event, end: Event) -> float:
+    """cudaEventElapsedTime: cudaErrorInvalidResourceHandle (400) unless both events were recorded,
+    cudaErrorNotReady (600) unless both have completed."""
+    if not (start.recorded and end.recorded):
+        raise CUDARuntimeError(400)
+    if not (start.done and end.done):
+        raise CUDARuntimeError(600)
     return (end.at - start.at) * 1e3
 
 
@@ -119,14 +133,30 @@ class ndarray:
     def astype(self, dtype: Any) -> ndarray:
         return ndarray(self.array.astype(dtype))
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
     def get(self, stream: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+        """As CuPy's ndarray.get: `out` must be a NumPy array of this array's dtype and shape."""
         if out is None:
             return self.array.copy()
+        if not isinstance(out, np.ndarray):
+            raise TypeError("Only numpy.ndarray can be obtained from cupy.ndarray")
+        if self.dtype != out.dtype:
+            raise TypeError(f"{out.dtype} array cannot be obtained from {self.dtype} array")
+        if self.shape != out.shape:
+            raise ValueError(f"Shape mismatch. Expected shape: {self.shape}, actual shape: {out.shape}")
         out[...] = self.array
         return out
 
 
-def empty(shape: Any, dtype: Any = np.uint8) -> ndarray:
+def empty(shape: Any, dtype: Any = float) -> ndarray:
+    """As cupy.empty: float64 unless a dtype is given."""
     return ndarray(np.empty(shape, dtype))
 
 
