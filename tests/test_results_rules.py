@@ -301,6 +301,14 @@ def test_a_write_that_fails_leaves_the_file_as_it_was_and_no_temp_file(tmp_path:
     assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
+def test_a_write_whose_temp_file_was_never_made_raises_its_own_error(tmp_path: Path) -> None:
+    """A folder that is gone: opening the temp file fails, and removing the temp file (never made) fails too; the
+    open's error is the one raised, not the clean-up's."""
+    with pytest.raises(FileNotFoundError) as error:
+        write_whole(tmp_path / "gone" / "r.json", "new")
+    assert error.value.filename.startswith(str(tmp_path / "gone" / ".r.json.")) and error.value.__context__ is None
+
+
 def test_the_csv_goes_beside_the_json_with_its_suffix_replaced() -> None:
     """csv_path: the last suffix becomes .csv, or .csv is added."""
     assert [csv_path(Path(p)) for p in ("d/r.json", "d/r", "d/r.v2.json")] == [Path("d/r.csv"), Path("d/r.csv"), Path("d/r.v2.csv")]
@@ -345,6 +353,14 @@ def test_out_replaces_both_host_placeholders_every_time_they_appear(monkeypatch)
     monkeypatch.setenv("XFERBENCH_HOST", "n1")
     assert output_path("%h/{host}-%h.json", "x.json") == (Path("n1/n1-n1.json"), False)
     assert output_path(None, "x%h.json") == (DEFAULT_FOLDER / "x%h.json", True)  # the default name is never rewritten
+
+
+def test_an_out_ending_with_either_separator_names_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """'runs/' is a folder on every OS; where the separator is a backslash (Windows), 'runs\\' is one too."""
+    assert output_path(str(tmp_path / "new") + "/", "r.json") == (tmp_path / "new" / "r.json", True)
+    monkeypatch.setattr(os, "sep", "\\")
+    assert output_path("new/", "r.json") == (Path("new/r.json"), True)
+    assert output_path("new\\", "r.json") == (Path("new\\") / "r.json", True)
 
 
 def test_out_takes_names_of_255_bytes_and_refuses_256_in_any_part(tmp_path: Path) -> None:
@@ -521,6 +537,19 @@ def test_replaces_only_an_existing_file_with_overwrite_before_the_first_save(tmp
     assert not output.replaces and (output.path, output.asked, output.moved_from) == (path, path, None)
 
 
+def test_a_new_output_file_has_saved_nothing_and_checks_what_it_was_given(tmp_path: Path) -> None:
+    """A fresh OutputFile: nothing rewritten; a numbered name that is taken goes to r-2.json at the first save (a named
+    one would be refused); a --csv whose file is the result file itself is refused before anything is measured."""
+    taken = tmp_path / "r.json"
+    taken.write_text("another run's")
+    numbered = OutputFile(taken, numbered=True)
+    assert (numbered.rewritten, numbered.moved_from, numbered.saved_points, numbered.written) == (False, None, 0, None)
+    numbered.save(result_of(curve({1: 100.0})))
+    assert (numbered.path, taken.read_text(), numbered.rewritten) == (tmp_path / "r-2.json", "another run's", False)
+    with pytest.raises(XferbenchError, match="would be overwritten by --csv"):
+        OutputFile(tmp_path / "r.csv", csv=True)
+
+
 def test_overwrite_keeps_the_earlier_file_until_a_point_is_measured(tmp_path: Path) -> None:
     """With --overwrite, a save with no measured point leaves the earlier file; the first with one replaces it."""
     path = tmp_path / "r.json"
@@ -690,6 +719,11 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_refused_before
     assert refusal(path).startswith(f"{path}: 0.0025 MB, larger than the 0.001 MB a result file")
 
 
+def test_megabytes_are_rounded_from_millions_of_bytes() -> None:
+    """200,500,100 bytes are 200.5001 MB, written 201 (not 200); 12,350,005 bytes are 12.350005 MB, written 12.4 (not 12.3)."""
+    assert (results._megabytes(200_500_100), results._megabytes(12_350_005)) == ("201", "12.4")
+
+
 def test_a_file_past_the_default_limit_is_never_read(tmp_path: Path, monkeypatch) -> None:
     """A 300 MB file (sparse: nothing to read) against the default 256 MB is refused from its size alone."""
     monkeypatch.delenv("XFERBENCH_MAX_FILE_MB", raising=False)
@@ -828,6 +862,8 @@ def test_damage_accepts_a_point_as_a_run_writes_it() -> None:
     assert _damage(Point.measured(bidir.at(3), Samples(TIMES), 1), 32, 2) is None
     assert _damage(Point(512, 512 * 2**20, median_s=0.02, mbps=512 * 2**20 / 0.02 / 1e6)) is None
     assert _damage(measured(1, [1e-300])) is None
+    one_byte = SeriesKey("sim", "link", "copy", "sim", (1,))
+    assert _damage(Point.measured(one_byte.at(1), Samples(TIMES), 1), 1) is None  # a batch of one one-byte item
 
 
 @pytest.mark.parametrize(("batch", "nbytes", "why"), [
@@ -989,6 +1025,9 @@ def test_a_file_whose_every_measured_point_is_damaged_is_refused_and_one_with_no
                              " nothing in it can be used: measure again")  # fmt: skip
     result_of(Series("sim", "link", "copy", "cpu", [1], points=[Point(1, 1, status="error", error="x")])).save(path)
     assert load(path).series[0].points[0].status == "error"
+    series.points[1].n += 1  # the second point damaged another way: the first one's reason is the one quoted
+    result_of(series).save(path)
+    assert refusal(path).startswith(f"{path}: every measured point is damaged (damaged in the file: n is 4 but it holds 3 times);")
 
 
 # Selecting series
@@ -1044,6 +1083,7 @@ def test_select_picks_measured_series_and_sets_empty_ones_apart_but_not_skipped_
     picks, empty = select([str(path)])
     assert [(p.path, p.series.label()) for p in picks] == [(path, "sim/link/copy@sim")]
     assert [(p.path, p.series.label()) for p in empty] == [(path, "torch/pinned/copy@cuda:0")]
+    assert empty[0].result is picks[0].result and picks[0].result.environment == {"host": "h1"}  # the file each came from
     picks, empty = select([path], Selection(frameworks=("sim", "tf")))
     assert [p.series.framework for p in picks] == ["sim"] and empty == []
 
