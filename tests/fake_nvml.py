@@ -104,6 +104,10 @@ class FakeNVML:
     def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
         self._device(handle)
         self._lost()
+        if not isinstance(counter, int):  # the binding passes it as a C unsigned int: ctypes refuses anything else
+            raise TypeError(f"int expected instead of {type(counter).__name__}")
+        if counter not in (self.NVML_PCIE_UTIL_TX_BYTES, self.NVML_PCIE_UTIL_RX_BYTES):
+            raise FakeNVMLError("Invalid Argument")
         if counter == self.NVML_PCIE_UTIL_RX_BYTES:
             self.samples += 1
             if self.rx_kbps is None:

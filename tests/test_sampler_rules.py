@@ -445,6 +445,22 @@ def test_a_sample_counts_while_any_one_field_answers(answers: str, fake_nvml) ->
     assert all(sampler.samples[name] == [None] for name in expected if name != answers)
 
 
+def test_a_counter_that_stops_answering_mid_series_is_filed_under_rx_bytes(fake_nvml) -> None:
+    """The counter answered at the start, then refuses: its samples go None and its error is kept under 'rx_bytes'."""
+    fake = fake_nvml(rx_counter=1000)
+
+    def between(waits: int) -> None:
+        if waits == 1:
+            fake.rx_counter = None
+
+    sampler = LinkSampler(UUID)
+    sampler._stopping = Stopping(after=2, between=between)
+    sampler._run(fake)
+    assert sampler.reason is None and sampler.samples["rx_bytes"] == [1000, None, None]
+    assert sampler.gpu["field_errors"] == {"pcie_gen_gpu_max": "Not Supported",
+                                           "rx_bytes": "NVML_FI_DEV_PCIE_COUNT_RX_BYTES not available (NVML return code 3)"}  # fmt: skip
+
+
 def test_when_nothing_answers_sampling_ends_with_that_samples_first_error(fake_nvml) -> None:
     """A sample with no field answering is not kept: sampling ends, saying how many samples came first and why."""
     fake = fake_nvml(RefusingNVML)  # no counter: its error and the GPU maximum's come before the loop
