@@ -322,6 +322,7 @@ def test_an_overlap_run_adds_compute_step_and_hidden_with_their_caption() -> Non
     assert columns(table)["hidden"] == ["50%", "-"]
     assert str(table.caption).endswith(" · compute: the kernel alone, sized to each batch time; step: the next batch, then the kernel fed"
                                        " by it; hidden: the share of the batch time the step hid behind the kernel")  # fmt: skip
+    assert str(table.caption).startswith("peak 9,000 MB/s")  # added to the curve's line, not in its place
 
 
 def test_overlap_cells_are_dashes_without_the_kernels_samples() -> None:
@@ -516,6 +517,8 @@ def test_a_simulated_link_is_as_configured_and_bidir_counts_both_ways() -> None:
     """sim: the link's configured rate; bidir: twice it, said so."""
     sim = series(point(1, 10_000.0), framework="sim", mode="link", device="sim", transfer="simulated", params={"bandwidth_gbps": 20.0})
     assert display.ceiling_parts(sim, result(sim)) == ["50% of the link's 20.0 GB/s (as configured)"]
+    second = dataclasses.replace(sim, device="sim:1")  # one of several simulated devices at once
+    assert display.ceiling_parts(second, result(second)) == ["50% of the link's 20.0 GB/s (as configured)"]
     both = dataclasses.replace(sim, direction=BIDIR)
     assert display.ceiling_parts(both, result(both)) == ["25% of the link's 40.0 GB/s (as configured, both ways)"]
     gpu_bidir = on_gpu("torch", "pinned", 18_900.0, direction=BIDIR)
