@@ -610,6 +610,8 @@ def test_the_sim_backends_attributes() -> None:
     ({"latency_us": 2.5, "bandwidth_gbps": 0.5}, "simulated link (2.5 µs, 0.5 GB/s)"),
     ({"host_bandwidth_gbps": 20.0}, "simulated link (10 µs, 12 GB/s; host side 20 GB/s)"),
     ({"host_bandwidth_gbps": 20.0, "at_once": 3}, "simulated link (10 µs, 12 GB/s; host side 20 GB/s, shared by 3 at once)"),
+    ({"host_bandwidth_gbps": 20.0, "at_once": 2}, "simulated link (10 µs, 12 GB/s; host side 20 GB/s, shared by 2 at once)"),
+    ({"host_bandwidth_gbps": 20.0, "at_once": 1}, "simulated link (10 µs, 12 GB/s; host side 20 GB/s)"),
     ({"at_once": 3}, "simulated link (10 µs, 12 GB/s)"),
 ])  # fmt: skip
 def test_the_sim_description_names_its_link_and_any_shared_host_side(params: dict[str, Any], name: str) -> None:

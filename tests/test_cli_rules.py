@@ -161,6 +161,8 @@ def test_the_consoles_write_to_the_current_stdout_and_stderr_and_a_pipe_gets_no_
     assert cli.TrimmedLines("stderr").write("a  \n b ") == 7
     assert piped.getvalue() == "a\n b\n c" and terminal.getvalue() == "a  \n b "
     assert cli.TrimmedLines("stdout").getvalue() == "a\n b\n c"  # anything else is the stream's own
+    cli.TrimmedLines("stdout").write("\nBOX \ttab\t ")  # spaces only: a letter or a tab before them stays
+    assert piped.getvalue().endswith("\nBOX \ttab\t")
 
 
 def test_each_command_sizes_both_consoles_as_it_starts(consoles: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,6 +262,8 @@ def test_a_checked_path_is_framework_slash_mode_in_any_case() -> None:
     """check_paths: each --path trimmed and lowercased, in order; host and sim are accepted though not listed."""
     assert cli.check_paths([" JAX/Pinned_Host ", "cuda/raw_pinned", "host/numpy"]) == [("jax", "pinned_host"), ("cuda", "raw_pinned"),
                                                                                          ("host", "numpy")]  # fmt: skip
+    with pytest.raises(XferbenchError, match="^--path 'torch/pinned/extra': give FRAMEWORK/MODE"):
+        cli.check_paths(["torch/pinned/extra"])  # split at the first '/': the mode 'pinned/extra' is none of torch's
 
 
 @pytest.mark.parametrize("text", ["torch", "torch/", "mxnet/copy", "torch/warp", "/pinned", "torch-pinned"])
@@ -292,6 +296,9 @@ def test_python_names_a_framework_or_applies_to_every_isolated_one_swept(tmp_pat
     assert cli.parse_pythons([f" TF = {python} "], ()) == {"tf": python}
     assert cli.parse_pythons([python], ("sim", "torch", "mx", "host", "jax")) == {"torch": python, "jax": python}
     assert cli.parse_pythons([f"={python}"], ("tf",)) == {"tf": python}  # no name before '=': as if none was given
+    (tmp_path / "py=3").mkdir()
+    odd = executable(tmp_path / "py=3" / "python")  # an '=' in the path: the name is what comes before the first one
+    assert cli.parse_pythons([f"jax={odd}"], ()) == {"jax": odd}
     assert cli.parse_pythons([], ("tf",)) == {}
     folder, name = os.path.split(os.path.realpath(sys.executable))
     monkeypatch.setenv("PATH", folder)
@@ -351,9 +358,11 @@ def test_damaged_points_are_one_line_per_file_naming_the_first_three(consoles: S
     cli.warn_damaged_points("none.json", [])
     cli.warn_damaged_points(Path("three.json"), ["a", "b", "c"])
     cli.warn_damaged_points("[five].json", ["a", "b", "c", "d", "[e]"])
+    cli.warn_damaged_points("four.json", ["a", "b", "c", "d"])
     assert capsys.readouterr().err == ("warning: three.json: left out 3 damaged point(s): a; b; c\n"
-                                       "warning: [five].json: left out 5 damaged point(s): a; b; c; and 2 more\n")  # fmt: skip
-    assert [kwargs for _, kwargs in printed(consoles.err)] == [QUIET, QUIET]
+                                       "warning: [five].json: left out 5 damaged point(s): a; b; c; and 2 more\n"
+                                       "warning: four.json: left out 4 damaged point(s): a; b; c; and 1 more\n")  # fmt: skip
+    assert [kwargs for _, kwargs in printed(consoles.err)] == [QUIET, QUIET, QUIET]
 
 
 def test_damaged_points_are_named_once_per_file_however_many_series_it_gave(consoles: SimpleNamespace, capsys: Any) -> None:
@@ -430,27 +439,32 @@ def test_a_stream_error_is_a_full_disk_a_closed_pipe_or_an_io_error(number: int 
 
 
 class ClosedPipe:
-    """A standard stream whose reader has gone: every write and flush raises BrokenPipeError, as a real pipe's does."""
+    """A standard stream whose reader has gone: every write and flush raises BrokenPipeError, as a real pipe's does
+    (`words`: its strerror; None for an error raised without the OS's words)."""
+
+    def __init__(self, words: str | None = "Broken pipe") -> None:
+        self.error = BrokenPipeError(errno.EPIPE, words) if words else BrokenPipeError()
 
     def isatty(self) -> bool:
         return False
 
     def write(self, text: str) -> int:
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+        raise self.error
 
     def flush(self) -> None:
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+        raise self.error
 
 
+@pytest.mark.parametrize("words", ["Broken pipe", "Tubería rota", None])
 @pytest.mark.parametrize("call", [lambda: cli.TrimmedLines("stdout").write("x"), lambda: cli.TrimmedLines("stdout").flush(),
                                   lambda: cli.emit("x")])  # fmt: skip
-def test_a_closed_pipe_becomes_a_stream_error_without_epipes_number(call: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_closed_pipe_becomes_a_stream_error_without_epipes_number(call: Any, words: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Consoles' writes and flushes and emit's text raise StreamClosed: an OSError with no errno (click would make EPIPE a
-    silent exit 1), which stream_error still knows."""
-    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    silent exit 1), which stream_error still knows; it says the OS's words, or 'Broken pipe' where there are none."""
+    monkeypatch.setattr(sys, "stdout", ClosedPipe(words))
     with pytest.raises(cli.StreamClosed) as closed:
         call()
-    assert closed.value.errno is None and str(closed.value) == "Broken pipe" and cli.stream_error(closed.value)
+    assert closed.value.errno is None and str(closed.value) == (words or "Broken pipe") and cli.stream_error(closed.value)
     assert closed.value.__cause__ is None and closed.value.__suppress_context__
 
 
@@ -881,6 +895,7 @@ def test_measure_check_runs_the_plan_without_tables_into_a_host_check_time_file(
     result, output = cli.measure_check(config, "c.json", True)
     assert (output.path, output.numbered, output.overwrite) == (Path("c.json"), False, True)
     assert [(plan, link, tables) for plan, _, link, tables in planned.runs] == [(planned.plan, True, False)] * 2
+    assert [run[1] for run in planned.runs][-1] is output  # the run saves into the file measure_check returns
     assert planned.kills == [running.terminate] * 2
 
 
