@@ -161,8 +161,8 @@ def test_the_consoles_write_to_the_current_stdout_and_stderr_and_a_pipe_gets_no_
     assert cli.TrimmedLines("stderr").write("a  \n b ") == 7
     assert piped.getvalue() == "a\n b\n c" and terminal.getvalue() == "a  \n b "
     assert cli.TrimmedLines("stdout").getvalue() == "a\n b\n c"  # anything else is the stream's own
-    cli.TrimmedLines("stdout").write("\nBOX \ttab\t ")  # spaces only: a letter or a tab before them stays
-    assert piped.getvalue().endswith("\nBOX \ttab\t")
+    cli.TrimmedLines("stdout").write("\nBOX \ttab\t \nBOX  ")  # spaces only: a letter or a tab before them stays
+    assert piped.getvalue().endswith("\nBOX \ttab\t\nBOX")
 
 
 def test_each_command_sizes_both_consoles_as_it_starts(consoles: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
