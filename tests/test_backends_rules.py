@@ -708,10 +708,17 @@ def test_the_pipeline_constants() -> None:
     assert pipeline.KERNEL_TIMED_S == 0.002
 
 
-@pytest.mark.parametrize("cpus, workers", [(None, 1), (0, 1), (1, 1), (3, 3), (4, 4), (5, 4), (64, 4)])
-def test_default_loader_workers_are_one_per_core_up_to_four(monkeypatch: pytest.MonkeyPatch, cpus: int | None, workers: int) -> None:
-    """DEFAULT_LOADER_WORKERS: os.cpu_count() capped at 4, 1 where the count is unknown."""
+@pytest.mark.parametrize("cpus, allowed, workers", [(None, None, 1), (0, None, 1), (1, None, 1), (3, None, 3), (4, None, 4), (5, None, 4),
+                                                     (64, None, 4), (64, {2, 5}, 2), (64, {7}, 1), (2, set(range(8)), 4)])  # fmt: skip
+def test_default_loader_workers_are_one_per_usable_core_up_to_four(monkeypatch: pytest.MonkeyPatch, cpus: int | None,
+                                                                   allowed: set[int] | None, workers: int) -> None:  # fmt: skip
+    """DEFAULT_LOADER_WORKERS: the CPUs this process may run on (a container's two of 64), else os.cpu_count() where the OS
+    does not say (no sched_getaffinity, as on macOS and Windows), capped at 4, and 1 where nothing is known."""
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    if allowed is None:
+        monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    else:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(allowed), raising=False)
     spec = importlib.util.spec_from_file_location("pipeline_as_loaded_here", pipeline.__file__)
     assert spec is not None and spec.loader is not None
     fresh = importlib.util.module_from_spec(spec)

@@ -26,11 +26,13 @@ import numpy as np
 
 from xferbench.measuring.backends.base import Transfer
 from xferbench.measuring.buffers import ReadBack, check_all, make_source
+from xferbench.core.environment import process_cpus
 from xferbench.core.errors import VerificationError
 from xferbench.core.timing import Clock, Samples, TimingConfig, sample
 
-# torch's DataLoader workers in its *_workers modes unless --loader-workers says: one per core, up to 4
-DEFAULT_LOADER_WORKERS = max(1, min(4, os.cpu_count() or 1))
+# torch's DataLoader workers in its *_workers modes unless --loader-workers says: one per core this process may run
+# on (a container's or taskset's limit, where the OS says; else every core), up to 4
+DEFAULT_LOADER_WORKERS = max(1, min(4, len(process_cpus() or ()) or os.cpu_count() or 1))
 # What a pipeline series' clock times, said in its `clock` field
 PIPELINE_CLOCK = "time.perf_counter, around taking the next batch and its wait, as a training loop's step with no compute"
 BUFFER_BATCHES = 2  # batches a prefetching pipeline keeps ready: tf.data's prefetch, torch's prefetch_factor
