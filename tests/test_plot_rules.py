@@ -7,6 +7,7 @@ ceilings, titles and the legend, read off the Figure's own objects."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -605,12 +606,27 @@ def test_a_folder_or_a_file_in_the_way_is_refused_naming_the_option(tmp_path: Pa
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
+def test_a_save_the_os_refuses_says_the_os_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No file in the way, the disk full: the OS's own reason, in one line naming the option."""
+    from xferbench.reading import plot as plotting
+
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(plotting, "write_whole", full)
+    with pytest.raises(XferbenchError) as raised:
+        save(Figure(), tmp_path / "p.png", "--plot")
+    assert str(raised.value) == f"cannot write the plot to {tmp_path / 'p.png'}: No space left on device; choose another --plot"
+
+
 # figure(): one file, one panel
 
 
 def test_six_series_share_one_rate_panel_beside_the_time_panel_sized_by_series_and_devices(one_file: Figure) -> None:
     """Two axes, 13 wide and 5.6 + 0.25 per three series and devices high, laid out by constrained layout."""
     assert len(one_file.axes) == 2 and all(axes.get_visible() for axes in one_file.axes)
+    rates, times = (axes.get_subplotspec() for axes in one_file.axes)
+    assert (rates.rowspan, rates.colspan, times.rowspan, times.colspan) == (range(0, 1), range(0, 1), range(0, 1), range(1, 2))  # side by side
     assert [float(v) for v in one_file.get_size_inches()] == [13.0, 6.1]
     assert isinstance(one_file.get_layout_engine(), ConstrainedLayoutEngine)
 
@@ -743,8 +759,12 @@ def test_a_legend_of_wide_letters_takes_fewer_columns_and_fits_within_the_figure
     try:
         fig.canvas.draw()
         box = fig.legends[0].get_window_extent()
-        assert len(fig.legends) == 1 and fig.legends[0]._ncols == 2
-        assert 0 <= box.x0 and box.x1 <= fig.bbox.width
+        legend = fig.legends[0]
+        assert len(fig.legends) == 1 and legend._ncols == 2 and 0 <= box.x0 and box.x1 <= fig.bbox.width
+        # the legend drawn again is the same legend: its entries, under the figure, at size 8
+        assert [t.get_text() for t in legend.get_texts()] == [wrapped(c.get_label()) for c in curves(fig.axes[0])]  # and the ceiling
+        assert len(legend.legend_handles) == len(legend.get_texts()) == 7
+        assert (legend._loc, legend._outside_loc, legend.get_texts()[0].get_fontsize()) == (8, "lower", 8)
     finally:
         plt.close(fig)
 
