@@ -769,6 +769,17 @@ def test_a_legend_of_wide_letters_takes_fewer_columns_and_fits_within_the_figure
         plt.close(fig)
 
 
+def test_one_files_busy_key_names_a_series_busy_at_every_point_by_its_legend_label() -> None:
+    """One file: the key names the series as its curve's label does (path @ GPU), not by path and file."""
+    busy = curve({1: 1000, 4: 5000, 16: 3000, 64: 4800}, busy=(1, 4, 16, 64))
+    fig = figure(picked(run(busy)))
+    try:
+        assert fig.legends[0].get_texts()[-1].get_text() == wrapped(
+            f"{BUSY}: every point of torch/pinned/copy @ NVIDIA H100, so the peak, saturation and cliff marks rest on them")
+    finally:
+        plt.close(fig)
+
+
 # figure(): several files
 
 
