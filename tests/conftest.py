@@ -5,10 +5,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from fake_nvml import FakeNVML
 from xferbench.measuring.backends import BACKENDS
 from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.core.spec import HOST_TO_HOST, Spec
@@ -39,6 +43,26 @@ def unwrapped(text: str) -> str:
     """Text with every space and line break taken out: a message the console folded at its width (a long
     temp path folds anywhere in it) compares whole, however long the path."""
     return "".join(text.split())
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Until `condition` holds (a thread's progress, never a duration), failing after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeNVML]:
+    """Install a FakeNVML (or a subclass, as `kind`) as the pynvml module; the test picks its answers."""
+
+    def install(kind: type[FakeNVML] = FakeNVML, **kwargs: Any) -> FakeNVML:
+        fake = kind(**kwargs)
+        monkeypatch.setitem(sys.modules, "pynvml", fake)
+        return fake
+
+    return install
 
 
 def run_config(config: Any) -> Any:

@@ -30,25 +30,6 @@ NO_FIELD = "this nvidia-ml-py has no NVML_FI_DEV_PCIE_COUNT_RX_BYTES"
 EMPTY = {"t_s": [], "gen": [], "width": [], "tx_kbps": [], "rx_kbps": [], "rx_bytes": []}
 
 
-@pytest.fixture
-def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeNVML]:
-    """Install a FakeNVML (or a subclass, as `kind`) as the pynvml module; the test picks its answers."""
-
-    def install(kind: type[FakeNVML] = FakeNVML, **kwargs: Any) -> FakeNVML:
-        fake = kind(**kwargs)
-        monkeypatch.setitem(sys.modules, "pynvml", fake)
-        return fake
-
-    return install
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.002)
-
-
 class RefusingNVML(FakeNVML):
     """A FakeNVML whose every link query can be refused, each with its own message (`refuse`: query name to
     message, the names as the sampler files its errors), and which counts its field-value reads."""

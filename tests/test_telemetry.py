@@ -6,11 +6,11 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from conftest import FAST, FakeBackend
+from conftest import FAST, FakeBackend, wait_for
 from rich.console import Console
 
 from xferbench.reading import display
@@ -23,25 +23,6 @@ from xferbench.measuring.sampler import LinkSampler
 from xferbench.core.telemetry import link_below_max, link_warnings, numa_warning
 from xferbench.measuring.worker import LocalRunner
 from fake_nvml import BUSY_KBPS, UUID, FakeNVML, FakeNVMLError
-
-@pytest.fixture
-def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeNVML]:
-    """Install a FakeNVML as the pynvml module; the test picks its answers."""
-
-    def install(**kwargs: Any) -> FakeNVML:
-        fake = FakeNVML(**kwargs)
-        monkeypatch.setitem(sys.modules, "pynvml", fake)
-        return fake
-
-    return install
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.002)
-
 
 def cuda_series(gens: Sequence[int], widths: Sequence[int] | None = None, rx: Sequence[int] | None = None,
                 gen_max: int = 4, width_max: int = 16) -> Series:  # fmt: skip
