@@ -61,6 +61,12 @@ def loaded_samples(link: dict[str, Any]) -> list[int]:
     return [i for i, (t, r) in enumerate(zip(tx, rx)) if ((t or 0) + (r or 0)) * KB / 1e6 >= LOADED_MBPS]
 
 
+def loaded_states(link: dict[str, Any]) -> list[tuple[int, int]]:
+    """The (generation, width) of each sample taken while data moved that read both."""
+    return [(link["gen"][i], link["width"][i]) for i in loaded_samples(link)
+            if link["gen"][i] is not None and link["width"][i] is not None]  # fmt: skip
+
+
 def link_summary(link: dict[str, Any]) -> dict[str, Any]:
     """The samples in brief: the generation and width seen while data moved, as [lowest, highest],
     and the peak RX and TX in MB/s (10^6 B)."""
@@ -96,14 +102,13 @@ def ran_below_max(series: Series, environment: dict[str, Any] | None = None) -> 
     taken while data moved (one slow sample, taken while the link woke from idle, is not enough).
     None when it ran at its maximum, or when no sample caught data moving."""
     gen_max, width_max = _maxima(series, environment)
-    link = series.link or {}
-    loaded = [i for i in loaded_samples(link) if link["gen"][i] is not None and link["width"][i] is not None]
+    loaded = loaded_states(series.link or {})
     if not gen_max or not width_max or not loaded:
         return None
-    below = [i for i in loaded if link["gen"][i] < gen_max or link["width"][i] < width_max]
+    below = [(gen, width) for gen, width in loaded if gen < gen_max or width < width_max]
     if 2 * len(below) <= len(loaded):
         return None
-    gen, width = min(link["gen"][i] for i in below), min(link["width"][i] for i in below)
+    gen, width = min(gen for gen, _ in below), min(width for _, width in below)
     return (f"the PCIe link ran below its maximum (Gen{gen_max} x{width_max}) while data moved: down to Gen{gen} x{width}"
             f" in {len(below)} of {len(loaded)} samples; check the slot, riser, BIOS link speed and power settings")  # fmt: skip
 

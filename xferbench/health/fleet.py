@@ -33,7 +33,7 @@ from xferbench.core.environment import device_entry, link_readings
 from xferbench.core.errors import XferbenchError
 from xferbench.reading.peers import PEER_CEILINGS
 from xferbench.core.results import DAMAGED, Result, Series, damaged_points, load
-from xferbench.core.telemetry import is_raw_reference, loaded_samples, ran_below_max
+from xferbench.core.telemetry import is_raw_reference, loaded_states, ran_below_max
 
 MAD_K = 3.0  # how many scaled MADs below the median a straggler lies, at least
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normal data
@@ -110,10 +110,7 @@ def _link(series: Series, result: Result) -> tuple[str, str, bool]:
         return f"Gen{gen[1]} x{width[1]}", top, False
     # What it ran at in most samples while data moved: one sample taken as the link woke from idle
     # (Gen1) is not how it ran. ran_below_max found such samples, so there is at least one.
-    link = series.link or {}
-    states = [(link["gen"][i], link["width"][i]) for i in loaded_samples(link)
-              if link["gen"][i] is not None and link["width"][i] is not None]  # fmt: skip
-    (ran_gen, ran_width), _ = collections.Counter(states).most_common(1)[0]
+    (ran_gen, ran_width), _ = collections.Counter(loaded_states(series.link or {})).most_common(1)[0]
     return f"Gen{ran_gen} x{ran_width} (max {top})", top, True
 
 
