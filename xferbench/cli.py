@@ -84,31 +84,34 @@ class TrimmedLines:
         stream = getattr(sys, self.name)
         if not stream.isatty():
             text = "\n".join(line.rstrip(" ") for line in text.split("\n"))
-        try:
+        with pipe_closed_as_stream_closed():
             return stream.write(text)
-        except BrokenPipeError as error:
-            raise StreamClosed(error.strerror or "Broken pipe") from None
 
     def flush(self) -> None:
-        try:
+        with pipe_closed_as_stream_closed():
             getattr(sys, self.name).flush()
-        except BrokenPipeError as error:
-            raise StreamClosed(error.strerror or "Broken pipe") from None
-
-
-def emit(text: str) -> None:
-    """Text as it is (Markdown, JSON) on stdout, not through rich; a closed pipe becomes StreamClosed. Not click's echo,
-    which writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError as error:
-        raise StreamClosed(error.strerror or "Broken pipe") from None
 
 
 class StreamClosed(OSError):
     """A pipe closed under stdout or stderr (`xferbench compare a b | head -1`), raised without EPIPE's errno:
     click turns an EPIPE into a silent exit 1, which from compare or check reads as a failed verdict."""
+
+
+@contextlib.contextmanager
+def pipe_closed_as_stream_closed() -> Iterator[None]:
+    """A BrokenPipeError from a standard stream raised as StreamClosed, with the OS's words."""
+    try:
+        yield
+    except BrokenPipeError as error:
+        raise StreamClosed(error.strerror or "Broken pipe") from None
+
+
+def emit(text: str) -> None:
+    """Text as it is (Markdown, JSON) on stdout, not through rich; a closed pipe becomes StreamClosed. Not click's echo,
+    which writes UTF-8 to an ASCII stream instead of plain_streams' stand-ins."""
+    with pipe_closed_as_stream_closed():
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 def console(stderr: bool = False) -> Console:
