@@ -1,9 +1,9 @@
 """JAX's paths (backends/jax.py) rule by rule, against a JAX stand-in (FakeJax below) as strict as the real one:
 device_put takes a device or a sharding and nothing else, a sharding refuses a memory kind its device lacks, an array
-keeps the host copy its first fetch made (on the CPU it hands back a view of its buffer), jit refuses what is not callable, a CPU device wraps a 64-byte-aligned NumPy
-array without copying, and an unknown backend name raises RuntimeError. Every call into it is written down in `log`.
-Each skip reason, description, host estimate and out-of-memory rule is checked word for word; the real CPU JAX runs the
-paths in tests/test_jax.py."""
+keeps the host copy its first fetch made (on the CPU it hands back a view of its buffer), jit refuses what is not
+callable, a CPU device wraps a 64-byte-aligned NumPy array without copying, and an unknown backend name raises
+RuntimeError. Every call into it is written down in `log`. Each skip reason, description, host estimate and
+out-of-memory rule is checked word for word; the real CPU JAX runs the paths in tests/test_jax.py."""
 
 from __future__ import annotations
 
