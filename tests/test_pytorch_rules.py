@@ -753,7 +753,8 @@ def test_the_read_back_chunk_in_the_estimate_is_at_most_one_verify_chunk(monkeyp
     """A batch larger than the verification's chunk counts one chunk, rounded up to a power of two."""
     monkeypatch.setattr(pytorch, "VERIFY_CHUNK_BYTES", 100)
     assert TorchBackend().host_bytes(key("pageable").at(BATCH)) == N + 128
-    assert pytorch.loader_host_bytes(key("loader", device="cpu").at(BATCH), 0) == 432 + 3 * N + 128
+    estimate = pytorch.loader_host_bytes(key("loader", device="cpu").at(BATCH), 0)
+    assert estimate == 432 + 3 * N + 128 and type(estimate) is int  # bytes: a whole number, as budgets add them
 
 
 def test_a_loaders_host_estimate_counts_items_batches_in_flight_pinned_copies_and_spawned_workers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1194,6 +1195,8 @@ def test_pageable_d2h_fills_a_device_tensor_once_and_brings_it_back_with_to_cpu_
     assert since(torch) == [("record", 2, "default"), ("to", "cuda:0", ("cpu",), {"copy": False}), ("record", 3, "default"),
                             ("cuda.synchronize", (CUDA0,)), ("elapsed_time", 2, 3)]  # fmt: skip
     assert transfer.moved.device == CPU and transfer.host_span() == (expected, N)
+    transfer()
+    assert transfer.transfers == 2  # each call counts, for the link's byte count
 
 
 def test_pinned_into_d2h_copies_into_one_preallocated_pinned_tensor_with_non_blocking(torch: CudaTorch) -> None:
@@ -1231,6 +1234,8 @@ def test_bidir_runs_each_direction_on_a_stream_of_its_own_timed_by_its_own_event
                             ("exit", "s0"), ("enter", "s1"), ("record", 2, "s1"), ("copy_", "cpu+pinned", "cuda:1", (), NB, "s1"),
                             ("record", 3, "s1"), ("exit", "s1"),
                             ("cuda.synchronize", (CUDA1,)), ("elapsed_time", 0, 1), ("elapsed_time", 2, 3)]  # fmt: skip
+    transfer()
+    assert transfer.transfers == 2
 
 
 def test_a_d2h_check_sends_new_bytes_poisons_the_host_buffer_and_reads_every_byte(torch: CudaTorch) -> None:
