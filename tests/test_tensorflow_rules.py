@@ -260,6 +260,7 @@ def test_a_description_field_is_read_by_its_exact_name_after_a_colon_and_a_space
     assert backend.desc_field("device: 0, name: , pci bus id: x", "name") is None  # empty
     assert backend.desc_field("pci bus id:0000:3b:00.0", "pci bus id") is None  # no ': ' is no field
     assert backend.desc_field("pci bus id, pci bus id: 0000:5e:00.0", "pci bus id") == "0000:5e:00.0"  # a bare word is skipped
+    assert backend.desc_field("name: Board: rev 2", "name") == "Board: rev 2"  # the first ': ' ends the field's name
 
 
 def test_gpu_descriptions_are_listed_by_name_after_the_eager_context_made_its_gpus_with_growth(monkeypatch: pytest.MonkeyPatch,
@@ -1001,7 +1002,8 @@ def test_pipeline_host_bytes_count_the_items_their_sliced_tensor_and_the_batches
     for mode in ("dataset", "prefetch_to_device", "copy_to_device"):
         assert tf_backend.host_bytes(key(mode, "copy", "cuda:0").at(4)) == 2 * items + (4 + BUFFER_BATCHES) * n
     assert tf_backend.host_bytes(key("generator", "copy", "cuda:0").at(4)) == items + (4 + BUFFER_BATCHES) * n
-    assert backend.pipeline_host_bytes(key("dataset").at(1)) == 2 * 3 * 192 + 6 * 192
+    estimate = backend.pipeline_host_bytes(key("dataset").at(1))
+    assert estimate == 2 * 3 * 192 + 6 * 192 and type(estimate) is int  # bytes: a whole number, as budgets add them
 
 
 def test_prepare_makes_a_pipeline_for_a_tf_data_mode_and_a_transfer_for_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1197,8 +1199,12 @@ def test_a_cpu_pipeline_makes_an_orthogonal_kernel_and_a_resident_zero_and_does_
 def test_a_gpu_pipeline_fetches_turns_tf32_off_and_copies_its_kernel_to_the_target(monkeypatch: pytest.MonkeyPatch,
                                                                                     kernel_made: dict[str, list[Any]]) -> None:
     """On cuda:0: QR on the CPU, the matrix and resident zero under /GPU:0, TF32 disabled, each batch fetched."""
+    from tensorflow.python.eager import context
+
     sides: list[str] = []
     monkeypatch.setattr(backend, "kernel_side", lambda device: sides.append(device) or 4)
+    built, build = [], backend.pipeline_dataset
+    monkeypatch.setattr(backend, "pipeline_dataset", lambda *args: built.append(args) or build(*args))
     pipeline = TFPipeline(key("dataset", "copy", "cuda:0").at(2), {})
     try:
         assert sides == ["cuda:0"] and kernel_made["normal"] == [((4, 4), (0, 0))]
@@ -1206,6 +1212,12 @@ def test_a_gpu_pipeline_fetches_turns_tf32_off_and_copies_its_kernel_to_the_targ
         assert kernel_made["zeros"][0][2] == SCOPE + "GPU:0" and kernel_made["tf32"] == [False]
         assert pipeline.fetch is True and pipeline.target == "/GPU:0"
         assert pipeline.kernel == "float32 1024x1024 matmul"  # named by the device's kind, as the pipeline module sizes it
+        assert built == [(pipeline.tf, "dataset", [pipeline.items], 2, "/GPU:0")]  # the series' own mode and target
+        scopes, matmul = [], pipeline.tf.matmul
+        monkeypatch.setattr(pipeline.tf, "matmul", lambda a, b: scopes.append(context.context().device_name) or matmul(a, b))
+        pipeline.repeats = 2
+        pipeline._compute(None)
+        assert scopes == [SCOPE + "GPU:0"] * 2  # the step's kernel runs on the target
     finally:
         pipeline.close()
 
