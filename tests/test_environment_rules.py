@@ -676,15 +676,16 @@ def test_without_proc_entries_nvml_counts_the_gpus_and_is_shut_down(monkeypatch,
     assert env.accelerator_kinds() == kinds
 
 
-def test_proc_entries_the_process_may_not_list_leave_it_to_nvml(monkeypatch) -> None:
-    """A container that hides the driver's entries (listing them is refused): NVML is asked, no error."""
-    simulate(monkeypatch, "linux", nvml=FakeNVML(gpus=2), folders=("/proc/driver/nvidia/gpus",))
+@pytest.mark.parametrize(("count", "kinds"), [(2, ["cuda"]), (0, [])])
+def test_proc_entries_the_process_may_not_list_leave_it_to_nvml(monkeypatch, count, kinds) -> None:
+    """A container that hides the driver's entries (listing them is refused): NVML is asked, and its count decides."""
+    simulate(monkeypatch, "linux", nvml=FakeNVML(gpus=count), folders=("/proc/driver/nvidia/gpus",))
 
     def refuse(path: str) -> list[str]:
         raise PermissionError(13, "Permission denied", path)
 
     monkeypatch.setattr(env.os, "listdir", refuse)
-    assert env.accelerator_kinds() == ["cuda"]
+    assert env.accelerator_kinds() == kinds
 
 
 def test_no_driver_or_binding_means_no_nvidia_gpu(monkeypatch) -> None:

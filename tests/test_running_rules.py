@@ -361,6 +361,32 @@ def test_a_stop_whose_save_the_disk_refuses_keeps_its_status_and_every_point(sim
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_a_stop_whose_save_nowhere_takes_prints_the_unsaved_points_on_stderr(sim, env, spy, signals, tmp_path) -> None:
+    """Ctrl-C during a save, the disk full for the save that marks the stop, and no rescue file: exit 130 still,
+    and the point the file lacks printed on stderr."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    path = tmp_path / "r.json"
+    output, held = OutputFile(path), []
+    real = output._save
+
+    def save(result):
+        if sum(p.status == "ok" for s in result.series for p in s.points) >= 2:
+            raise KeyboardInterrupt() if result.status != "interrupted" else OSError(errno.ENOSPC, "No space left on device")
+        real(result)
+
+    output._save = save  # type: ignore[method-assign]
+    output.rescue = lambda result: held.append(result)  # type: ignore[method-assign, func-returns-value]
+    err = console(40)
+    with pytest.raises(running.Stopped) as stopped:
+        running.run_sweep(sim, output, console(), err)
+    assert stopped.value.code == 130 and str(stopped.value) == (
+        f"interrupted: cannot save to {path}: No space left on device; it holds the last complete save (1 measured point(s))."
+        " No file could take the 1 point(s) measured since: they are printed above (their medians; the samples are lost)")  # fmt: skip
+    (result,) = held
+    series = result.series[0]
+    assert text(err).endswith(plain(display.point_line(series, series.points[1], "unsaved: "), width=40))
+
+
 def frames(err: Console) -> list[str]:
     return [f for f in re.split(r"\r", ANSI.sub("", text(err))) if f.strip()]
 

@@ -361,6 +361,8 @@ class Stopped:
 
     def __call__(self, command: list[str], **kwargs: Any) -> Any:
         self.given = kwargs
+        if kwargs.get("timeout") is None:  # the real one would wait on the hung command for ever
+            raise AssertionError(f"{command} run without a timeout")
         raise subprocess.TimeoutExpired(command, kwargs["timeout"], output=self.printed, stderr=self.errors)
 
 
