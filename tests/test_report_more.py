@@ -176,3 +176,6 @@ def test_save_makes_missing_folders_reuses_an_existing_one_and_says_why_it_canno
     with pytest.raises(XferbenchError) as raised:
         report.save("x", tmp_path / "a")
     assert str(raised.value) == f"--out {tmp_path / 'a'} is a folder; xferbench writes only regular files: choose another --out"
+    with pytest.raises(XferbenchError) as raised:
+        report.save("x", tmp_path / "a", "--markdown")  # fleet's tables name their own option
+    assert str(raised.value) == f"--markdown {tmp_path / 'a'} is a folder; xferbench writes only regular files: choose another --markdown"
