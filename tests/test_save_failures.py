@@ -36,7 +36,7 @@ def test_a_file_size_limit_ends_in_one_line_a_valid_file_and_the_rest_printed(tm
     assert error.startswith(f"error: cannot save to {out}: File too large; it holds the last complete save (")
     assert "No file could take the" in error and "they are printed above" in error
     kept = load(out)  # the last complete save, whole
-    saved = sum(p.status == "ok" for s in kept.series for p in s.points)
+    saved = kept.measured_points()
     assert saved >= 1 and f"({saved} measured point(s))" in error
     unsaved = [line for line in r.stderr.splitlines() if line.startswith("unsaved: sim/link/copy@sim batch ")]
     assert len(unsaved) >= 1 and f"the {len(unsaved)} point(s) measured since" in error

@@ -190,6 +190,10 @@ class Result:
     xferbench_version: str = ""
     check: dict[str, Any] | None = None  # xferbench check's verdicts per GPU (check.to_dict); None for a sweep
 
+    def measured_points(self) -> int:
+        """The points measured so far: what a save holds and what a stopped run reports, counted one way."""
+        return sum(p.status == "ok" for s in self.series for p in s.points)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -476,7 +480,7 @@ class OutputFile:
             held = (f"it holds the last complete save ({self.saved_points} measured point(s))" if self.written is not None
                     else "nothing was written; choose another --out")  # fmt: skip
             raise SaveFailed(f"cannot save to {self.path}: {error.strerror or error}; {held}") from None
-        self.saved_points = sum(p.status == "ok" for s in result.series for p in s.points)
+        self.saved_points = result.measured_points()
 
     def rescue(self, result: Result) -> Path | None:
         """Write the whole result under a fresh name beside the file, else in the temp folder: where the

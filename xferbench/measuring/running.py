@@ -71,7 +71,7 @@ def keep_unsaved(output: OutputFile, result: Result, err: Console) -> str:
     """After a failed save: the whole result under a fresh name if anywhere takes it, else the points the
     file lacks printed on stderr. Says which, in a sentence for the error line."""
     result.status = "interrupted"
-    measured = sum(p.status == "ok" for s in result.series for p in s.points)
+    measured = result.measured_points()
     unsaved = measured - output.saved_points
     rescued = output.rescue(result)
     if rescued is not None:
@@ -232,7 +232,7 @@ def run_sweep(plan: Plan, output: OutputFile, out: Console, err: Console, link_s
             with contextlib.suppress(KeyboardInterrupt):
                 out.print()
                 print_tables(out, plan, result)
-        measured = sum(p.status == "ok" for s in result.series for p in s.points)
+        measured = result.measured_points()
         how, code = how_stopped(stop)
         raise Stopped(f"{how}: {measured} measured point(s) saved to {output.path}", code) from None
     if any(s.device.startswith("cuda") and s.status != "skipped" for s in result.series):
