@@ -45,6 +45,7 @@ BUSY = ("busy-machine detection: other processes' CPU use and this process's wai
 NO_AFFINITY = "the CPUs this process may run on (no sched_getaffinity), so a cgroup or taskset limit is not recorded"
 MAC_MEMORY = "how much memory is free: macOS gives only the installed total, so the memory check stops only a batch larger than all of it"
 NO_NUMA = "NUMA placement: the kernel's NUMA nodes are read from /sys"
+NO_ONEDNN_FEATURES = dict.fromkeys(("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16"), False)
 AFFINITY_SOURCE, KERNEL_SOURCE = "NVML memory affinity (node scope)", "the kernel's PCI facts (sysfs numa_node)"
 
 
@@ -411,6 +412,37 @@ def test_the_load_average_is_rounded_to_two_places_and_none_on_windows(monkeypat
     assert env.load_average() is None
 
 
+def test_cpu_features_name_each_of_tensorflows_onednn_triggers_from_the_first_processors_flags(monkeypatch) -> None:
+    """x86: each feature TensorFlow's oneDNN default reads, true where the first processor's flags hold that
+    exact word (avx512_vnni is not avx512vnni, nor avx512_vnni_int8); a later processor's flags are not read."""
+    zen5 = ("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx_vnni avx512_bf16 avx512_vnni avx512_vp2intersect\n\n"
+            "processor\t: 1\nflags\t\t: fpu amx_tile amx_int8 amx_bf16\n")  # fmt: skip
+    simulate(monkeypatch, "linux", files={"/proc/cpuinfo": zen5})
+    assert env.cpu_features() == {**NO_ONEDNN_FEATURES, "avx512_vnni": True, "avx512_bf16": True, "avx_vnni": True}
+    sapphire = "\nprocessor : 0\nflags : AVX512VNNI avx512_vnni_int8 amx_tile amx_bf16\n"  # a blank line first; capitals are the same word
+    simulate(monkeypatch, "linux", files={"/proc/cpuinfo": sapphire})
+    assert env.cpu_features() == {**NO_ONEDNN_FEATURES, "amx_tile": True, "amx_bf16": True}
+    simulate(monkeypatch, "linux")  # flags: fpu only
+    assert env.cpu_features() == NO_ONEDNN_FEATURES
+
+
+def test_cpu_features_on_arm_say_whether_it_is_a_neoverse_v1_and_nothing_where_no_cpuinfo(monkeypatch) -> None:
+    """Arm has no x86 flags: TensorFlow's other trigger is the Neoverse V1 (implementer 0x41, part 0xd40).
+    Without /proc/cpuinfo (macOS, Windows) or with neither flags nor a part, nothing is claimed."""
+    graviton3 = "processor\t: 0\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\nCPU part\t: 0xd40\n"
+    simulate(monkeypatch, "linux", files={"/proc/cpuinfo": graviton3})
+    assert env.cpu_features() == {"neoverse_v1": True}
+    simulate(monkeypatch, "linux", files={"/proc/cpuinfo": graviton3.replace("0xd40", "0xd4f")})  # a Neoverse V2
+    assert env.cpu_features() == {"neoverse_v1": False}
+    simulate(monkeypatch, "linux", files={"/proc/cpuinfo": graviton3.replace("0x41", "0x61")})  # another implementer's part 0xd40
+    assert env.cpu_features() == {"neoverse_v1": False}
+    simulate(monkeypatch, "linux", files={"/proc/cpuinfo": "processor\t: 0\nmodel name\t: something\n"})
+    assert env.cpu_features() is None
+    for system in ("darwin", "win32"):
+        simulate(monkeypatch, system)
+        assert env.cpu_features() is None
+
+
 def test_transparent_hugepages_read_the_chosen_mode_of_each_file(monkeypatch) -> None:
     """The bracketed mode of enabled and defrag; a file without brackets is taken whole."""
     simulate(monkeypatch, "linux", files={THP + "enabled": "[always] madvise never\n", THP + "defrag": "  defer+madvise \n"})
@@ -759,7 +791,8 @@ def test_capture_on_a_linux_gpu_node_records_everything_once(monkeypatch) -> Non
     facts = node_gpu(0, name="NVIDIA H100 80GB HBM3")
     assert captured == {
         "host": "rack-3", "os": "Linux-6.8.0-x86_64-with-glibc2.39", "macos": None, "machine": "x86_64", "cpu": cpu_name,
-        "cpu_count": 16, "process_cpus": [0, 1, 2, 3], "unavailable_checks": [], "load_average": [1.23, 0.5, 0.13],
+        "cpu_count": 16, "cpu_features": NO_ONEDNN_FEATURES, "process_cpus": [0, 1, 2, 3], "unavailable_checks": [],
+        "load_average": [1.23, 0.5, 0.13],
         "transparent_hugepages": {"enabled": "madvise", "defrag": "madvise"}, "memory_bytes": 4_000_000 * 4096,
         "python": "3.12.3", "python_implementation": "CPython", "settings": {"OMP_NUM_THREADS": "4"},
         "versions": {"numpy": "2.1.0", "torch": "2.5.1"},
@@ -769,7 +802,7 @@ def test_capture_on_a_linux_gpu_node_records_everything_once(monkeypatch) -> Non
                      "nvml": facts, "driver": "550.54", "cuda_driver": "12.4"}],
         "nvml": {"available": True, "driver": "550.54", "cuda_driver": "12.4", "gpus": [facts]},
     }  # fmt: skip
-    assert list(captured) == ["host", "os", "macos", "machine", "cpu", "cpu_count", "process_cpus", "unavailable_checks",
+    assert list(captured) == ["host", "os", "macos", "machine", "cpu", "cpu_count", "cpu_features", "process_cpus", "unavailable_checks",
                               "load_average", "transparent_hugepages", "memory_bytes", "python", "python_implementation",
                               "settings", "versions", "frameworks", "devices", "nvml"]  # fmt: skip
     assert frameworks["torch"]["devices"][0]["uuid"] is None  # the framework's own description is left as it was
@@ -782,10 +815,10 @@ def test_capture_on_a_mac_names_the_apple_gpu_from_macos(monkeypatch) -> None:
     assert captured["devices"] == [{"id": "cpu", "kind": "cpu", "name": "Apple M1 Pro"},
                                    {"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)", "memory_bytes": 17179869184, "api": "torch.mps",
                                     "chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "unified_memory": True}]  # fmt: skip
-    assert {k: captured[k] for k in ("host", "os", "macos", "machine", "cpu", "process_cpus", "unavailable_checks", "load_average",
+    assert {k: captured[k] for k in ("host", "os", "macos", "machine", "cpu", "cpu_features", "process_cpus", "unavailable_checks", "load_average",
                                      "transparent_hugepages", "memory_bytes", "nvml", "frameworks")} == {
         "host": "mac-1", "os": "macOS-14.5-arm64-arm-64bit", "macos": "14.5", "machine": "arm64", "cpu": "Apple M1 Pro",
-        "process_cpus": None, "unavailable_checks": [BUSY, NO_AFFINITY, MAC_MEMORY], "load_average": [1.23, 0.5, 0.13],
+        "cpu_features": None, "process_cpus": None, "unavailable_checks": [BUSY, NO_AFFINITY, MAC_MEMORY], "load_average": [1.23, 0.5, 0.13],
         "transparent_hugepages": None, "memory_bytes": 17179869184, "nvml": {"available": False, "reason": NO_NVML},
         "frameworks": {"torch": {"version": "2.6.0"}}}  # fmt: skip
 
@@ -797,7 +830,7 @@ def test_capture_on_windows_records_what_windows_gives(monkeypatch) -> None:
     cpu = "Intel64 Family 6 Model 85 Stepping 7, GenuineIntel"
     assert captured == {
         "host": "win-1", "os": "Windows-11-10.0.22631-SP0", "macos": None, "machine": "AMD64", "cpu": cpu, "cpu_count": 16,
-        "process_cpus": None, "unavailable_checks": [BUSY, NO_AFFINITY], "load_average": None, "transparent_hugepages": None,
+        "cpu_features": None, "process_cpus": None, "unavailable_checks": [BUSY, NO_AFFINITY], "load_average": None, "transparent_hugepages": None,
         "memory_bytes": None, "python": "3.12.3", "python_implementation": "CPython", "settings": {}, "versions": {},
         "frameworks": {}, "devices": [{"id": "cpu", "kind": "cpu", "name": cpu}], "nvml": {"available": False, "reason": NO_NVML},
     }  # fmt: skip

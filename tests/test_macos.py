@@ -191,6 +191,7 @@ def test_a_sweep_finishes_on_simulated_macos_and_says_what_it_cannot_check(tmp_p
     assert "not available on macOS: the CPUs this process may run on (no sched_getaffinity)" in said
     env = result["environment"]
     assert env["process_cpus"] is None and env["transparent_hugepages"] is None
+    assert env["cpu_features"] is None  # no /proc/cpuinfo on a Mac
     assert env["cpu"] == "Apple M1 Pro"  # from macOS's sysctl, as a Mac names its chip
     assert any(m.startswith("busy-machine detection") for m in env["unavailable_checks"])
     ran = {s["framework"] for s in result["series"] if s["status"] == "ok"}

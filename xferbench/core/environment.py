@@ -194,6 +194,37 @@ def process_cpus() -> list[int] | None:
         return None
 
 
+# The CPU features TensorFlow's Linux build reads to decide whether oneDNN is on when TF_ENABLE_ONEDNN_OPTS
+# is unset (tensorflow/core/util/port.cc, DefaultOneDnnPolicy), as /proc/cpuinfo names them. oneDNN in turn
+# decides where TensorFlow's host buffers come from, so the same sweep can differ between two CPUs.
+ONEDNN_CPU_FEATURES = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
+NEOVERSE_V1 = ("0x41", "0xd40")  # Arm's implementer code and the Neoverse V1's part number, its other trigger
+
+
+def cpu_features() -> dict[str, bool] | None:
+    """Which of the CPU features behind TensorFlow's oneDNN default this CPU has, from /proc/cpuinfo's
+    first processor (its flags on x86, its part number on Arm); None where there is no /proc/cpuinfo
+    (macOS, Windows), so a missing feature is never read as an absent one."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if not line.strip():
+                    if fields:
+                        break  # the first processor's block is enough: the features are the same on every core
+                    continue
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip().lower(), value.strip().lower())
+    except OSError:
+        return None
+    if "flags" in fields:
+        flags = set(fields["flags"].split())
+        return {name: name in flags for name in ONEDNN_CPU_FEATURES}
+    if "cpu part" in fields:
+        return {"neoverse_v1": (fields.get("cpu implementer"), fields["cpu part"]) == NEOVERSE_V1}
+    return None
+
+
 def os_name() -> str:
     """The OS by the name its users know it."""
     return {"darwin": "macOS", "linux": "Linux", "win32": "Windows"}.get(sys.platform, platform.system() or sys.platform)
@@ -513,6 +544,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "machine": platform.machine(),
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
+        "cpu_features": cpu_features(),
         "process_cpus": process_cpus(),
         "unavailable_checks": unavailable_checks(),
         "load_average": load_average(),
