@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-BUSY_KBPS = 20_000_000  # 20.5 GB/s of NVML "KB/s" (1024 B): data moving
+BUSY_KBPS = 20_000_000  # 20 GB/s of NVML "KB/s" (1,000 B, as its byte counter shows): data moving
 UUID = "GPU-11111111-2222-3333-4444-555555555555"
 
 

@@ -57,7 +57,7 @@ def test_sampler_collects_samples_and_stops_cleanly(fake_nvml) -> None:
     assert link["t_s"] == sorted(link["t_s"]) and link["t_s"][0] < 1.0
     summary = {k: v for k, v in link["summary"].items() if not k.startswith("rx_bytes")}
     assert summary == {"samples": n, "loaded_samples": n, "gen_under_load": [4, 4], "width_under_load": [16, 16],
-                       "rx_mbps_peak": 20480.0, "tx_mbps_peak": 0.5}  # fmt: skip
+                       "rx_mbps_peak": round(BUSY_KBPS * telemetry.KB / 1e6, 1), "tx_mbps_peak": round(500 * telemetry.KB / 1e6, 1)}  # fmt: skip
     assert link["summary"]["rx_bytes_from"].startswith("≈ NVML's RX throughput (approximate")  # no counter on this fake
     assert "no NVML_FI_DEV_PCIE_COUNT_RX_BYTES" in link["field_errors"]["rx_bytes"] and link["rx_bytes"] == [None] * n
 
@@ -301,10 +301,10 @@ def test_the_rx_counter_is_read_whole_and_unwrapped(fake_nvml) -> None:
 def test_a_narrow_counter_is_unwrapped_or_not_trusted() -> None:
     slow = {"t_s": [0.0, 0.1, 0.2], "rx_bytes": [2**32 - 100, 50, 150], "rx_bytes_bits": 32, "rx_kbps": [1000, 1000, 1000]}
     assert telemetry.received_bytes(slow)[0] == 250  # wrapped once, at 1 MB/s: unambiguous
-    fast = {**slow, "rx_kbps": [50_000_000] * 3}  # 51 GB/s: 5 GB between samples, more than a 32-bit turn
+    fast = {**slow, "rx_kbps": [50_000_000] * 3}  # 50 GB/s: 5 GB between samples, more than a 32-bit turn
     received, how = telemetry.received_bytes(fast)
     assert how.startswith("≈ NVML's RX throughput") and "32-bit byte counter could wrap more than once" in how
-    assert received == pytest.approx(0.2 * 50_000_000 * 1024)
+    assert received == pytest.approx(0.2 * 50_000_000 * 1000)
 
 
 def test_replays_clocks_and_the_p_state_are_read_before_and_after(fake_nvml) -> None:
@@ -361,7 +361,7 @@ def test_the_sampler_records_the_gpus_own_maximum_or_why_it_has_none(fake_nvml, 
     assert link["reason"] is None and link["pcie_gen_max"] == 4
 
 
-WIDE = 2**21  # KB/s: 2^31 B/s, half a 32-bit counter's turn per second
+WIDE = 2**31 / telemetry.KB  # KB/s: 2^31 B/s, half a 32-bit counter's turn per second
 
 
 @pytest.mark.parametrize("link, expected", [
@@ -373,11 +373,11 @@ WIDE = 2**21  # KB/s: 2^31 B/s, half a 32-bit counter's turn per second
     ({"t_s": [1.0, 1.6], "rx_bytes": [2**32 - 100, 50], "rx_bytes_bits": 32, "rx_kbps": [WIDE, WIDE]},
      (150.0, "NVML's PCIe RX byte counter over 0.6 s")),
     ({"t_s": [1.0, 2.0], "rx_bytes": [0, 50], "rx_bytes_bits": 32, "rx_kbps": [WIDE, WIDE]},
-     (2.0**31, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s; NVML's 32-bit byte counter could"
+     (pytest.approx(2.0**31), "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s; NVML's 32-bit byte counter could"
                " wrap more than once between samples")),
     ({"t_s": [1.0, 2.0], "rx_bytes": [0, 50], "rx_bytes_bits": 32}, (50.0, "NVML's PCIe RX byte counter over 1.0 s")),  # no rate: none seen
     # no counter: the RX samples integrated, from two of them
-    ({"t_s": [0.0, 1.0], "rx_kbps": [1000, 3000]}, (2000 * 1024.0, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s")),
+    ({"t_s": [0.0, 1.0], "rx_kbps": [1000, 3000]}, (2000 * 1000.0, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s")),
     ({"t_s": [0.0, 1.0], "rx_kbps": [1000, None]}, (None, "unknown: fewer than two RX samples")),
     ({"t_s": [0.0], "rx_kbps": [1000], "reason": "NVML failed after 1 sample(s): GPU is lost"}, (None, "unknown: NVML failed after 1 sample(s): GPU is lost")),
     ({"t_s": [0.0, 1.0], "rx_kbps": [None, None], "field_errors": {"rx_kbps": "Not Supported"}}, (None, "unknown: Not Supported")),

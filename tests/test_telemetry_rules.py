@@ -11,7 +11,8 @@ from xferbench.core import telemetry
 from xferbench.core.results import Point, Series
 from xferbench.core.stats import Summary
 
-KB = 1024
+KB = telemetry.KB  # NVML's throughput KB
+HALF_TURN = 2**15 / KB  # KB/s: half a 16-bit counter's turn per second
 
 
 def link_of(gen: list, width: list, tx: list, rx: list, **more: Any) -> dict[str, Any]:
@@ -38,16 +39,16 @@ def env_with(nvml: dict[str, Any] | None = None, device: str = "cuda:0", **more:
     ({"t_s": [0.0, 1.0, 2.0], "rx_bytes": [65000, 100, 200], "rx_bytes_bits": 16, "rx_kbps": [31, None, 0]},
      (736.0, "NVML's PCIe RX byte counter over 2.0 s")),
     # exactly half a turn between samples could be a whole turn more: the samples are integrated instead
-    ({"t_s": [0.0, 1.0], "rx_bytes": [0, 5], "rx_bytes_bits": 16, "rx_kbps": [32, 16]},
-     (24.0 * KB, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s; NVML's 16-bit byte counter"
+    ({"t_s": [0.0, 1.0], "rx_bytes": [0, 5], "rx_bytes_bits": 16, "rx_kbps": [HALF_TURN, HALF_TURN / 2]},
+     (pytest.approx(2**15 * 0.75), "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.0 s; NVML's 16-bit byte counter"
                  " could wrap more than once between samples")),
     # one step too long among short ones is enough to distrust the counter
-    ({"t_s": [0.0, 0.25, 1.25], "rx_bytes": [0, 5, 9], "rx_bytes_bits": 16, "rx_kbps": [32, 32, 32]},
-     (1.25 * 32 * KB, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.2 s; NVML's 16-bit byte counter"
+    ({"t_s": [0.0, 0.25, 1.25], "rx_bytes": [0, 5, 9], "rx_bytes_bits": 16, "rx_kbps": [HALF_TURN] * 3},
+     (pytest.approx(1.25 * 2**15), "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 1.2 s; NVML's 16-bit byte counter"
                       " could wrap more than once between samples")),
     # a single counter reading says nothing: the samples are integrated, skipping missing reads
     ({"t_s": [0.0, 0.5, 1.0, 3.0], "rx_bytes": [7, None, None, None], "rx_kbps": [100, None, 300, 500]},
-     ((1.0 * 200 + 2.0 * 400) * KB, "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 3.0 s")),
+     (pytest.approx((1.0 * 200 + 2.0 * 400) * KB), "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 3.0 s")),
     # too few samples: the link's reason leads, then the field's error, then the count
     ({"t_s": [0.0], "rx_kbps": [5], "reason": "GPU is lost", "field_errors": {"rx_kbps": "Not Supported"}},
      (None, "unknown: GPU is lost")),
@@ -106,7 +107,7 @@ def test_the_link_summary_in_short() -> None:
     summary = telemetry.link_summary(link)
     assert summary == {
         "samples": 5, "loaded_samples": 3, "gen_under_load": [3, 4], "width_under_load": [4, 8],
-        "rx_mbps_peak": 3072.0, "tx_mbps_peak": 2048.0, "rx_bytes": summary["rx_bytes"],
+        "rx_mbps_peak": round(3000000 * KB / 1e6, 1), "tx_mbps_peak": round(2000000 * KB / 1e6, 1), "rx_bytes": summary["rx_bytes"],
         "rx_bytes_from": "≈ NVML's RX throughput (approximate: 20 ms windows) integrated over 0.4 s",
     }  # fmt: skip
     assert summary["rx_bytes"] == pytest.approx((0.2 * 3000000 / 2 + 0.1 * 4000000 / 2 + 0.1 * 1000000 / 2) * KB)
@@ -131,7 +132,7 @@ def test_a_loaded_sample_without_a_generation_or_width_is_left_out_of_the_range(
     busy = 2000000
     link = link_of([None, 2, 4], [8, None, 16], [busy] * 3, [None, 0, busy])
     summary = telemetry.link_summary(link)
-    assert (summary["gen_under_load"], summary["width_under_load"], summary["rx_mbps_peak"]) == ([2, 4], [8, 16], 2048.0)
+    assert (summary["gen_under_load"], summary["width_under_load"], summary["rx_mbps_peak"]) == ([2, 4], [8, 16], round(busy * KB / 1e6, 1))
 
 
 # ran_below_max and link_below_max
@@ -549,3 +550,30 @@ def test_the_raw_reference_is_recognised_by_framework_mode_and_op() -> None:
     """Only the raw pinned cudaMemcpyAsync copy is the run's own ceiling."""
     assert telemetry.is_raw_reference(raw()) is True
     assert telemetry.is_raw_reference(cuda()) is False
+
+
+def test_nvmls_throughput_kb_is_a_thousand_bytes_by_its_own_byte_counter_on_the_committed_h200_runs() -> None:
+    """NVML's docs give PCIe throughput in "KB/s" and never say which KB. Its 32-bit RX byte counter, read
+    beside it in every committed H200 link run, says: between two samples taken while copies streamed,
+    the counter's step (its turns restored from the throughput, which a 1000-or-1024 question cannot
+    move by a turn) over the throughput's integral is about 1,000 bytes per KB, not 1,024."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    runs = sorted(Path(__file__).parent.parent.glob("results/nvidia-h200/*/run-*/validation/link.json"))
+    assert len(runs) >= 5
+    for path in runs:
+        link = json.loads(path.read_text())["series"][0]["link"]
+        t, counter, kbps = link["t_s"], link["rx_bytes"], link["rx_kbps"]
+        ratios = []
+        for i in range(len(t) - 1):
+            if min(kbps[i], kbps[i + 1]) < 50e6:  # streaming: the rate is steady across the step
+                continue
+            integral = (kbps[i] + kbps[i + 1]) / 2 * (t[i + 1] - t[i])  # in NVML's KB
+            step = (counter[i + 1] - counter[i]) % 2**32
+            step += round((integral * 1012 - step) / 2**32) * 2**32  # whole turns: 1012 sits between both answers
+            ratios.append(step / integral)
+        per_kb = statistics.median(ratios)
+        assert len(ratios) >= 15 and abs(per_kb - 1000) < 5, f"{path}: {per_kb:.1f} bytes per NVML KB over {len(ratios)} steps"
+    assert telemetry.KB == 1000
