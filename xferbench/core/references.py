@@ -2,8 +2,8 @@
 validation reports and docs/published-figures.md.
 
 Three kinds of figure are kept apart because they mean different things: a health-check floor is
-what an operator fails a GPU below; one user's measurement is what one machine read once; a vendor
-document is NVIDIA's own example output. Every figure is in GB/s (10^9 B/s), per direction, and
+what an operator fails a GPU below; one user's measurement is what one machine read once (a cloud
+vendor's published results for one VM among them); a vendor document is NVIDIA's own example output. Every figure is in GB/s (10^9 B/s), per direction, and
 names where it was published, when, and when it was last read there. A model with no row here has
 no published figure: say so rather than borrow another model's.
 
@@ -94,6 +94,23 @@ GEARSHIFFT = "https://github.com/mpicbg-scicomp/gearshifft/pull/82"
 THREAD = f"{READ} (the thread's stored copy)"
 NOT_SIZED = "not stated (nvbandwidth's default was 64 MiB before v0.7)"
 QUICK = "bandwidthTest --memory=pinned, quick mode"
+READ_AGAIN = "read 2026-11-28"
+AZURE_H200 = "Azure/AI-benchmarking-guide Azure_Results/ND_H200_v5_results.md"
+AZURE_H100 = "Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md"
+AZURE_FIRST = ("first published 2024-09-23 in the repository's Azure Results/NDv5 Results (149902d), moved to this file"
+               " on 2024-09-24")  # fmt: skip
+AZURE_SM = ("an SM copy kernel: the file names no test, and the repository's benchmark ran nvbandwidth's"
+            " host_to_device_memcpy_sm and device_to_host_memcpy_sm until 2024-12-13 (Benchmarks/NVBandwidth.py)")  # fmt: skip
+AZURE_RESULTS = "Microsoft Azure's published benchmark results for the VM, one VM's run"
+AZURE_FORKS = ("in the repository's history as its forks egmsft/AI-benchmarking-guide (to 3371c0c, 2025-12-03) and"
+               " samuel-bohman/AI-benchmarking-guide carry it; the stored copy of Azure/AI-benchmarking-guide itself ends at"
+               " 2024-09-27")  # fmt: skip
+AZURE_2025 = " (the benchmark's test then; the file says NV Bandwidth); CUDA 12.8, driver 570.133.20"
+AZURE_H100_READ = (f"{READ_AGAIN} at ae0b6a7; {AZURE_FIRST}; unchanged at 3371c0c (2025-12-03) in the fork"
+                   " egmsft/AI-benchmarking-guide")  # fmt: skip
+AZURE_SIZE_2024 = "not stated (the benchmark clones nvbandwidth unpinned; its default was 64 MiB then)"
+AZURE_SIZE_2025 = "not stated (the benchmark clones nvbandwidth unpinned; its default was 512 MiB then, from v0.7)"
+KV_STAGING = "AshleshaMalla/kv_staging Report.md @7076cae"
 OLD_MB = ("printed in MB/s by the 2017 bandwidthTest, whose MB is 1,024,000 B: GB/s = MB/s x 0.001024"
           " (/1000 would give 12.15, 12.89, 3.78, 2.54)")  # fmt: skip
 
@@ -246,16 +263,65 @@ PUBLISHED: tuple[Published, ...] = (
               checked=f"{READ} at 6b3bb6f", link="PCIe Gen4 x16",
               note="the benchmark is drkennetz/cuda_examples 003_bandwidth_check as changed in its PR #1"),
     _measured("NVIDIA H100 (4-GPU VM, form factor not stated)", "H100", ("h100",), "nvbandwidth, host to device", CE,
-              NOT_SIZED, None, H2D, 56.68, 57.07, "2023-07-11", NVBW_6,
-              note="three of the VM's four GPUs: 57.06, 56.68 and 57.07"),
+              NOT_SIZED, None, H2D, 56.68, 57.07, "2023-07-11", NVBW_6, checked=f"{READ_AGAIN} (the thread's stored copy)",
+              note="three of the VM's four GPUs: 57.06, 56.68 and 57.07; the post names no test, and nvbandwidth run"
+                   " without arguments began with host_to_device_memcpy_ce"),
     _measured("NVIDIA H100 (4-GPU VM, form factor not stated)", "H100", ("h100",), "nvbandwidth, host to device", CE,
-              NOT_SIZED, None, H2D, 14.2, None, "2023-07-11", NVBW_6,
+              NOT_SIZED, None, H2D, 14.2, None, "2023-07-11", NVBW_6, checked=f"{READ_AGAIN} (the thread's stored copy)",
               caveat="a faulty slot: one GPU of four, the other three read about 57"),
     _measured("NVIDIA H100 (8-GPU cluster)", "H100", ("h100",), "nvbandwidth host_to_device_memcpy_sm", SM, NOT_SIZED, None,
               H2D, 35.03, 35.39, "2024-09-11", NVBW_24, caveat="an SM copy kernel, not the copy engine",
               note="a commenter saw the same on H20 and H800"),
     _measured("NVIDIA H100 (8-GPU cluster)", "H100", ("h100",), "nvbandwidth device_to_host_memcpy_sm", SM, NOT_SIZED, None,
               D2H, 52.76, 52.78, "2024-09-11", NVBW_24, caveat="an SM copy kernel, not the copy engine"),
+    # Microsoft Azure's published benchmark results, one VM size each (Azure/AI-benchmarking-guide).
+    _measured("NVIDIA H100 80GB HBM3 (Azure ND H100 v5)", "H100 SXM5", H100_SXM,
+              "nvbandwidth, host to device (the file's NV Bandwidth); CUDA 12.6, driver 560.35.03",
+              SM, AZURE_SIZE_2024, None, H2D, 51.0, None, "2024-09-23",
+              f"{AZURE_H100} @ae0b6a7", checked=AZURE_H100_READ,
+              excludes=("pcie", "nvl"), link="PCIe", caveat=AZURE_SM,
+              note=AZURE_RESULTS),
+    _measured("NVIDIA H100 80GB HBM3 (Azure ND H100 v5)", "H100 SXM5", H100_SXM,
+              "nvbandwidth, device to host (the file's NV Bandwidth); CUDA 12.6, driver 560.35.03",
+              SM, AZURE_SIZE_2024, None, D2H, 52.0, None, "2024-09-23",
+              f"{AZURE_H100} @ae0b6a7", checked=AZURE_H100_READ,
+              excludes=("pcie", "nvl"), link="PCIe", caveat=AZURE_SM,
+              note=AZURE_RESULTS),
+    _measured("NVIDIA H100 NVL (4 per node, Texas Tech REPACSS)", "H100 NVL", ("h100 nvl",),
+              "PyTorch: pinned tensor .to('cuda', non_blocking=True), then synchronize; median of 15; CUDA 12.9.1", MEMCPY,
+              "a KV-cache file of 8,192 tokens or more, 128 KiB each (1 GiB or more)", 1024 * MIB, H2D, 55.3, None,
+              "2026-09-15", KV_STAGING,
+              checked=(f"{READ_AGAIN} at 7076cae, and config/measured_constants.yaml at cb4c159 (v2_h_to_gpu_us_per_token:"
+                       " 2.38 µs/token, dated 2026-09-15, the measurement's own date; the commit's date was not read)"),
+              link="PCIe Gen5 x16",
+              note="given as 2.38 µs per 131,072-byte token, 'implied 55.3 GB/s' (2.38 as printed gives 55.07)"),
+    _measured("NVIDIA H200 141GB (Azure ND H200 v5)", "H200", ("h200",),
+              "nvbandwidth, host to device (the file's NV Bandwidth); CUDA 12.6, driver 560.28.03", SM,
+              AZURE_SIZE_2024, None, H2D, 52.0, None, "2024-09-23",
+              f"{AZURE_H200} @7f20e5f", checked=f"{READ_AGAIN} at 7f20e5f; {AZURE_FIRST}", excludes=("nvl",), link="PCIe",
+              caveat=f"superseded by a later revision of the same file (55, 2025-07-07); {AZURE_SM}",
+              note=f"{AZURE_RESULTS}; the file's 55.4 is a storage (FIO) read, not a copy"),
+    _measured("NVIDIA H200 141GB (Azure ND H200 v5)", "H200", ("h200",),
+              "nvbandwidth, device to host (the file's NV Bandwidth); CUDA 12.6, driver 560.28.03", SM,
+              AZURE_SIZE_2024, None, D2H, 52.0, None, "2024-09-23",
+              f"{AZURE_H200} @7f20e5f", checked=f"{READ_AGAIN} at 7f20e5f; {AZURE_FIRST}", excludes=("nvl",), link="PCIe",
+              caveat=f"superseded by a later revision of the same file (55, 2025-07-07); {AZURE_SM}",
+              note=AZURE_RESULTS),
+    _measured("NVIDIA H200 141GB (Azure ND H200 v5)", "H200", ("h200",),
+              f"nvbandwidth host_to_device_memcpy_ce{AZURE_2025}", CE,
+              AZURE_SIZE_2025, None, H2D, 55.0, None, "2025-07-07",
+              f"{AZURE_H200} @b408bf8",
+              checked=f"{READ_AGAIN} at b408bf8 {AZURE_FORKS}; the figure is unchanged in the newest revision read (ae775aa, 2025-11-11)",
+              excludes=("nvl",), link="PCIe",
+              note=(f"{AZURE_RESULTS}; the benchmark ran nvbandwidth -t device_to_host_memcpy_ce"
+                    " host_to_device_memcpy_ce device_to_device_bidirectional_memcpy_read_ce; the file's 55.4 is a storage"
+                    " (FIO) read, not a copy")),
+    _measured("NVIDIA H200 141GB (Azure ND H200 v5)", "H200", ("h200",),
+              f"nvbandwidth device_to_host_memcpy_ce{AZURE_2025}", CE,
+              AZURE_SIZE_2025, None, D2H, 55.0, None, "2025-07-07",
+              f"{AZURE_H200} @b408bf8",
+              checked=f"{READ_AGAIN} at b408bf8 {AZURE_FORKS}; the figure is unchanged in the newest revision read (ae775aa, 2025-11-11)",
+              excludes=("nvl",), link="PCIe", note=AZURE_RESULTS),
     _measured("GH200 (480GB LPDDR5X + 96GB HBM3)", "GH200", ("gh200",), "nvbandwidth (given as v5.0), host to device", CE,
               "not stated", None, H2D, 346.0, None, "2024-08-23", NVBW_23,
               note="the CPU-GPU link is NVLink-C2C, not PCIe; the poster finds host to device about 15% faster than "
