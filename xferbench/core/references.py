@@ -294,7 +294,8 @@ PUBLISHED: tuple[Published, ...] = (
               checked=(f"{READ_AGAIN} at 7076cae, and config/measured_constants.yaml at cb4c159 (v2_h_to_gpu_us_per_token:"
                        " 2.38 µs/token, dated 2026-09-15, the measurement's own date; the commit's date was not read)"),
               link="PCIe Gen5 x16",
-              note="given as 2.38 µs per 131,072-byte token, 'implied 55.3 GB/s' (2.38 as printed gives 55.07)"),
+              note="given as 2.38 µs per 131,072-byte token, 'implied 55.3 GB/s' (2.38 as printed gives 55.07)",
+              caveat="a rate implied from a per-token time, not a copy's measured rate; its own figures give 55.07"),
     _measured("NVIDIA H200 141GB (Azure ND H200 v5)", "H200", ("h200",),
               "nvbandwidth, host to device (the file's NV Bandwidth); CUDA 12.6, driver 560.28.03", SM,
               AZURE_SIZE_2024, None, H2D, 52.0, None, "2024-09-23",
