@@ -111,7 +111,7 @@ def test_a_failure_in_new_where_base_measured_is_a_regression(base) -> None:
         assert comparison.regressed and not comparison.slower and not comparison.unmatched
     for point in dead.series[0].points:
         point.status, point.times_s, point.median_s = "skipped", [], None
-    whole = compare(base, dead)  # nothing measured in NEW at all: still a regression, not "no matching series"
+    whole = compare(base, dead, names=("base.json", "new.json"))  # nothing measured in NEW at all: still a regression, not "no matching series"
     assert [(f.series, f.batch_size) for f in whole.failed] == [("sim/link/copy@sim (256x256x3)", None)]
     console = Console(record=True, width=200)
     console.print(render(whole, "base.json", "new.json"))
@@ -128,8 +128,8 @@ def test_points_and_series_in_one_file_only_are_listed(base, tmp_path) -> None:
     console = Console(record=True, width=200)
     console.print(render(compare_files(tmp_path / "base.json", tmp_path / "new.json"), "base.json", "new.json"))
     text = console.export_text()
-    for expected in ("base.json → new.json: median MB/s", "series", "base", "new", "ratio", "verdict", "no change", "only in base.json: sim/link/copy@sim batch 1",
-                     "only in new.json: sim/link/copy@sim batch 1024", "0 slower, 0 faster, 3 no change, 0 inconclusive at threshold 5%; 2 measured in one file only"):  # fmt: skip
+    for expected in ("base (base.json) → new (new.json): median MB/s", "series", "base", "new", "ratio", "verdict", "no change",
+                     "only in base.json: sim/link/copy@sim batch 1", "only in new.json: sim/link/copy@sim batch 1024", "0 slower, 0 faster, 3 no change, 0 inconclusive at threshold 5%; 2 measured in one file only"):  # fmt: skip
         assert expected in text
 
 
@@ -203,7 +203,7 @@ def test_points_measured_on_a_busy_machine_are_said(tmp_path) -> None:
     for point in new.series[0].points[:2]:
         point.others_cpus, point.cpus = 0.98, 2
     new.series[0].points[2].others_cpus, new.series[0].points[2].cpus = 0.3, 2  # under a quarter of the CPUs
-    comparison = compare(base, new)
+    comparison = compare(base, new, names=("a.json", "b.json"))
     batches = [p.batch_size for p in new.series[0].points[:2]]
     assert comparison.busy == {"base": [], "new": [f"sim/link/copy@sim batch {b}" for b in batches]}
     console = Console(width=200, record=True, file=open(os.devnull, "w"))

@@ -3,6 +3,7 @@ and every recorded field a difference between the files is looked for in, with i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from test_pairing import ENV, curve
@@ -11,7 +12,7 @@ from xferbench.core.environment import SETTINGS
 from xferbench.core.results import Result, Series
 from xferbench.core.spec import BIDIRECTIONAL, D2H, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.reading.compare import difference_lines
-from xferbench.reading.pairs import copy_kind, differences, facts, framework_version, pair, placement, tags
+from xferbench.reading.pairs import copy_kind, differences, distinct_parts, facts, file_names, framework_version, pair, placement, tags
 
 H200 = {"id": "cuda:0", "kind": "cuda", "name": "NVIDIA H200", "driver": "580.159.04", "cuda_driver": "13.0"}
 GPU_ENV: dict[str, Any] = {
@@ -185,3 +186,22 @@ def test_two_gpu_runs_name_each_difference_in_compare_and_in_the_legend() -> Non
     preload = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
     setting = differences([(Result({**ENV, "settings": {}}, {}, "x"), []), (Result({**ENV, "settings": {"LD_PRELOAD": preload}}, {}, "x"), [])])
     assert tags(["A", "B"], setting) == ["A", "B: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.s…"]
+
+
+def test_files_are_named_by_the_shortest_part_of_their_paths_that_tells_them_apart() -> None:
+    """The nearest folder that differs in every path; where none does, each path's shortest ending no other shares;
+    one path given twice keeps it as given."""
+    assert distinct_parts([Path("results/run-2/validation/default.json"), Path("results/run-4/validation/default.json")]) == ["run-2", "run-4"]
+    assert distinct_parts([Path("a/x.json"), Path("b/x.json")]) == ["a", "b"]
+    assert distinct_parts([Path("r/run-2/default.json"), Path("r/run-4/default.json"), Path("r/run-4/large.json")]) == [
+        "run-2/default.json", "run-4/default.json", "large.json"]  # fmt: skip
+    assert distinct_parts([Path("x/a/r.json"), Path("y/a/r.json"), Path("z/b/r.json")]) == ["x", "y", "z"]  # a and a: not every one
+    assert distinct_parts([Path("a/x.json"), Path("a/x.json")]) == ["a/x.json", "a/x.json"]
+
+
+def test_file_names_keep_distinct_hosts_and_stems_and_shorten_only_whole_paths() -> None:
+    """Hosts where they differ, else stems where they differ (results.file_labels), else distinct_parts."""
+    one, other, same = Result({"host": "n1"}, {}, "c"), Result({"host": "n2"}, {}, "c"), Result({"host": "n1"}, {}, "c")
+    assert file_names([(Path("x/r.json"), one), (Path("y/r.json"), other)]) == ["n1", "n2"]
+    assert file_names([(Path("x/a.json"), one), (Path("y/b.json"), same)]) == ["a", "b"]
+    assert file_names([(Path("x/run-2/r.json"), one), (Path("x/run-4/r.json"), same)]) == ["run-2", "run-4"]

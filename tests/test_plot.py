@@ -79,12 +79,12 @@ def test_two_gpus_of_one_model_and_many_series_stay_apart(tmp_path) -> None:
     assert len(styles) == 12  # the colour cycle has 10: the line style changes after it
 
 
-def test_files_with_one_name_in_two_folders_are_told_apart_by_path(tmp_path) -> None:
+def test_files_with_one_name_in_two_folders_are_told_apart_by_the_folder(tmp_path) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "y").mkdir()
     picks, _ = select([sim_file(tmp_path / "x" / "run.json"), sim_file(tmp_path / "y" / "run.json")])
     labels = [line.get_label() for line in figure(picks).axes[0].get_lines() if not line.get_label().startswith("_")]
-    assert labels == [f"sim/link/copy @ simulated link (10 µs, 25 GB/s) ({tmp_path / d / 'run.json'})" for d in "xy"]
+    assert labels == [f"sim/link/copy @ simulated link (10 µs, 25 GB/s) ({d})" for d in "xy"]
 
 
 def test_a_known_link_draws_its_theoretical_ceiling(tmp_path) -> None:

@@ -237,6 +237,18 @@ def test_several_files_name_the_file_and_one_device_in_two_files_needs_no_id() -
     assert series_labels(picked(a)) == ["torch/pinned/copy @ NVIDIA H100"]
 
 
+def test_files_that_share_a_name_and_a_host_are_named_by_the_folder_that_differs() -> None:
+    """run-2/validation/default.json and run-4/validation/default.json: run-2 and run-4, in each series' label and
+    in the legend's key for each file, never the whole paths."""
+    a, b = run(curve({1: 100, 4: 300})), run(curve({1: 100, 4: 300}))
+    picks = picked(a, "r/run-2/validation/default.json") + picked(b, "r/run-4/validation/default.json")
+    assert series_labels(picks) == ["torch/pinned/copy @ NVIDIA H100 (run-2)", "torch/pinned/copy @ NVIDIA H100 (run-4)"]
+    fig = figure(picks)
+    named = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert "run-2" in named and "run-4" in named and not any("default.json" in text for text in named)
+    plt.close(fig)
+
+
 def test_labels_collide_only_when_one_label_stands_for_two_owners() -> None:
     """The same label twice for one owner is no collision; for two owners, anywhere in the list, it is."""
     assert not _collide(["a", "b"], ["x", "y"])

@@ -651,31 +651,31 @@ AMD EPYC; host-to-host; 256x256x3 uint8 per item from numpy; timed per-call; clo
 
 
 PEER_RUNS = r"""
-## xferbench report: results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json vs results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json
+## xferbench report: run-3 vs run-4
 
-Transfer throughput on NVIDIA H200: 4 series from 2 result file(s): results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json (`results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json`), results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json (`results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json`). MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.
+Transfer throughput on NVIDIA H200: 4 series from 2 result file(s): run-3 (`results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json`), run-4 (`results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json`). MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.
 
 ### What differs
 
 No recorded difference: the same device, driver, framework versions, settings, CPU, host, xferbench version and sampling in every file. Whatever moved the figures, the files do not record it.
 
-### Each path, results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json against results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json
+### Each path, run-4 against run-3
 
 What changed at each size measured in both, by the rank test of `xferbench compare` (a change counts past 5% when p < 0.01); neighbouring sizes with one verdict make a run, split where the ratio jumps 1.5× or more or a size failed:
 
-- `nvbandwidth/host_to_device_memcpy_ce/copy/streamed`: results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json is untested (no raw samples) at 256 MiB (1.00×).
-- `nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed`: results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json is untested (no raw samples) at 256 MiB (1.00×).
+- `nvbandwidth/host_to_device_memcpy_ce/copy/streamed`: run-4 is untested (no raw samples) at 256 MiB (1.00×).
+- `nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed`: run-4 is untested (no raw samples) at 256 MiB (1.00×).
 
 Each file's peak MB/s @ bytes per call, and the ratio of the two peaks wherever each lies (the runs above compare like with like, size by size).
 
-| path | peak results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json @ bytes per call | peak results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json @ bytes per call | results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json / results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json, peak to peak | verdict by size |
+| path | peak run-3 @ bytes per call | peak run-4 @ bytes per call | run-4 / run-3, peak to peak | verdict by size |
 | --- | ---: | ---: | ---: | --- |
 | `nvbandwidth/host_to_device_memcpy_ce/copy/streamed` | 55,420 @ 256 MiB | 55,499 @ 1 GiB | 1.00× | untested at 1 of 1 |
 | `nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed` | 55,318 @ 256 MiB | 55,356 @ 1 GiB | 1.00× | untested at 1 of 1 |
 
 ### Ratio at each size
 
-MB/s of results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json over results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json at the same size, with the verdict: ▼ slower, ▲ faster, = no change, ? inconclusive; (untested): a side keeps no raw samples (a peer's figures); –: not in both.
+MB/s of run-4 over run-3 at the same size, with the verdict: ▼ slower, ▲ faster, = no change, ? inconclusive; (untested): a side keeps no raw samples (a peer's figures); –: not in both.
 
 | bytes per call | `nvbandwidth/host_to_device_memcpy_ce/copy/streamed` | `nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed` |
 | ---: | ---: | ---: |
@@ -688,9 +688,9 @@ MB/s of results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json ov
 
 ### MB/s by size, path by path
 
-Median MB/s in each file; the ratio to results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json; the rank test's p-value and verdict on the raw samples.
+Median MB/s in each file; the ratio to run-3; the rank test's p-value and verdict on the raw samples.
 
-| path | bytes per call | results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json MB/s | results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json MB/s | results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json / results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json | p | verdict |
+| path | bytes per call | run-3 MB/s | run-4 MB/s | run-4 / run-3 | p | verdict |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 | `nvbandwidth/host_to_device_memcpy_ce/copy/streamed` | 48 MiB | 55,264 | – | – | – | – |
 |  | 96 MiB | – | 55,454 | – | – | – |
@@ -705,25 +705,25 @@ Median MB/s in each file; the ratio to results/nvidia-h200/2026-11-26/run-3/vali
 
 | series | peak MB/s @ bytes per call | vs best of its device | saturates at bytes per call | latency (µs) | asymptotic MB/s | % of link (theoretical) | % of raw ceiling | cliff |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-| nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json) | 55,420 @ 256 MiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
-| nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json) | 55,318 @ 256 MiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
-| nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json) | 55,499 @ 1 GiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
-| nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json) | 55,356 @ 1 GiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
+| nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (run-3) | 55,420 @ 256 MiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
+| nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (run-3) | 55,318 @ 256 MiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
+| nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (run-4) | 55,499 @ 1 GiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
+| nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (run-4) | 55,356 @ 1 GiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
 
 Peak and saturation (the smallest size reaching 95% of the peak) come from the medians; latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.
 
 Link ceilings (per direction):
-- cuda:0 (results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json), cuda:0 (results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json): PCIe Gen5 x16 theoretical (63.0 GB/s, system maximum)
+- cuda:0 (run-3), cuda:0 (run-4): PCIe Gen5 x16 theoretical (63.0 GB/s, system maximum)
 
 Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):
-- cuda:0 (results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json), cuda:0 (results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json): none in this file: it holds nvbandwidth's own figures (xferbench import), read beside xferbench's in other files
+- cuda:0 (run-3), cuda:0 (run-4): none in this file: it holds nvbandwidth's own figures (xferbench import), read beside xferbench's in other files
 
 ### Environment
 
 <details>
 <summary>Every recorded field of each file</summary>
 
-| field | results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json | results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json |
+| field | run-3 | run-4 |
 | --- | --- | --- |
 | file | results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json | results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json |
 | host | vm | vm |
@@ -748,13 +748,13 @@ Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):
 ### Reproduce
 
 ```
-# results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json: results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json (xferbench 0.1.0+source, created 2026-11-26T14:23:50+00:00)
+# run-3: results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json (xferbench 0.1.0+source, created 2026-11-26T14:23:50+00:00)
 /usr/bin/numactl --cpunodebind=0 --membind=0 /tmp/xferbench-gpu-run.tResRc/peers-build/nvbandwidth/nvbandwidth -j -b 48 -i 1 -t host_to_device_memcpy_ce device_to_host_memcpy_ce
 /usr/bin/numactl --cpunodebind=0 --membind=0 /tmp/xferbench-gpu-run.tResRc/peers-build/nvbandwidth/nvbandwidth -j -b 256 -i 1 -t host_to_device_memcpy_ce device_to_host_memcpy_ce
 ```
 
 ```
-# results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json: results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json (xferbench 0.1.0+source, created 2026-11-26T14:31:07+00:00)
+# run-4: results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json (xferbench 0.1.0+source, created 2026-11-26T14:31:07+00:00)
 /usr/bin/numactl --cpunodebind=0 --membind=0 /tmp/xferbench-gpu-run.w1pui6/peers-build/nvbandwidth/nvbandwidth -j -b 96 -i 1 -t host_to_device_memcpy_ce device_to_host_memcpy_ce
 /usr/bin/numactl --cpunodebind=0 --membind=0 /tmp/xferbench-gpu-run.w1pui6/peers-build/nvbandwidth/nvbandwidth -j -b 256 -i 1 -t host_to_device_memcpy_ce device_to_host_memcpy_ce
 /usr/bin/numactl --cpunodebind=0 --membind=0 /tmp/xferbench-gpu-run.w1pui6/peers-build/nvbandwidth/nvbandwidth -j -b 1024 -i 1 -t host_to_device_memcpy_ce device_to_host_memcpy_ce
@@ -763,7 +763,7 @@ Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):
 ### Per-batch detail
 
 <details>
-<summary>nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json): peak 55,420 MB/s @ 256 MiB</summary>
+<summary>nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (run-3): peak 55,420 MB/s @ 256 MiB</summary>
 
 NVIDIA H200; host-to-device; 512x512x4 uint8 per item from pinned; timed streamed; clock CUDA events (cuEventElapsedTime, in whole microseconds) around 16 copies queued behind a spin kernel, per copy (nvbandwidth); sync cuStreamSynchronize once the spin kernel is released
 
@@ -775,7 +775,7 @@ NVIDIA H200; host-to-device; 512x512x4 uint8 per item from pinned; timed streame
 </details>
 
 <details>
-<summary>nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json): peak 55,318 MB/s @ 256 MiB</summary>
+<summary>nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (run-3): peak 55,318 MB/s @ 256 MiB</summary>
 
 NVIDIA H200; device-to-host; 512x512x4 uint8 per item from pinned; timed streamed; clock CUDA events (cuEventElapsedTime, in whole microseconds) around 16 copies queued behind a spin kernel, per copy (nvbandwidth); sync cuStreamSynchronize once the spin kernel is released
 
@@ -787,7 +787,7 @@ NVIDIA H200; device-to-host; 512x512x4 uint8 per item from pinned; timed streame
 </details>
 
 <details>
-<summary>nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json): peak 55,499 MB/s @ 1 GiB</summary>
+<summary>nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (run-4): peak 55,499 MB/s @ 1 GiB</summary>
 
 NVIDIA H200; host-to-device; 512x512x4 uint8 per item from pinned; timed streamed; clock CUDA events (cuEventElapsedTime, in whole microseconds) around 16 copies queued behind a spin kernel, per copy (nvbandwidth); sync cuStreamSynchronize once the spin kernel is released
 
@@ -800,7 +800,7 @@ NVIDIA H200; host-to-device; 512x512x4 uint8 per item from pinned; timed streame
 </details>
 
 <details>
-<summary>nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json): peak 55,356 MB/s @ 1 GiB</summary>
+<summary>nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (run-4): peak 55,356 MB/s @ 1 GiB</summary>
 
 NVIDIA H200; device-to-host; 512x512x4 uint8 per item from pinned; timed streamed; clock CUDA events (cuEventElapsedTime, in whole microseconds) around 16 copies queued behind a spin kernel, per copy (nvbandwidth); sync cuStreamSynchronize once the spin kernel is released
 

@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from rich.text import Text
 
 from xferbench.reading.display import rate
 from xferbench.core.errors import XferbenchError
-from xferbench.reading.pairs import Difference, differences, pair, path_name, unlike
+from xferbench.reading.pairs import Difference, differences, file_names, pair, path_name, unlike
 from xferbench.core.results import DAMAGED, Point, Result, Series, damaged_points, load
 from xferbench.core.spec import SeriesKey
 from xferbench.core.stats import point_stats
@@ -131,6 +132,7 @@ class Comparison:
     differences: list[Difference] = field(default_factory=list)  # recorded fields whose values differ between the files
     damaged: dict[str, list[str]] = field(default_factory=lambda: {"base": [], "new": []})  # points left out: damaged in the file
     unlike: dict[str, list[str]] = field(default_factory=dict)  # path -> the kinds of copy BASE and NEW make, where they differ
+    labels: tuple[str, str] = ("BASE", "NEW")  # each file's short name (pairs.file_names), as report and plot give it
 
     @property
     def slower(self) -> list[Row]:
@@ -345,6 +347,8 @@ def compare(
     comparison = Comparison(threshold, alpha, differences=differences(
         [(base, list(base_series.values())), (new, [*new_series.values(), *lost])]))  # fmt: skip
     comparison.damaged = {"base": damaged_points(base), "new": damaged_points(new)}
+    base_label, new_label = file_names([(Path(names[0]), base), (Path(names[1]), new)])
+    comparison.labels = (base_label, new_label)
     for found in pair([list(base_series.values()), [*new_series.values(), *lost]]):
         series, other = found.members
         if series is None:
@@ -416,8 +420,10 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
             f"[{colours[row.verdict]}]{row.verdict}[/]" + (" (unlike copies)" if row.unlike else "")
             + (f" [yellow](busy: {', '.join(row.busy)})[/]" if row.busy else ""),
         )
-    paths = {"base": str(base_path), "new": str(new_path)}
-    lines: list[RenderableType] = [Text(f"{base_path} → {new_path}: median MB/s", style="bold")]  # a title would wrap at the table's width
+    base_name, new_name = comparison.labels  # the title gives each file's label beside its path, for the heading over the sentences
+    paths = {"base": str(base_path), "new": str(new_path)}  # a line about what one file holds names the file to open
+    titled = [path if label == str(path) else f"{label} ({path})" for label, path in ((base_name, base_path), (new_name, new_path))]
+    lines: list[RenderableType] = [Text(f"{titled[0]} → {titled[1]}: median MB/s", style="bold")]  # a title would wrap at the table's width
     lines += [Text(line, style="cyan") for line in difference_lines(comparison.differences)]
     lines.append(table)
     for failure in comparison.failed:
@@ -440,7 +446,8 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
                               style="bold yellow"))  # fmt: skip
     if comparison.slower or comparison.faster:
         lines.append(Text(f"note: {CAVEAT}", style="dim"))
-    lines.append(Text("each path, NEW against BASE:", style="bold"))
+    lines.append(Text(f"each path, NEW ({new_name}) against BASE ({base_name}):" if comparison.labels != ("BASE", "NEW")
+                      else "each path, NEW against BASE:", style="bold"))  # fmt: skip
     for change in comparison.paths:
         unlike = change.path in comparison.unlike
         colour = "bold red" if change.regressed and not unlike else "green" if change.changed else "dim"

@@ -9,17 +9,46 @@ pairs tf/eager on cuda:0 of one machine with tf/eager on cuda:0, or cuda:1, of t
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry
-from xferbench.core.results import Result, Series
+from xferbench.core.results import Result, Series, file_labels
 from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_HOST, SIMULATED, SeriesKey
 
 MISSING = "—"  # the file does not record it
 UNSET = "unset"  # a recorded setting the run did not have
 TAG_WIDTH = 48  # characters of a value in a legend's file tag before it is cut with …
+
+
+def file_names(files: Sequence[tuple[Path, Result]]) -> list[str]:
+    """Short names that tell result files apart, for every sentence, table and legend that names a file:
+    file_labels' hosts or stems where those differ, else the shortest part of the paths that does
+    (distinct_parts). A whole path repeated in every sentence buries the figures it introduces."""
+    labels = file_labels(list(files))
+    paths = [Path(path) for path, _ in files]
+    return labels if labels != [str(path) for path in paths] else distinct_parts(paths)
+
+
+def distinct_parts(paths: Sequence[Path]) -> list[str]:
+    """The nearest folder whose name differs in every path (run-2/validation/default.json and
+    run-4/validation/default.json: run-2 and run-4; a/x.json and b/x.json: a and b); where no one folder
+    does, each path's shortest ending that no other path shares (run-4/default.json beside large.json)."""
+    # Each path's parts from its file name up, whole (a relative path's folders go on above the working one).
+    parts = [Path(os.path.abspath(path)).parts[::-1] for path in paths]
+    for depth in range(1, max(len(found) for found in parts)):
+        names = [found[depth] if depth < len(found) else "" for found in parts]
+        if all(names) and len(set(names)) == len(names):
+            return names
+    endings = []
+    for index, found in enumerate(parts):
+        depth = next((d for d in range(1, len(found) + 1)
+                      if all(other[:d] != found[:d] for number, other in enumerate(parts) if number != index)), None)  # fmt: skip
+        endings.append("/".join(reversed(found[:depth])) if depth else str(paths[index]))  # one file given twice: as given
+    return endings
 
 
 def path_name(series: Series) -> str:
@@ -223,5 +252,5 @@ def tags(labels: Sequence[str], found: Sequence[Difference], most: int = 2) -> l
     return named
 
 
-__all__ = ["Difference", "Pair", "copy_kind", "differences", "facts", "framework_version", "pair", "pair_key", "path_name",
-           "placement", "tags", "unlike"]  # fmt: skip
+__all__ = ["Difference", "Pair", "copy_kind", "differences", "distinct_parts", "facts", "file_names", "framework_version", "pair",
+           "pair_key", "path_name", "placement", "tags", "unlike"]  # fmt: skip

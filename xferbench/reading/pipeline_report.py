@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xferbench.reading.display import rate
-from xferbench.core.results import Point, Selected, Series, file_labels
+from xferbench.reading.pairs import file_names
+from xferbench.core.results import Point, Selected, Series
 from xferbench.core.spec import H2D, is_pipeline
 from xferbench.core.telemetry import is_raw_reference, raw_series
 
@@ -43,7 +44,7 @@ def _share(values: list[float]) -> str:
 def section(picks: Sequence[Selected]) -> list[str]:
     """The section's Markdown lines, or none where no picked series is a pipeline."""
     files = list({id(p.result): (p.path, p.result) for p in picks}.values())
-    label_of = dict(zip((id(r) for _, r in files), file_labels(files)))
+    label_of = dict(zip((id(r) for _, r in files), file_names(files)))
     devices: dict[tuple[int, str], list[Selected]] = {}  # each file's devices apart: two machines' cuda:0 are two GPUs
     for pick in picks:
         if pick.series.direction == H2D:

@@ -19,9 +19,9 @@ from matplotlib.lines import Line2D
 from xferbench.reading.display import POOR_FIT, binary_size
 from xferbench.core.environment import device_entry, pcie_ceiling
 from xferbench.core.errors import XferbenchError
-from xferbench.reading.pairs import TAG_WIDTH, Difference, differences, path_name
+from xferbench.reading.pairs import TAG_WIDTH, Difference, differences, file_names, path_name
 from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
-from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, file_labels, refuse_unless_regular, why_unwritable, write_whole
+from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, refuse_unless_regular, why_unwritable, write_whole
 from xferbench.core.stats import CLIFF_FRACTION
 from xferbench.core.telemetry import unified_memory_ceiling
 
@@ -32,7 +32,7 @@ MARKERS = (".", "x", "+", "1")  # a file's points, where no line joins them (tim
 
 def series_labels(picks: list[Selected]) -> list[str]:
     """framework/mode/op @ device name per series, plus whatever else tells two lines apart: the
-    device id (two GPUs of one model), then, with several files, the host, the file name, or the path.
+    device id (two GPUs of one model), then, with several files, what names each file (pairs.file_names).
     A host-to-host series says so: "@ AMD EPYC" alone would pass a CPU copy off as a GPU curve."""
     labels = [f"{p.series.label().rsplit('@', 1)[0]} @ {p.series.device_name or p.series.device}"
               + (f" · {HOST_TO_HOST}" if p.series.transfer == HOST_TO_HOST else "") for p in picks]  # fmt: skip
@@ -40,7 +40,7 @@ def series_labels(picks: list[Selected]) -> list[str]:
         labels = [f"{label} [{p.series.device}]" for label, p in zip(labels, picks)]
     files = {id(p.result): (p.path, p.result) for p in picks}
     if len(files) > 1:
-        names = dict(zip(files, file_labels(list(files.values()))))
+        names = dict(zip(files, file_names(list(files.values()))))
         labels = [f"{label} ({names[id(p.result)]})" for label, p in zip(labels, picks)]
     # A series cut short (its worker died) draws only what it measured: the legend must not pass it off as whole.
     return [f"{label} (FAILED)" if p.series.status == "failed" else label for label, p in zip(labels, picks)]
@@ -237,8 +237,8 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
     labels = series_labels(picks)
     colours, styles, markers = _styles(picks)
     files = list({id(p.result): (p.path, p.result) for p in picks}.values())
-    file_names = file_labels(files)
-    file_of = {id(result): label for (_, result), label in zip(files, file_names)}
+    labels_of_files = file_names(files)
+    file_of = {id(result): label for (_, result), label in zip(files, labels_of_files)}
     several = len(files) > 1
     frameworks = list(dict.fromkeys(p.series.framework for p in picks))
     multiples = len(picks) > SMALL_MULTIPLES
@@ -348,7 +348,7 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
     first = next(iter(panels.values()))
     handles, names = first.get_legend_handles_labels()
     if several or multiples:  # one entry per series would repeat each path once per file: key paths and files instead
-        keys = _file_keys(picks, colours, files, file_names) if several else [h for h, n in zip(*_series_handles(panels))
+        keys = _file_keys(picks, colours, files, labels_of_files) if several else [h for h, n in zip(*_series_handles(panels))
                                                   if not n.startswith("_") and n not in ceilings]  # fmt: skip
         handles = [*keys, *(cliffs if several else []),
                    *(h for h, n in zip(handles, names) if n in ceilings)]  # fmt: skip

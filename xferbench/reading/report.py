@@ -19,8 +19,8 @@ from xferbench.core.errors import XferbenchError
 from xferbench.reading import pipeline_report
 from xferbench.core.concurrency import groups
 from xferbench.reading.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
-from xferbench.reading.pairs import Pair, copy_kind, differences, framework_version, pair, pair_key, placement, unlike
-from xferbench.core.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, file_labels, refuse_unless_regular, why_unwritable, write_whole
+from xferbench.reading.pairs import Pair, copy_kind, differences, file_names, framework_version, pair, pair_key, placement, unlike
+from xferbench.core.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, refuse_unless_regular, why_unwritable, write_whole
 from xferbench.core.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.core.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.core.telemetry import (
@@ -624,7 +624,7 @@ def render(
     shown as FAILED; `out` is where it will be written (for the plot's relative link); `selection`
     keeps series outside it from the "Not measured" list."""
     files = _files(picks)
-    labels = file_labels(files)
+    labels = file_names(files)
     label_of = {id(r): label for (_, r), label in zip(files, labels)}
     several = len(files) > 1
     where = [label_of[id(p.result)] if several else "" for p in picks]
