@@ -257,7 +257,7 @@ def test_a_per_call_series_has_no_copies_column_and_no_streamed_caption() -> Non
 
 
 def test_device_clock_faults_and_pin_time_each_add_a_column_in_order() -> None:
-    """device MB/s where any point has a device median, faults/call where any reaches 1,000, pin time where any pinned."""
+    """device MB/s where any point has a device median, faults/call where any reaches 16, pin time where any pinned."""
     timed = point(1, 9000.0, device_median_s=2e-5, device_mbps=9830.4, page_faults_per_call=1000.0, pin_s=0.0)
     table = display.series_table(series(timed, point(4, 9000.0), transfer="host-to-device"))
     assert list(columns(table))[7:] == ["device MB/s", "faults/call", "pin time"]
@@ -266,9 +266,11 @@ def test_device_clock_faults_and_pin_time_each_add_a_column_in_order() -> None:
     assert columns(table)["pin time"] == ["0 ns", "-"]
 
 
-def test_page_faults_show_from_1000_per_call_and_never_on_a_simulated_link() -> None:
-    """999 faults a call: no column; 1,000: the column; a simulated link's faults are no link's."""
-    assert "faults/call" not in columns(display.series_table(series(point(1, 9000.0, page_faults_per_call=999.0))))
+def test_page_faults_show_from_16_per_call_and_never_on_a_simulated_link() -> None:
+    """15.9 faults a call: no column; 16: the column, each point's count beside; a simulated link's faults are no link's."""
+    assert "faults/call" not in columns(display.series_table(series(point(1, 9000.0, page_faults_per_call=15.9))))
+    shown = display.series_table(series(point(1, 9000.0, page_faults_per_call=16.0), point(4, 9000.0, page_faults_per_call=0.3)))
+    assert columns(shown)["faults/call"] == ["16", "0"]
     shown = display.series_table(series(point(1, 9000.0, page_faults_per_call=1234.5), point(4, 9000.0, page_faults_per_call=12.0)))
     assert columns(shown)["faults/call"] == ["1,234", "12"]
     simulated = series(point(1, 9000.0, page_faults_per_call=5000.0), transfer="simulated")

@@ -86,8 +86,10 @@ def test_detail_shows_device_clock_directions_and_page_faults_where_recorded() -
         "| 4 | - | 6,000 | 24,000 | 24,000 | 23,933–24,067 | 8 | - | - | - | - |",
         "| 16 | error: | — | — | — | — | — | — | — | — | — |",
         "", "</details>", ""]  # fmt: skip
-    s.points[0].page_faults_per_call = 999.0
+    s.points[0].page_faults_per_call = 15.9
     assert report.detail(s, "x")[5].endswith("| device MB/s |")
+    s.points[0].page_faults_per_call = 16.0
+    assert report.detail(s, "x")[5].endswith("| device MB/s | faults/call |")
     sim = curve("sim", "link", {1: 6000.0}, device="sim:0", transfer="simulated")
     sim.points[0].page_faults_per_call = 5000.0
     assert report.detail(sim, "s")[5] == "| batch size | batch time (s) | BPS | FPS | MB/S | MB/s p10–p90 | n |"

@@ -21,7 +21,10 @@ from xferbench.core.telemetry import fraction_of_link, fraction_of_raw, is_raw_r
 
 BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
 UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note
-FAULTY = 1000  # minor page faults per call from which the table shows them (4 MB of fresh 4 KiB pages; 16 MB of Apple silicon's 16 KiB)
+# Minor page faults per call from which a series' table shows them: a path that touches fresh memory on every call.
+# A quiet point takes 0 to 15 in the committed runs (a first call's lazy setup, a stray allocation). Huge pages cut
+# the count of a fresh buffer to about one per 77 KiB: NumPy's copy of TensorFlow's 48 MiB batch takes 536.
+FAULTY = 16
 POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
 LINE = 100  # the widest a line of progress, a point, a warning or a note runs, however wide the terminal
 
@@ -93,7 +96,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
     DROP_ORDER until the table fits its width (the caption says which), so no number is ever cut."""
     streamed = series.method == STREAMED
     has_device_clock = any(p.device_median_s for p in series.points)
-    # Page faults per call explain host-side cliffs (fresh pages on every call); shown only when they happen.
+    # Page faults per call explain host-side cliffs (fresh pages on every call); shown where a point reaches FAULTY.
     has_faults = series.transfer != "simulated" and any((p.page_faults_per_call or 0) >= FAULTY for p in series.points)
     sizes = len({p.bytes for p in series.ok_points()})
     ceilings = ceiling_parts(series, result)
