@@ -308,11 +308,12 @@ def test_a_one_way_series_has_no_bidir_caption_even_with_direction_figures() -> 
     assert "h2d MB/s" in columns(table) and "bidir" not in str(table.caption)
 
 
-def overlapped(batch: int, mbps: float) -> Point:
-    """A point measured with --overlap: its copy median, a kernel of twice that, and a step of 2.5 times it."""
+def overlapped(batch: int, mbps: float, kernel: float = 2.0) -> Point:
+    """A point measured with --overlap: its copy median, a kernel of `kernel` times that, and a step of (kernel + 0.5)
+    times it: half the copy hidden while the kernel is the longer part."""
     made = point(batch, mbps)
     median = made.median_s or 0.0
-    made.compute = {"kernel": "matmul", "compute_times_s": [2 * median] * 10, "step_times_s": [2.5 * median] * 10}
+    made.compute = {"kernel": "matmul", "compute_times_s": [kernel * median] * 10, "step_times_s": [(kernel + 0.5) * median] * 10}
     return made
 
 
@@ -323,8 +324,20 @@ def test_an_overlap_run_adds_compute_step_and_hidden_with_their_caption() -> Non
     assert columns(table)["compute"] == ["43.7 µs", "-"] and columns(table)["step"] == ["54.6 µs", "-"]
     assert columns(table)["hidden"] == ["50%", "-"]
     assert str(table.caption).endswith(" · compute: the kernel alone, sized to each batch time; step: the next batch, then the kernel fed"
-                                       " by it; hidden: the share of the batch time the step hid behind the kernel")  # fmt: skip
+                                       " by it; hidden: the share of the shorter of the two, batch time or kernel, the step hid behind"
+                                       " the other")  # fmt: skip
     assert str(table.caption).startswith("peak 9,000 MB/s")  # added to the curve's line, not in its place
+
+
+def test_a_hidden_share_shows_only_where_the_kernel_took_half_to_twice_the_batch_time() -> None:
+    """At 2× and 0.5× the share shows; past them it is n/a with the kernel's ratio, and the caption says why, once."""
+    table = display.series_table(series(overlapped(1, 9000.0, 2.0), overlapped(2, 9000.0, 2.01), overlapped(4, 9000.0, 0.5),
+                                        overlapped(8, 9000.0, 0.49), summary=Summary(peak_mbps=9000.0)))  # fmt: skip
+    assert columns(table)["hidden"] == ["50%", "n/a (kernel 2.01×)", "100%", "n/a (kernel 0.49×)"]
+    assert str(table.caption).endswith(" hid behind the other (n/a: the kernel took less than 1/2 or more than 2 times the"
+                                       " delivery's time, so the share would show the noise of the longer part, not the pipeline)")  # fmt: skip
+    shown = display.series_table(series(overlapped(1, 9000.0, 2.0), summary=Summary(peak_mbps=9000.0)))
+    assert "n/a" not in str(shown.caption)
 
 
 def test_overlap_cells_are_dashes_without_the_kernels_samples() -> None:

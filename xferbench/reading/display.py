@@ -16,7 +16,7 @@ from xferbench.core.references import published_line
 from xferbench.core.results import BUSY_SHARE, Point, Result, Series
 from xferbench.core.concurrency import Group
 from xferbench.core.spec import BIDIR, D2H, H2D, STREAMED
-from xferbench.core.stats import Summary, median_uncertainty
+from xferbench.core.stats import Overlap, Summary, median_uncertainty
 from xferbench.core.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
 
 BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
@@ -26,6 +26,13 @@ UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, 
 # the count of a fresh buffer to about one per 77 KiB: NumPy's copy of TensorFlow's 48 MiB batch takes 536.
 FAULTY = 16
 POOR_FIT = 0.20  # rms relative error above which latency + bandwidth does not describe the curve
+# The hidden share is shown only where the kernel took from 1/HIDDEN_SPAN to HIDDEN_SPAN times the delivery's median. It
+# divides by the shorter part, so an error of e in the longer part's median moves it by e times their ratio: at the
+# sampler's ±5%, ±10 points within 2×, ±75 at 15×, where a tiny kernel leaves nothing to hide and a huge one hides
+# any delivery that runs ahead. The kernel is sized to the delivery, so a ratio past 2 is a kernel that missed its size.
+HIDDEN_SPAN = 2.0
+HIDDEN_RULE = (f"n/a: the kernel took less than 1/{HIDDEN_SPAN:g} or more than {HIDDEN_SPAN:g} times the delivery's time, so the"
+               " share would show the noise of the longer part, not the pipeline")  # fmt: skip
 LINE = 100  # the widest a line of progress, a point, a warning or a note runs, however wide the terminal
 
 
@@ -124,7 +131,9 @@ def series_table(series: Series, result: Result | None = None, console: Console 
         columns["pin time"] = []
     if any(p.overlap_figures() for p in series.points):  # --overlap: the kernel alone, a step with both, and what it hid
         caption += (" · compute: the kernel alone, sized to each batch time; step: the next batch, then the kernel fed"
-                    " by it; hidden: the share of the batch time the step hid behind the kernel")  # fmt: skip
+                    " by it; hidden: the share of the shorter of the two, batch time or kernel, the step hid behind the other")  # fmt: skip
+        if any((figures := p.overlap_figures()) and not hidden_shown(figures) for p in series.points):
+            caption += f" ({HIDDEN_RULE})"
         columns.update({"compute": [], "step": [], "hidden": []})
     failed: dict[int, str] = {}
     for row, p in enumerate(series.points):
@@ -180,7 +189,20 @@ def overlap_cells(point: Point) -> dict[str, str]:
     figures = point.overlap_figures()
     if figures is None:
         return {"compute": "-", "step": "-", "hidden": "-"}
-    return {"compute": seconds(figures.compute_s), "step": seconds(figures.step_s), "hidden": f"{figures.hidden:.0%}"}
+    return {"compute": seconds(figures.compute_s), "step": seconds(figures.step_s), "hidden": hidden_text(figures)}
+
+
+def hidden_shown(figures: Overlap) -> bool:
+    """Whether the kernel's length lets the hidden share say something of the pipeline (HIDDEN_SPAN)."""
+    return 1 / HIDDEN_SPAN <= figures.balance <= HIDDEN_SPAN
+
+
+def hidden_text(figures: Overlap, balance: bool = False) -> str:
+    """The hidden share ("72%"; with `balance`, the kernel's time over the delivery's beside it: "72% (0.82×)"), or,
+    where the kernel was too short or too long for it to mean anything, n/a with that ratio: "n/a (kernel 4.6×)"."""
+    if not hidden_shown(figures):
+        return f"n/a (kernel {figures.balance:.3g}×)"  # 3 digits: 2.01× is past the rule, "2×" would read as within it
+    return f"{figures.hidden:.0%}" + (f" ({figures.balance:.2g}×)" if balance else "")
 
 
 def summary_line(summary: Summary, sizes: int | None = None, streamed: bool = False) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xferbench.reading.display import rate
+from xferbench.reading.display import HIDDEN_RULE, hidden_shown, hidden_text, rate
 from xferbench.reading.pairs import file_names
 from xferbench.core.results import Point, Selected, Series
 from xferbench.core.spec import H2D, is_pipeline
@@ -126,13 +126,13 @@ def _overlap(pipes: Sequence[Series], name_of: dict[str, str], where: str = "") 
     rows = []
     for series in measured:
         found = {p.batch_size: p.overlap_figures() for p in series.ok_points()}
-        rows.append([f"`{name_of[series.label()]}`",
-                     *(f"{f.hidden:.0%} ({f.balance:.2g}×)" if (f := found.get(b)) else ABSENT for b in batches)])  # fmt: skip
+        rows.append([f"`{name_of[series.label()]}`", *(hidden_text(f, balance=True) if (f := found.get(b)) else ABSENT for b in batches)])
+    left_out = any(not hidden_shown(f) for s in measured for p in s.ok_points() if (f := p.overlap_figures()))
     return [f"With compute (--overlap){where}: how much of the shorter part, delivering a batch or a kernel sized to the"
             " batch's delivery time, a step hid behind the other (0%: the step took as long as the two one after the other;"
             " 100%: only as long as the longer); (×): the kernel's time over the delivery's, near 1 where it was sized well."
             " Each step waits for its kernel, as a loop that reads its loss does, so only the pipeline's host-side work can"
-            " be hidden, never the device copy itself.", "",
+            " be hidden, never the device copy itself." + (f" {HIDDEN_RULE}." if left_out else ""), "",
             _row(["path", *(f"batch {b}" for b in batches)]), _row(["---", *["---:"] * len(batches)]), *(_row(r) for r in rows), ""]  # fmt: skip
 
 
