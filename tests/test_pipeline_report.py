@@ -94,6 +94,28 @@ def test_a_hidden_share_is_left_out_where_the_kernel_was_too_short_or_too_long_f
     assert "n/a" not in balanced  # every kernel within 2× of its delivery: no rule to state
 
 
+def test_the_first_answer_says_which_of_its_figures_a_busy_machine_measured() -> None:
+    """Busy points (Point.busy: others took a quarter of the CPUs or more) among the pipelines, the plain copy and the host
+    memcpy are named in the answer's sentence and marked (busy) in both tables; a quiet file says nothing of it."""
+    chosen = copy.deepcopy(picks(CPU))
+    for pick in chosen:
+        for point in pick.series.points:
+            point.others_cpus, point.cpus = 0.0, 2
+            busy = {"dataset": (16, 64), "pageable": (1,), "numpy": (256,)}.get(pick.series.mode, ())
+            if point.batch_size in busy:
+                point.others_cpus = 0.5  # a quarter of 2 CPUs: busy from here
+    text = "\n".join(pipeline_report.section(chosen))
+    assert ("the best pipeline reaches 0.35–5.03× the best plain copy of the same batch. Measured on a busy machine at 4 of the"
+            " 40 figures below (`tf/dataset/copy` at batch 16, 64; `torch/pageable/copy` at batch 1; `host/numpy/copy` at batch"
+            " 256): other processes used a quarter of the CPUs or more, so those figures, marked (busy), may show the machine,"
+            " not the pipeline; measure them again on a quiet machine.") in text  # fmt: skip
+    assert "the most at each batch in bold; (busy): measured on a busy machine; –: not measured:" in text
+    assert "| 16 | **28,908 (busy)** | 5,313 |" in text and "| 237,192 (busy) (`torch/pageable/copy`) | 517,331 |" in text
+    assert "| 256 | 519 | **665** |" in text and text.count("| 233 (busy) |") == 1
+    assert "| `tf/dataset/copy` | n/a (kernel 3.71×) | n/a (kernel 4.6×) (busy) | 70% (1.2×) (busy) | 76% (1.1×) |" in text
+    assert "busy" not in "\n".join(pipeline_report.section(picks(CPU)))
+
+
 def test_only_host_to_device_copies_are_read_beside_the_pipelines() -> None:
     """The same GPU's d2h and bidir sweep beside it: a bidir copy moves twice the bytes, and is no plain copy of these batches."""
     both = select([H200, H200.parent / "d2h.json"], Selection())[0]

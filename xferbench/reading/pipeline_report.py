@@ -13,6 +13,7 @@ from xferbench.core.spec import H2D, is_pipeline
 from xferbench.core.telemetry import is_raw_reference, raw_series
 
 ABSENT = "–"
+BUSY = " (busy)"  # a figure measured while other processes took a quarter of the CPUs or more (Point.busy), as the report marks it
 YARDSTICKS = ("host", "sim")  # no framework's copy: a host memcpy for scale, a simulated link
 
 
@@ -34,6 +35,27 @@ def _runs(best: list[tuple[int, str]]) -> list[tuple[str, list[int]]]:
         else:
             runs.append((name, [batch]))
     return runs
+
+
+def _marked(point: Point) -> str:
+    """What follows a figure measured on a busy machine: the report's mark."""
+    return BUSY if point.busy else ""
+
+
+def _busy_sentence(shown: Sequence[tuple[Series, Point]]) -> str:
+    """Which of the table's figures a busy machine measured, by series and batch, or nothing where none was: a
+    pipeline's lead may be the machine's doing, and it must be said before the reader takes it."""
+    busy: dict[str, list[int]] = {}
+    for series, point in shown:
+        if point.busy:
+            busy.setdefault(series.label().rsplit("@", 1)[0], []).append(point.batch_size)
+    if not busy:
+        return ""
+    count = sum(len(batches) for batches in busy.values())
+    listed = "; ".join(f"`{name}` at batch {', '.join(map(str, sorted(batches)))}" for name, batches in busy.items())
+    return (f" Measured on a busy machine at {count} of the {len(shown)} figures below ({listed}): other"
+            " processes used a quarter of the CPUs or more, so those figures, marked (busy), may show the machine, not the"
+            " pipeline; measure them again on a quiet machine.")
 
 
 def _share(values: list[float]) -> str:
@@ -64,6 +86,8 @@ def section(picks: Sequence[Selected]) -> list[str]:
         batches = sorted({b for found in points.values() for b in found})
         best: list[tuple[int, str]] = []
         rows, raw_shares, plain_ratios = [], [], []
+        shown: list[tuple[Series, Point]] = []  # every figure the table gives, for the busy sentence
+        read_against: list[tuple[Series, Point]] = []  # those of the plain copies and the yardstick
         for batch in batches:
             here_points = {name: found[batch] for name, found in points.items() if batch in found}
             name, top = max(here_points.items(), key=lambda item: item[1].batches_per_s or 0)
@@ -82,12 +106,15 @@ def section(picks: Sequence[Selected]) -> list[str]:
                     cells.append(ABSENT)
                     continue
                 share = f" ({point.mbps / ceiling.mbps:.0%})" if ceiling and ceiling.mbps and point.mbps else ""
-                text = f"{rate(point.batches_per_s)}{share}"
+                text = f"{rate(point.batches_per_s)}{share}{_marked(point)}"
                 cells.append(f"**{text}**" if label == name else text)
-            plain_cell = (f"{rate(best_plain[1].batches_per_s)} (`{best_plain[0].label().rsplit('@', 1)[0]}`)"
+                shown.append((next(s for s in pipes if s.label() == label), point))
+            plain_cell = (f"{rate(best_plain[1].batches_per_s)}{_marked(best_plain[1])} (`{best_plain[0].label().rsplit('@', 1)[0]}`)"
                           if best_plain else ABSENT)  # fmt: skip
+            yardstick_series = raw if ceiling else scale
             yardstick = ceiling or (_ok(scale).get(batch) if scale else None)
-            rows.append([str(batch), *cells, plain_cell, rate(yardstick.batches_per_s) if yardstick else ABSENT])
+            read_against += [found for found in (best_plain, (yardstick_series, yardstick)) if found and found[0] and found[1]]
+            rows.append([str(batch), *cells, plain_cell, rate(yardstick.batches_per_s) + _marked(yardstick) if yardstick else ABSENT])
         name_of = {s.label(): s.label().rsplit("@", 1)[0] for s in pipes}
         won = "; ".join(f"`{name_of[name]}` at {_span(run)}" for name, run in _runs(best))
         device_name = pipes[0].device_name or device
@@ -99,11 +126,13 @@ def section(picks: Sequence[Selected]) -> list[str]:
             span = f"{low:.2f}×" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{high:.2f}×"
             against.append(f"{span} the best plain copy of the same batch")
         where = f" in {label_of[file_id]}" if len(files) > 1 else ""
+        column = {id(series): number for number, series in enumerate(pipes)}
+        busy = _busy_sentence([*sorted(shown, key=lambda found: column[id(found[0])]), *read_against])  # in the columns' order
         lines.append(f"- **{device}** ({device_name}){where}: most batches per second from {won}"
-                     + (f"; the best pipeline reaches {' and '.join(against)}." if against else "."))  # fmt: skip
+                     + (f"; the best pipeline reaches {' and '.join(against)}." if against else ".") + busy)  # fmt: skip
         lines += ["", f"Batches per second delivered on {device}{where}, the most at each batch in bold"
                   + ("; (%): MB/s as a share of the raw ceiling at the same batch" if raw_points else "")
-                  + f"; {ABSENT}: not measured:", ""]  # fmt: skip
+                  + ("; (busy): measured on a busy machine" if busy else "") + f"; {ABSENT}: not measured:", ""]  # fmt: skip
         last = "raw ceiling" if raw_points else f"host memcpy, for scale (`{scale.label().rsplit('@', 1)[0]}`)" if scale else "raw ceiling (none ran)"
         header = ["batch", *(f"`{name_of[s.label()]}`" for s in pipes), "best plain copy", last]
         lines += [_row(header), _row(["---:"] * len(header)), *(_row(r) for r in rows), ""]
@@ -125,8 +154,13 @@ def _overlap(pipes: Sequence[Series], name_of: dict[str, str], where: str = "") 
     batches = sorted({p.batch_size for s in measured for p in s.ok_points() if p.overlap_figures()})
     rows = []
     for series in measured:
-        found = {p.batch_size: p.overlap_figures() for p in series.ok_points()}
-        rows.append([f"`{name_of[series.label()]}`", *(hidden_text(f, balance=True) if (f := found.get(b)) else ABSENT for b in batches)])
+        found = {p.batch_size: p for p in series.ok_points()}
+        cells = [f"`{name_of[series.label()]}`"]
+        for batch in batches:
+            point = found.get(batch)
+            figures = point.overlap_figures() if point else None
+            cells.append(hidden_text(figures, balance=True) + _marked(point) if point and figures else ABSENT)
+        rows.append(cells)
     left_out = any(not hidden_shown(f) for s in measured for p in s.ok_points() if (f := p.overlap_figures()))
     return [f"With compute (--overlap){where}: how much of the shorter part, delivering a batch or a kernel sized to the"
             " batch's delivery time, a step hid behind the other (0%: the step took as long as the two one after the other;"
