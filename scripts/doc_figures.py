@@ -89,15 +89,18 @@ class Run:
     """One result file, read as JSON (no xferbench import: the figures are the file's own numbers)."""
 
     def __init__(self, path: Path, name: str) -> None:
+        from xferbench.core.results import Result
+
         self.path, self.name = path, name
         self.data = json.loads(path.read_text(encoding="utf-8"))
+        self.labels = [s.label() for s in Result.from_dict(self.data).series]  # as xferbench names each series
 
     def series(self, label: str) -> dict[str, Any]:
-        """The series whose label is `label`, as 'framework/mode/op[+buffer][/direction][/streamed][@device]':
+        """The series xferbench labels `label` ('framework/mode/op[/direction][/streamed][/N-at-once][+buffer]@device');
         the device may be left out where only one series has the rest."""
-        found = [s for s in self.data["series"] if label in (_label(s), _label(s).split("@")[0])]
+        found = [s for s, name in zip(self.data["series"], self.labels) if label in (name, name.split("@")[0])]
         if len(found) != 1:
-            have = ", ".join(_label(s) for s in self.data["series"])
+            have = ", ".join(self.labels[:8]) + (f" and {len(self.labels) - 8} more" if len(self.labels) > 8 else "")
             raise FigureError(f"{self.name}: {len(found)} series match {label!r} (the file has: {have})")
         return found[0]
 
@@ -176,17 +179,6 @@ def at_max_link(*runs: Run) -> tuple[int, int]:
                 read += 1
                 at_max += gen == [link.get("pcie_gen_max")] * 2 and width == [link.get("pcie_width_max")] * 2
     return read, at_max
-
-
-def _label(series: dict[str, Any]) -> str:
-    label = f"{series['framework']}/{series['mode']}/{series['op']}"
-    if series.get("host_buffer") not in (None, "numpy", "pinned"):
-        label += f"+{series['host_buffer']}"
-    if series.get("direction") not in (None, "h2d"):
-        label += f"/{series['direction']}"
-    if series.get("method") == "streamed":
-        label += "/streamed"
-    return f"{label}@{series['device']}"
 
 
 def grab(text: str, pattern: str, group: int = 1) -> str:
