@@ -21,7 +21,7 @@ BYTES = "NVML's count of bytes received within -10% / +35% of the bytes claimed 
 CLOCK = "device-event vs wall-clock MB/s from 256 MiB (pinned copies, information)"
 VERIFIED = "every path's bytes verified"
 COMPLETED = "every sweep ran to the end"
-NO_PAIR = "no batch size measured by both in the same file on the same device with the same timing"
+NO_PAIR = "no batch size measured by both on the same device with the same timing, in any file"
 
 
 def raw(mbps_by_batch: dict[int, float], **kwargs: Any) -> Any:
@@ -174,10 +174,20 @@ def test_pinned_into_compares_only_the_same_timing_method() -> None:
     assert check("pinned_into", raw({1024: 26_000}, method=STREAMED), torch({1024: 25_500})) == Verdict(PINNED_INTO, NA, NO_PAIR)
 
 
-def test_pinned_into_compares_only_within_one_file() -> None:
-    """Raw and torch figures from two different files are not compared."""
-    apart = [result(raw({1024: 26_000})), result(torch({1024: 25_500}))]
-    assert validate.pinned_into_check(apart) == Verdict(PINNED_INTO, NA, NO_PAIR)
+def test_pinned_into_takes_the_raw_copy_of_its_own_file_else_another_files() -> None:
+    """Raw and torch figures of one file are set side by side; where torch's file has no raw copy at its
+    largest batch, another file's is taken (a check is n/a only where no file has it), and the figure
+    names each file."""
+    apart = {"large.json": result(torch({1024: 25_500})), "link.json": result(raw({1024: 26_000}))}
+    assert validate.pinned_into_check(apart) == Verdict(
+        PINNED_INTO, PASS, "25,500 / 26,000 MB/s = 98.1% at batch 1024 (1,024 MiB, per-call) (torch from large.json, raw from link.json)")
+    assert validate.pinned_into_check(list(apart.values())).figure.endswith("(1,024 MiB, per-call)")  # no names given: none said
+    both = {"link.json": result(raw({1024: 20_000})), "large.json": result(torch({1024: 25_500}), raw({1024: 26_000}))}
+    assert validate.pinned_into_check(both).figure.endswith("per-call) (large.json)")  # its own file's, though another came first
+    other_device = result(raw({1024: 26_000}))
+    other_device.series[0].device = "cuda:1"
+    assert validate.pinned_into_check({"large.json": result(torch({1024: 25_500})), "link.json": other_device}) == Verdict(
+        PINNED_INTO, NA, NO_PAIR)
 
 
 def test_pinned_into_needs_the_raw_copy_at_torchs_largest_batch() -> None:
@@ -205,14 +215,30 @@ def test_pinned_into_at_exactly_the_floor_passes() -> None:
 def test_methods_without_both_timings_at_large_sizes_is_not_judged() -> None:
     """Only one timing method: n/a, naming the size from which they are compared."""
     assert check("methods", raw({1024: 26_000})) == Verdict(
-        METHODS, NA, "no file has cuda/raw_pinned both per call and streamed at 256 MiB or more")
+        METHODS, NA, "no file has cuda/raw_pinned per call at 256 MiB or more with a streamed figure at the same size in it or another file")
 
 
 def test_methods_reads_every_file_past_one_without_both_timings() -> None:
-    """A file with one timing method does not hide the next file's comparison."""
+    """A file with one timing method does not hide the next file's comparison, and its per-call figure is
+    set beside the other file's streamed one at the same size."""
     files = [result(raw({1024: 26_000})), result(*good_raw())]
     assert validate.methods_check(files) == Verdict(
-        METHODS, PASS, "worst +1.2% (streamed vs per call) at batch 256 (268 MB): 26,100 streamed, 25,800 per call MB/s, over 2 sizes")
+        METHODS, PASS, "worst +1.2% (streamed vs per call) at batch 256 (268 MB): 26,100 streamed, 25,800 per call MB/s, over 3 sizes")
+
+
+def test_methods_sets_a_per_call_figure_beside_another_files_streamed_one_and_names_both() -> None:
+    """A large sweep with per-call figures only (its streamed series cut short) is judged against link.json's
+    streamed 256 MiB; the file's own streamed figure is preferred where it has one; another device's never counts."""
+    large = result(raw({256: 25_000, 1024: 26_000}))
+    link = result(raw({256: 26_000}, method=STREAMED))
+    assert validate.methods_check({"large.json": large, "link.json": link}) == Verdict(
+        METHODS, FAIL, "worst +4.0% (streamed vs per call) at batch 256 (268 MB): 26,000 streamed, 25,000 per call MB/s"
+                       " (streamed from link.json, per call from large.json), over 1 sizes")
+    own = result(raw({256: 25_000}), raw({256: 25_100}, method=STREAMED))
+    assert validate.methods_check({"link.json": link, "large.json": own}).figure == (
+        "worst +0.4% (streamed vs per call) at batch 256 (268 MB): 25,100 streamed, 25,000 per call MB/s (large.json), over 1 sizes")
+    link.series[0].device = "cuda:1"
+    assert validate.methods_check({"large.json": large, "link.json": link}).status == NA
 
 
 # bytes NVML counted

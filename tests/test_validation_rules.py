@@ -16,6 +16,7 @@ import peer_outputs as out
 import pytest
 
 import xferbench
+from xferbench.core import references
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Result, load
 from xferbench.core.verdict import FAIL, NA, PASS, Verdict
@@ -53,9 +54,7 @@ def peers5(run5: dict[str, Result]) -> dict[str, Result | None]:
 
 def checks_of(files: dict[str, Result | None], imported: dict[str, Result | None], device: str = "cuda:0") -> list[Verdict]:
     """The checks as `validate` makes them from its files."""
-    ours = [r for r in files.values() if r is not None]
-    return [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}), *validate.run_checks(ours),
-            validation.peers_check(validation._sweeps(files), imported.get("nvbandwidth"), device)]  # fmt: skip
+    return validation.checks_for(files, imported, device)
 
 
 def folder_holding(tmp_path: Path, names: list[str]) -> Path:
@@ -98,41 +97,108 @@ def run5_validation(folder: Path, **kwargs: Any) -> validation.Validation:
 # the verdict page
 
 
+def changed(text: str, *edits: tuple[str, str]) -> str:
+    """`text` with each (old, new) made, each old found exactly once: the page as this xferbench writes it,
+    set out as what differs from the one the run wrote."""
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+def published_for(model: str) -> str:
+    """What the page says of the model's published figures, from the references this xferbench holds."""
+    said = references.published_line(model, None)
+    return said[:1].upper() + said[1:]
+
+
+H200_PUBLISHED = "No published host-to-device figure for this model (NVIDIA H200)"  # as the H200 runs' pages said it
+EVERY_FILE = " in default.json, large.json, link.json"
+
+
 def test_the_h200_runs_page_is_written_line_for_line(run5, tmp_path) -> None:
-    """The whole page of a passing run: headline, budget line, facts, checks, published figures, peer table, folder."""
+    """The whole page of a passing run: headline, budget line, facts, checks, published figures, peer table, folder.
+    Against the page the run wrote: every figure now names its file; the peer check says which file gave which size;
+    the table leaves out the sizes no peer measured and says where its figures came from."""
     files, imported = sweeps5(run5), peers5(run5)
     run = run5_validation(folder_holding(tmp_path, RUN5_FILES))
-    page = validation.verdict_page(run, files, imported, checks_of(files, imported), [])
-    expected = as_written(RUN5 / "verdict.md").splitlines()
-    expected[4] = expected[4].replace("estimated 5.7 min", f"estimated {budget.minutes(run.estimate_s())}")
+    checks = checks_of(files, imported)
+    page = validation.verdict_page(run, files, imported, checks, [])
+    bytes_row = next(c for c in checks if c.name.startswith("NVML's count"))
+    assert bytes_row.figure.startswith("cuda/raw_pinned/copy/streamed@cuda:0 (link.json): claimed 559 GB, NVML ")
+    expected = changed(
+        as_written(RUN5 / "verdict.md"),
+        ("estimated 5.7 min", f"estimated {budget.minutes(run.estimate_s())}"),
+        ("cuda/raw_pinned/copy/streamed@cuda:0: 55,508 MB/s", "cuda/raw_pinned/copy/streamed@cuda:0 (large.json): 55,508 MB/s"),
+        ("under load in 29 series |", f"under load in 29 series{EVERY_FILE} |"),
+        ("| 29 series bound to node 0", f"| 29 series{EVERY_FILE} bound to node 0"),
+        ("(1,024 MiB, per-call) |", "(1,024 MiB, per-call) (large.json) |"),
+        ("55,310 per call MB/s, over 2 sizes", "55,310 per call MB/s (large.json), over 2 sizes"),
+        ("31 series, 205 points, every byte", f"31 series, 205 points{EVERY_FILE}, every byte"),
+        ("batch 256, over 6 points", "batch 256 (large.json), over 6 points"),
+        ("xferbench 55,473, nvbandwidth 55,446 MB/s);", "xferbench 55,473 (large.json), nvbandwidth 55,446 MB/s); xferbench's figures"
+                                                      " from default.json at 96 MiB, large.json at 256 MiB and 1024 MiB;"),
+        ("(1.07 GB): 55.5 GB/s. " + H200_PUBLISHED, "(1.07 GB): 55.5 GB/s (large.json). " + published_for("NVIDIA H200")),
+        ("| 1.000 | 1.001 | 0.974 |\n", "| 1.000 | 1.001 | 0.974 |\n\nxferbench's figures in this table are from default.json, large.json.\n"))
+    expected = "\n".join(line if not line.startswith("| NVML's count") else f"| {bytes_row.name} | **PASS** | {bytes_row.figure} |"
+                         for line in expected.split("\n"))  # the count NVML's samples give, as the telemetry reads them today
     # The run's page also set out, as rows of dashes, the sizes only xferbench measured (197 KB to 48 MiB): no more.
-    table = expected.index(TABLE_HEAD)
-    lacking = [line for line in expected[table + 2:] if line.startswith("| ") and line.split(" | ")[3:5] == ["–", "–"]
+    lines = expected.splitlines()
+    table = lines.index(TABLE_HEAD)
+    lacking = [line for line in lines[table + 2:] if line.startswith("| ") and line.split(" | ")[3:5] == ["–", "–"]
                and line.split(" | ")[6] == "–"]  # no nvbandwidth, bandwidthTest pinned or pageable figure  # fmt: skip
     assert len(lacking) == 9 and lacking[0].startswith("| 197 KB |") and lacking[-1].startswith("| 48 MiB ")
-    assert page.splitlines() == [line for line in expected if line not in lacking]
+    assert page.splitlines() == [line for line in lines if line not in lacking]
     assert page.endswith("their NUMA affinity\n")
 
 
+RUN3_NAMES = ["link.json", "link.png", "peer-nvbandwidth.json", "peer-bandwidthtest.json", "peers/nvbandwidth.json",
+              "peers/bandwidthTest.txt", "peers/commands.txt", "report.md", "nvidia-smi-q.txt", "nvidia-smi-topo.txt"]  # fmt: skip
+
+
 def test_a_run_that_saved_only_its_link_run_is_written_line_for_line(tmp_path) -> None:
-    """A quick run whose two sweeps were not written: FAIL before could-not-run, the link run kept out of the
-    ceiling and the peer table, the notes listed, only the files present named."""
+    """A quick run whose two sweeps were not written: FAIL before could-not-run, the notes listed, only the files present
+    named. Against the page the run wrote: link.json's streamed 256 MiB, which no sweep measured, now stands for
+    xferbench beside nvbandwidth and as the ceiling, so the peer check runs (and passes) and the table has its row."""
     files: dict[str, Result | None] = {"default": None, "large": None, "link": load(RUN3 / "link.json")}
     imported: dict[str, Result | None] = {"nvbandwidth": load(RUN3 / "peer-nvbandwidth.json"),
                                           "bandwidthTest": load(RUN3 / "peer-bandwidthtest.json")}  # fmt: skip
-    names = ["link.json", "link.png", "peer-nvbandwidth.json", "peer-bandwidthtest.json", "peers/nvbandwidth.json",
-             "peers/bandwidthTest.txt", "peers/commands.txt", "report.md", "nvidia-smi-q.txt", "nvidia-smi-topo.txt"]  # fmt: skip
-    run = validation.Validation(folder_holding(tmp_path, names), quick=True, peers=dict(PEERS), max_minutes=1.5, took_s=24.0,
+    run = validation.Validation(folder_holding(tmp_path, RUN3_NAMES), quick=True, peers=dict(PEERS), max_minutes=1.5, took_s=24.0,
                                 trimmed=["nvbandwidth took 1 sample per size (-i 1), not its default 3",
                                          "the peers measured 2 of 6 sizes (48 MiB (50.3 MB), 256 MiB (268 MB))",
                                          "the large sweep left out batches 1, 16 of 1 MiB images (kept 256)"],
                                 large_batches=(256,), peer_sizes="few", nvbandwidth_samples=1)  # fmt: skip
     notes = ["default.json was not started: the run's --max-minutes budget was spent",
              "large.json was stopped after 4 s, keeping what it had measured, so that the rest of the run fits its --max-minutes budget"]
-    page = validation.verdict_page(run, files, imported, checks_of(files, imported), notes)
-    expected = as_written(RUN3 / "verdict.md").splitlines()
-    expected[4] = expected[4].replace("estimated 2.8 min", f"estimated {budget.minutes(run.estimate_s())}")
-    assert page.splitlines() == expected
+    checks = checks_of(files, imported)
+    page = validation.verdict_page(run, files, imported, checks, notes)
+    bytes_row = next(c for c in checks if c.name.startswith("NVML's count"))
+    expected = changed(
+        as_written(RUN3 / "verdict.md"),
+        ("estimated 2.8 min", f"estimated {budget.minutes(run.estimate_s())}"),
+        ("; streamed raw pinned copy within 3% of nvbandwidth's copy engine from 16 MiB (median). Made by", ". Made by"),
+        ("cuda/raw_pinned/copy/streamed@cuda:0: 55,407 MB/s", "cuda/raw_pinned/copy/streamed@cuda:0 (link.json): 55,407 MB/s"),
+        ("under load in 1 series |", "under load in 1 series in link.json |"),
+        ("| 1 series bound to node 0", "| 1 series in link.json bound to node 0"),
+        ("both per call and streamed at 256 MiB or more |", "per call at 256 MiB or more with a streamed figure at the same size in it"
+                                                           " or another file |"),
+        ("1 series, 1 points, every byte", "1 series, 1 points in link.json, every byte"),
+        ("has a device clock |", "has a device clock in link.json |"),
+        ("| **N/A** | xferbench's streamed raw pinned copy measured nothing on cuda:0 |",
+         "| **PASS** | median -0.0% over 1 size (worst -0.0% at 256 MiB (268 MB): xferbench 55,407 (link.json), nvbandwidth 55,420 MB/s);"
+         " placement: xferbench bound to CPUs 0-15, memory preferred on NUMA node 0; nvbandwidth under numactl --cpunodebind=0 --membind=0 |"),
+        ("- Here: no raw pinned copy was measured. " + H200_PUBLISHED,
+         "- Here: the raw pinned copy, streamed, at 256 MiB (268 MB): 55.4 GB/s (link.json). " + published_for("NVIDIA H200")),
+        ("2024-10-28.\n", "2024-10-28. Above it.\n"),
+        ("No size was measured by both xferbench and a peer on this GPU.\n",
+         "| size | xferbench raw pinned, streamed | nvbandwidth copy engine | bandwidthTest pinned | bandwidthTest pageable |"
+         " streamed / nvbandwidth | streamed / bandwidthTest pinned | pageable / bandwidthTest pageable |\n"
+         "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+         "| 256 MiB (268 MB) | 55,407 | 55,420 | 55,400 | 8,247 | 1.000 | 1.000 | – |\n\n"
+         "xferbench's figures in this table are from link.json's long run at 256 MiB (268 MB), where no sweep measured it.\n"))
+    expected = "\n".join(line if not line.startswith("| NVML's count") else f"| {bytes_row.name} | **PASS** | {bytes_row.figure} |"
+                         for line in expected.split("\n"))  # fmt: skip
+    assert page.splitlines() == expected.splitlines()
 
 
 def test_checks_that_could_not_run_make_the_verdict_incomplete(run5, tmp_path) -> None:
@@ -209,18 +275,21 @@ def test_a_ceiling_below_the_floor_is_said_and_the_floor_itself_is_above_it(run5
         files = sweeps5(run5)
         set_points(files["large"], "raw_pinned", "streamed", {256 * MIB: 60_000.0, 1024 * MIB: gbps * 1e3})
         assert published(validation.verdict_page(run, files, {}, [], [])) == [
-            f"- Here: the raw pinned copy, streamed, at 1024 MiB (1.07 GB): {gbps:.1f} GB/s. No published host-to-device figure"
-            " for this model (NVIDIA H200).", f"- Health-check floor: {FLOOR}. {said}"]
+            f"- Here: the raw pinned copy, streamed, at 1024 MiB (1.07 GB): {gbps:.1f} GB/s (large.json). {published_for('NVIDIA H200')}.",
+            f"- Health-check floor: {FLOOR}. {said}"]
 
 
 def test_the_ceiling_is_timed_per_call_where_nothing_was_streamed(run5, tmp_path) -> None:
+    """No sweep streamed the raw copy: link.json's streamed run is the ceiling; without it too, the per-call figure."""
     files = sweeps5(run5)
     for stem in ("default", "large"):
         files[stem].series = [s for s in files[stem].series if not (s.mode == "raw_pinned" and s.method == "streamed")]
     run = validation.Validation(folder_holding(tmp_path, []))
     assert published(validation.verdict_page(run, files, {}, [], []))[0] == (
-        "- Here: the raw pinned copy, per-call, at 1024 MiB (1.07 GB): 55.5 GB/s. No published host-to-device figure"
-        " for this model (NVIDIA H200).")
+        f"- Here: the raw pinned copy, streamed, at 256 MiB (268 MB): 55.5 GB/s (link.json). {published_for('NVIDIA H200')}.")
+    files.pop("link")
+    assert published(validation.verdict_page(run, files, {}, [], []))[0] == (
+        f"- Here: the raw pinned copy, per-call, at 1024 MiB (1.07 GB): 55.5 GB/s (large.json). {published_for('NVIDIA H200')}.")
 
 
 def test_the_folder_lists_known_files_described_then_others_by_name(tmp_path) -> None:
@@ -249,7 +318,7 @@ def test_the_table_without_any_peer_says_no_size_was_shared(run5) -> None:
     files = sweeps5(run5)
     set_points(files["large"], "raw_pageable", None, {})
     set_points(files["default"], "raw_pageable", None, {})
-    ours = validation._sweeps(files)
+    ours = validation._ours(files)
     said = ["No size was measured by both xferbench and a peer on this GPU."]
     assert validation.peers_table(ours, {}, "cuda:0") == said
     assert validation.peers_table(ours, {"nvbandwidth": None, "bandwidthTest": None}, "cuda:0") == said
@@ -258,7 +327,7 @@ def test_the_table_without_any_peer_says_no_size_was_shared(run5) -> None:
 
 def test_xferbenchs_own_pageable_copies_are_no_peer(run5) -> None:
     """With no peer figure, the pageable copies xferbench measured make no row of the table."""
-    ours = validation._sweeps(sweeps5(run5))
+    ours = validation._ours(sweeps5(run5))
     assert validation._pick(ours, "cuda", "raw_pageable", "cuda:0", "per-call")
     assert validation.peers_table(ours, {}, "cuda:0") == ["No size was measured by both xferbench and a peer on this GPU."]
 
@@ -267,7 +336,7 @@ def test_the_table_leaves_out_a_peer_that_did_not_run_and_its_columns(run5) -> N
     """bandwidthTest alone: its columns and its ratios, the nvbandwidth ratio a dash, sizes from both sides."""
     files = sweeps5(run5)
     set_points(files["default"], "raw_pageable", "per-call", {96 * MIB: 14_512.0})  # no pageable row without a peer beside it
-    ours = validation._sweeps(files)
+    ours = validation._ours(files)
     table = validation.peers_table(ours, {"bandwidthTest": copy.deepcopy(run5["peer-bandwidthtest"])}, "cuda:0")
     assert table == [
         "| size | xferbench raw pinned, streamed | xferbench raw pinned, per call | bandwidthTest pinned | xferbench raw pageable, per call"
@@ -275,41 +344,46 @@ def test_the_table_leaves_out_a_peer_that_did_not_run_and_its_columns(run5) -> N
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         "| 96 MiB (101 MB) | 55,442 | 55,020 | 55,100 | 14,512 | 8,893 | – | 1.006 | 1.632 |",
         "| 256 MiB (268 MB) | 55,473 | 55,310 | 55,400 | 9,004 | 8,568 | – | 1.001 | 1.051 |",
-        "| 1024 MiB (1.07 GB) | 55,508 | 55,474 | 55,462 | 8,357 | 8,576 | – | 1.001 | 0.974 |"]
+        "| 1024 MiB (1.07 GB) | 55,508 | 55,474 | 55,462 | 8,357 | 8,576 | – | 1.001 | 0.974 |",
+        "", "xferbench's figures in this table are from default.json, large.json."]  # link.json's 256 MiB: the large sweep's stands
 
 
 def test_the_table_with_per_call_copies_only_shows_the_sizes_either_side_measured(run5) -> None:
-    """No streamed raw copy: its column goes, its ratio is a dash; a size only pageable copies share is a row."""
+    """No streamed raw copy (nor a link run): its column goes, its ratio is a dash; a size only pageable copies share is a row."""
     files = sweeps5(run5)
+    files.pop("link")
     for stem in ("default", "large"):
         files[stem].series = [s for s in files[stem].series if not (s.mode == "raw_pinned" and s.method == "streamed")]
     set_points(files["large"], "raw_pinned", "per-call", {1024 * MIB: 55_000.0})
     set_points(files["default"], "raw_pinned", "per-call", {})
     set_points(files["default"], "raw_pageable", "per-call", {96 * MIB: 14_512.0})
     imported = peers5(run5)
-    table = validation.peers_table(validation._sweeps(files), imported, "cuda:0")
+    table = validation.peers_table(validation._ours(files), imported, "cuda:0")
     assert table == [
         "| size | xferbench raw pinned, per call | nvbandwidth copy engine | bandwidthTest pinned | xferbench raw pageable, per call"
         " | bandwidthTest pageable | streamed / nvbandwidth | streamed / bandwidthTest pinned | pageable / bandwidthTest pageable |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         "| 96 MiB (101 MB) | – | 55,458 | 55,100 | 14,512 | 8,893 | – | – | 1.632 |",
         "| 256 MiB (268 MB) | – | 55,446 | 55,400 | 9,004 | 8,568 | – | – | 1.051 |",
-        "| 1024 MiB (1.07 GB) | 55,000 | 55,486 | 55,462 | 8,357 | 8,576 | – | – | 0.974 |"]
+        "| 1024 MiB (1.07 GB) | 55,000 | 55,486 | 55,462 | 8,357 | 8,576 | – | – | 0.974 |",
+        "", "xferbench's figures in this table are from default.json, large.json."]
 
 
 def test_the_table_has_a_row_only_where_a_peer_measured(run5) -> None:
     """A size only xferbench measured is no row; a size only the peer measured is none either."""
     files = sweeps5(run5)
+    files.pop("link")
     set_points(files["large"], "raw_pageable", None, {})
     set_points(files["default"], "raw_pageable", None, {})
     set_points(files["large"], "raw_pinned", None, {1024 * MIB: 50_000.0})
     set_points(files["default"], "raw_pinned", None, {})
-    table = validation.peers_table(validation._sweeps(files), {"nvbandwidth": copy.deepcopy(run5["peer-nvbandwidth"])}, "cuda:0")
+    table = validation.peers_table(validation._ours(files), {"nvbandwidth": copy.deepcopy(run5["peer-nvbandwidth"])}, "cuda:0")
     assert table == [
         "| size | xferbench raw pinned, streamed | xferbench raw pinned, per call | nvbandwidth copy engine | streamed / nvbandwidth"
         " | streamed / bandwidthTest pinned | pageable / bandwidthTest pageable |",
         "|---:|---:|---:|---:|---:|---:|---:|",
-        "| 1024 MiB (1.07 GB) | 50,000 | 50,000 | 55,486 | 0.901 | – | – |"]
+        "| 1024 MiB (1.07 GB) | 50,000 | 50,000 | 55,486 | 0.901 | – | – |",
+        "", "xferbench's figures in this table are from large.json."]
 
 
 # the peer check
@@ -331,32 +405,37 @@ def nvb_at(run5: dict[str, Result], mbps: dict[int, float], samples: int = 1, pl
     return peer
 
 
-def ours_at(run5: dict[str, Result], mbps: dict[int, float]) -> list[Result]:
+def ours_at(run5: dict[str, Result], mbps: dict[int, float]) -> dict[str, Result]:
     files = sweeps5(run5)
     set_points(files["default"], "raw_pinned", "streamed", {b: v for b, v in mbps.items() if b in {p.bytes for s in files["default"].series for p in s.points}})
     set_points(files["large"], "raw_pinned", "streamed", {b: v for b, v in mbps.items() if b % MIB == 0 and b // MIB in (256, 1024)})
-    return validation._sweeps(files)
+    return validation._ours(files)
 
 
 SIZES = (96 * MIB, 256 * MIB, 1024 * MIB)
 
 
 def test_the_peer_check_of_the_h200_run(run5) -> None:
-    check = validation.peers_check(validation._sweeps(sweeps5(run5)), copy.deepcopy(run5["peer-nvbandwidth"]), "cuda:0")
-    assert check == Verdict(PEER_NAME, PASS, "median +0.0% over 3 sizes (worst +0.0% at 256 MiB (268 MB): xferbench 55,473, nvbandwidth"
-                                             f" 55,446 MB/s); placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}")
+    """Each of xferbench's figures from the first file that has its size: 256 MiB from the large sweep (55,473), not from
+    link.json's long run (55,468); the file of the worst size named, and which file gave which size."""
+    check = validation.peers_check(validation._ours(sweeps5(run5)), copy.deepcopy(run5["peer-nvbandwidth"]), "cuda:0")
+    assert check == Verdict(PEER_NAME, PASS, "median +0.0% over 3 sizes (worst +0.0% at 256 MiB (268 MB): xferbench 55,473 (large.json),"
+                                             " nvbandwidth 55,446 MB/s); xferbench's figures from default.json at 96 MiB, large.json at"
+                                             f" 256 MiB and 1024 MiB; placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}")
 
 
 def test_three_per_cent_apart_at_the_median_passes_and_more_fails_with_its_causes(run5) -> None:
     """The ratio is xferbench's over nvbandwidth's; exactly 3% is within; the worst size is the one furthest off."""
     ours = ours_at(run5, {96 * MIB: 51_499.0, 256 * MIB: 51_499.0, 1024 * MIB: 51_499.0})
     passed = validation.peers_check(ours, nvb_at(run5, {96 * MIB: 50_000.0, 256 * MIB: 50_000.0, 1024 * MIB: 40_000.0}), "cuda:0")
-    assert passed == Verdict(PEER_NAME, PASS, "median +3.0% over 3 sizes (worst +28.7% at 1024 MiB (1.07 GB): xferbench 51,499,"
-                                              f" nvbandwidth 40,000 MB/s); placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}")
+    assert passed == Verdict(PEER_NAME, PASS, "median +3.0% over 3 sizes (worst +28.7% at 1024 MiB (1.07 GB): xferbench 51,499"
+                                              " (large.json), nvbandwidth 40,000 MB/s); xferbench's figures from default.json at 96 MiB,"
+                                              f" large.json at 256 MiB and 1024 MiB; placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}")
     ours = ours_at(run5, {96 * MIB: 48_499.0, 256 * MIB: 48_499.0, 1024 * MIB: 50_000.0})
     failed = validation.peers_check(ours, nvb_at(run5, {96 * MIB: 50_000.0, 256 * MIB: 50_000.0, 1024 * MIB: 50_000.0}, samples=3), "cuda:0")
-    assert failed == Verdict(PEER_NAME, FAIL, "median -3.0% over 3 sizes (worst -3.0% at 96 MiB (101 MB): xferbench 48,499, nvbandwidth"
-                                              f" 50,000 MB/s); placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}; likely causes,"
+    assert failed == Verdict(PEER_NAME, FAIL, "median -3.0% over 3 sizes (worst -3.0% at 96 MiB (101 MB): xferbench 48,499 (default.json),"
+                                              " nvbandwidth 50,000 MB/s); xferbench's figures from default.json at 96 MiB, large.json at 256 MiB"
+                                              f" and 1024 MiB; placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}; likely causes,"
                                               " in order of the evidence: the link itself between the two runs: repeat both, one after the other")
 
 
@@ -369,27 +448,39 @@ def test_the_peer_check_takes_the_sizes_from_16_mib_both_measured(run5) -> None:
             series.points[0].bytes, series.points[0].mbps = 12 * MIB, 50_000.0
             series.points[1].bytes, series.points[1].mbps = 48 * MIB, 50_000.0
     check = validation.peers_check(ours, peer, "cuda:0")
-    assert check.status == PASS and check.figure.startswith("median +0.0% over 1 size (worst +0.0% at 48 MiB (50.3 MB): xferbench 50,000,")
+    assert check.status == PASS and check.figure.startswith("median +0.0% over 1 size (worst +0.0% at 48 MiB (50.3 MB): xferbench 50,000"
+                                                            " (default.json), nvbandwidth")  # fmt: skip
     sixteen = copy.deepcopy(peer)
     h2d = next(s for s in sixteen.series if s.mode == "host_to_device_memcpy_ce")
     h2d.points[1].bytes = 16 * MIB
     large = ours_at(run5, {12 * MIB: 10_000.0})
     point = copy.deepcopy(next(s for s in run5["large"].series if s.mode == "raw_pinned" and s.method == "streamed").points[0])
     point.bytes, point.mbps = 16 * MIB, 45_000.0
-    next(s for s in large[1].series if s.mode == "raw_pinned" and s.method == "streamed").points = [point]
+    next(s for s in large["large.json"].series if s.mode == "raw_pinned" and s.method == "streamed").points = [point]
     check = validation.peers_check(large, sixteen, "cuda:0")
-    assert check.status == FAIL and check.figure.startswith("median -10.0% over 1 size (worst -10.0% at 16 MiB (16.8 MB): xferbench 45,000,")
+    assert check.status == FAIL and check.figure.startswith("median -10.0% over 1 size (worst -10.0% at 16 MiB (16.8 MB): xferbench 45,000"
+                                                            " (large.json), nvbandwidth")  # fmt: skip
 
 
 def test_the_peer_check_is_not_applicable_for_each_reason(run5) -> None:
-    ours = validation._sweeps(sweeps5(run5))
+    """N/A only where no file holds what the check needs, naming the files read; each side's placement said whatever the status."""
+    ours = validation._ours(sweeps5(run5))
+    placed = f"placement: xferbench {OURS_AT}; nvbandwidth {NUMACTL}"
     assert validation.peers_check(ours, None, "cuda:0") == Verdict(
         PEER_NAME, NA, "nvbandwidth did not run or gave no figure (see peers/commands.txt)")
-    assert validation.peers_check(ours, nvb_at(run5, {}), "cuda:0") == Verdict(PEER_NAME, NA, "no size from 16 MiB measured by both on cuda:0")
+    assert validation.peers_check(ours, nvb_at(run5, {}), "cuda:0") == Verdict(
+        PEER_NAME, NA, f"no size from 16 MiB measured by both on cuda:0; {placed}")
     assert validation.peers_check([], copy.deepcopy(run5["peer-nvbandwidth"]), "cuda:0") == Verdict(
-        PEER_NAME, NA, "xferbench's streamed raw pinned copy measured nothing on cuda:0")
+        PEER_NAME, NA, f"xferbench's streamed raw pinned copy measured nothing on cuda:0; placement: xferbench placement not recorded;"
+                       f" nvbandwidth {NUMACTL}")
     assert validation.peers_check(ours, copy.deepcopy(run5["peer-nvbandwidth"]), "cuda:1") == Verdict(
-        PEER_NAME, NA, "xferbench's streamed raw pinned copy measured nothing on cuda:1")
+        PEER_NAME, NA, "xferbench's streamed raw pinned copy measured nothing on cuda:1 in default.json, large.json, link.json;"
+                       f" placement: xferbench placement not recorded; nvbandwidth {NUMACTL}")
+    unbound = nvb_at(run5, {}, placement=None)
+    unbound.environment["peer"]["commands"] = [c.split(" ", 3)[3] for c in unbound.environment["peer"]["commands"]]  # without numactl
+    assert validation.peers_check(ours, unbound, "cuda:0").figure == (
+        "no size from 16 MiB measured by both on cuda:0; nvbandwidth did not run on the binding xferbench's workers had; placement:"
+        f" xferbench {OURS_AT}; nvbandwidth its own CPU binding only (no numactl: memory wherever it landed)")
 
 
 def test_a_failing_peer_check_names_placement_then_samples_then_the_link(run5) -> None:
@@ -398,6 +489,7 @@ def test_a_failing_peer_check_names_placement_then_samples_then_the_link(run5) -
     peer.environment["peer"]["commands"] = [c.split(" ", 3)[3] for c in peer.environment["peer"]["commands"]]  # without numactl
     check = validation.peers_check(ours, peer, "cuda:0")
     assert check.status == FAIL
+    assert check.figure.split("; placement: ", 1)[0].endswith(" and 1024 MiB; nvbandwidth did not run on the binding xferbench's workers had")
     assert check.figure.split("; placement: ", 1)[1] == (
         f"xferbench {OURS_AT}; nvbandwidth its own CPU binding only (no numactl: memory wherever it landed); likely causes, in order"
         " of the evidence: placement: the two ran with different NUMA binding (one bound to the GPU's node, one not); timing: nvbandwidth's figure is 1 sample (validate with --max-minutes high enough to run it with -i 3);"
@@ -456,7 +548,8 @@ def test_nvbandwidths_placement_from_what_it_recorded(run5) -> None:
 
 
 def test_xferbenchs_placement_is_its_streamed_raw_copys_binding(run5) -> None:
-    ours = validation._sweeps(sweeps5(run5))
+    files = sweeps5(run5)
+    ours = [files["default"], files["large"]]
     assert validation._our_placement(ours, "cuda:0") == OURS_AT
     assert validation._our_placement(ours, "cuda:1") == "placement not recorded"
     assert validation._our_placement([], "cuda:0") == "placement not recorded"
@@ -482,14 +575,15 @@ def test_size_labels() -> None:
 
 
 def test_pick_takes_one_paths_host_to_device_copies_on_one_device(run5) -> None:
-    ours = validation._sweeps(sweeps5(run5))
+    files = sweeps5(run5)
+    ours = [files["default"], files["large"]]
     streamed = validation._pick(ours, "cuda", "raw_pinned", "cuda:0", "streamed")
     assert streamed[96 * MIB] == pytest.approx(55_442, abs=0.5) and streamed[2**30] == pytest.approx(55_508, abs=0.5)
     assert len(streamed) == 12 and min(streamed) == 196608  # both files: 10 default sizes, 256 MiB and 1 GiB from the large one
     per_call = validation._pick(ours, "cuda", "raw_pinned", "cuda:0", "per-call")
     assert per_call[2**30] == pytest.approx(55_474, abs=0.5)
     both = validation._pick(ours, "cuda", "raw_pinned", "cuda:0")
-    assert set(both) == set(streamed) and both[2**30] == streamed[2**30]  # the later series wins at a size
+    assert set(both) == set(streamed) and both[2**30] == per_call[2**30]  # the first series in the files' order gives a size
     assert validation._pick(ours, "cuda", "raw_pinned", "cuda:1") == {}
     assert validation._pick(ours, "torch", "pinned_into", "cuda:0", "streamed")[2**30] == pytest.approx(55_363, rel=0.05)
     nvb = [copy.deepcopy(run5["peer-nvbandwidth"])]
@@ -515,22 +609,29 @@ def test_points_leave_out_failed_and_empty_figures(run5) -> None:
 
 
 def test_the_ceiling_is_the_largest_streamed_size_else_per_call(run5) -> None:
-    ours = validation._sweeps(sweeps5(run5))
-    mbps, nbytes, method = validation._ceiling(ours, "cuda:0")
-    assert (round(mbps), nbytes, method) == (55_508, 2**30, "streamed")
-    set_points(ours[1], "raw_pinned", "streamed", {256 * MIB: 60_000.0})
-    set_points(ours[0], "raw_pinned", "streamed", {})
-    assert validation._ceiling(ours, "cuda:0") == (60_000.0, 256 * MIB, "streamed")
-    set_points(ours[1], "raw_pinned", "streamed", {})
-    mbps, nbytes, method = validation._ceiling(ours, "cuda:0")
-    assert (round(mbps), nbytes, method) == (55_474, 2**30, "per-call")
+    """The largest streamed size of any file, a sweep's where link.json has the same size, link.json's where no sweep
+    streamed it; per call only where nothing was streamed; with the file it came from."""
+    files = sweeps5(run5)
+    ours = validation._ours(files)
+    mbps, nbytes, method, file = validation._ceiling(ours, "cuda:0")
+    assert (round(mbps), nbytes, method, file) == (55_508, 2**30, "streamed", "large.json")
+    set_points(files["large"], "raw_pinned", "streamed", {256 * MIB: 60_000.0})
+    set_points(files["default"], "raw_pinned", "streamed", {})
+    assert validation._ceiling(ours, "cuda:0") == (60_000.0, 256 * MIB, "streamed", "large.json")
+    set_points(files["large"], "raw_pinned", "streamed", {})
+    mbps, nbytes, method, file = validation._ceiling(ours, "cuda:0")
+    assert (round(mbps), nbytes, method, file) == (55_468, 256 * MIB, "streamed", "link.json")
+    files.pop("link")
+    mbps, nbytes, method, file = validation._ceiling(validation._ours(files), "cuda:0")
+    assert (round(mbps), nbytes, method, file) == (55_474, 2**30, "per-call", "large.json")
     assert validation._ceiling(ours, "cuda:1") is None
 
 
-def test_the_sweeps_leave_out_the_link_run_and_what_was_not_written(run5) -> None:
+def test_our_files_are_named_the_link_run_last_and_what_was_not_written_left_out(run5) -> None:
     files = sweeps5(run5)
-    assert validation._sweeps(files) == [files["default"], files["large"]]
-    assert validation._sweeps({"link": files["link"], "large": None, "default": files["default"]}) == [files["default"]]
+    assert list(validation._ours(files).items()) == [("default.json", files["default"]), ("large.json", files["large"]),
+                                                     ("link.json", files["link"])]  # fmt: skip
+    assert list(validation._ours({"link": files["link"], "large": None, "default": files["default"]})) == ["default.json", "link.json"]
 
 
 # the plan

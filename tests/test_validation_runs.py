@@ -22,7 +22,7 @@ from test_validation_rules import MIB, NUMACTL, RUN5, Peer, checks_of, nvb_at, r
 
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Result, load, select
-from xferbench.core.verdict import FAIL, NA, PASS
+from xferbench.core.verdict import FAIL, PASS, Verdict
 from xferbench.health import budget, validate, validation
 from xferbench.measuring.backends import BACKENDS
 from xferbench.measuring.running import Terminated
@@ -627,9 +627,10 @@ def test_the_peer_check_sets_the_streamed_copies_alone_beside_nvbandwidth(run5) 
     set_points(ours["large"], "raw_pinned", "streamed", {256 * MIB: 55_000.0, 1024 * MIB: 55_000.0})
     set_points(ours["default"], "raw_pinned", "streamed", {})
     peer = nvb_at(run5, {96 * MIB: 50_000.0, 256 * MIB: 55_000.0, 1024 * MIB: 55_000.0})
-    assert 96 * MIB in validation._pick(validation._sweeps(ours), "cuda", "raw_pinned", "cuda:0", "per-call")
-    check = validation.peers_check(validation._sweeps(ours), peer, "cuda:0")
-    assert check.status == PASS and check.figure.startswith("median +0.0% over 2 sizes (worst +0.0% at 256 MiB (268 MB): xferbench 55,000,")
+    assert 96 * MIB in validation._pick(validation._ours(ours), "cuda", "raw_pinned", "cuda:0", "per-call")
+    check = validation.peers_check(validation._ours(ours), peer, "cuda:0")
+    assert check.status == PASS and check.figure.startswith("median +0.0% over 2 sizes (worst +0.0% at 256 MiB (268 MB): xferbench 55,000"
+                                                            " (large.json), nvbandwidth")  # fmt: skip
 
 
 def keep(result: Result, mode: str, mbps: dict[int, float], method: str | None = None) -> Result:
@@ -651,9 +652,10 @@ def test_the_table_rows_are_where_a_peer_and_the_streamed_copies_both_measured(r
         keep(files[stem], "raw_pageable", {}, method)
     nvb = keep(nvb_at(run5, {96 * MIB: 49_000.0, 1024 * MIB: 53_000.0}), "device_to_host_memcpy_ce", {})
     bt = keep(keep(copy.deepcopy(run5["peer-bandwidthtest"]), "pageable", {}), "pinned", {256 * MIB: 48_000.0})
-    table = validation.peers_table(validation._sweeps(files), {"nvbandwidth": nvb, "bandwidthTest": bt}, "cuda:0")
+    table = validation.peers_table(validation._ours(files), {"nvbandwidth": nvb, "bandwidthTest": bt}, "cuda:0")
     assert table[2:] == ["| 96 MiB (101 MB) | 50,000 | – | 49,000 | – | 1.020 | – | – |",
-                         "| 256 MiB (268 MB) | 51,000 | – | – | 48,000 | – | 1.062 | – |"]  # fmt: skip
+                         "| 256 MiB (268 MB) | 51,000 | – | – | 48,000 | – | 1.062 | – |",
+                         "", "xferbench's figures in this table are from default.json, large.json."]  # fmt: skip
 
 
 # the plan
@@ -861,12 +863,19 @@ def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> N
     files = {"default": None, "large": None, "link": load(folder / "link.json")}
     imported = {"nvbandwidth": load(folder / "peer-nvbandwidth.json"), "bandwidthTest": None}
     assert imported["nvbandwidth"].environment["peer"]["placement"] == "without NUMA binding (numactl is not on PATH)"
-    assert checks == checks_of(files, imported) and checks[0].status == FAIL and checks[-1].status == NA
+    assert checks == checks_of(files, imported) and checks[0].status == FAIL
+    assert checks[-1] == Verdict(  # the sweeps wrote nothing: link.json's 256 MiB stands beside nvbandwidth, whose placement differs
+        validation.peers_check({}, None, "cuda:0").name, PASS,
+        "median +0.5% over 1 size (worst +0.5% at 256 MiB (268 MB): xferbench 55,468 (link.json), nvbandwidth 55,200 MB/s); nvbandwidth"
+        " did not run on the binding xferbench's workers had; placement: xferbench bound to CPUs 0-15, memory preferred on NUMA node 0;"
+        " nvbandwidth without NUMA binding (numactl is not on PATH)")
     errored = "device_to_host_memcpy_ce failed (Running, Error): nvbandwidth marked it Error and kept no message"
     d2h = (f"nvbandwidth: nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0: peers/nvbandwidth.json run 1 (-b 16): {errored};"
            f" peers/nvbandwidth.json run 2 (-b 48): {errored}; and 1 more")  # fmt: skip
     notes = [*smi, stopped, every, f"nvbandwidth {unbound}", f"bandwidthTest {unbound}", skipped, d2h, no_figure.replace(f"{folder}{os.sep}", "")]
     assert verdict.read_text() == validation.verdict_page(run, files, imported, checks, notes)
+    assert ("\n- Placement: nvbandwidth ran without NUMA binding (numactl is not on PATH); xferbench's workers were bound to CPUs 0-15,"
+            " memory preferred on NUMA node 0. Their figures may differ by where the memory sat") in verdict.read_text()
     assert run.took_s == 150.0 and "\nRun within --max-minutes 3 (estimated 2.8 min, took 2.5 min): nvbandwidth took 1 sample" in verdict.read_text()
     assert machine.plots.saved == [(folder / "link.png", ("figure", ["link.json"], 1, "xferbench validation: link"))]
     report = (folder / "report.md").read_text()

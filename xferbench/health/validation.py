@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -23,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -591,56 +592,109 @@ def _points(series: Series) -> dict[int, float]:
     return {p.bytes: p.mbps for p in series.ok_points() if p.mbps}
 
 
-def _pick(results: Sequence[Result], framework: str, mode: str, device: str, method: str | None = None) -> dict[int, float]:
-    """MB/s by bytes of every h2d copy of one path on one device, over all the files."""
-    found: dict[int, float] = {}
-    for result in results:
+LINK_FILE = "link.json"
+
+
+def _ours(files: Mapping[str, Result | None]) -> dict[str, Result]:
+    """xferbench's own files that were written, by file name, the sweeps first and link.json last.
+
+    Every figure of the verdict is looked for in all of them, and the first file in this order that
+    holds a size gives it: where a sweep and the long link run both measured a size (256 MiB), the
+    sweep's figure stands, for the peers ran at the sweeps' sizes and link.json's run is timed to
+    give NVML's byte count 10 s and more; where no sweep has the size (a large sweep cut short, a
+    --quick run out of time), link.json's figure is used rather than none."""
+    order = sorted((stem for stem, result in files.items() if result is not None), key=lambda stem: f"{stem}.json" == LINK_FILE)
+    return {f"{stem}.json": files[stem] for stem in order}  # type: ignore[misc]
+
+
+def _figures(results: validate.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, tuple[float, str]]:
+    """MB/s by bytes of every h2d copy of one path on one device, with the name of the file it came
+    from ("" where none was given): the first file in the order given that holds a size gives it."""
+    found: dict[int, tuple[float, str]] = {}
+    for file, result in validate.named(results):
         for series in result.series:
             if ((series.framework, series.mode, series.device, series.direction) == (framework, mode, device, H2D)
                     and series.op == "copy" and (method is None or series.method == method)):  # fmt: skip
-                found.update(_points(series))
+                for nbytes, mbps in _points(series).items():
+                    found.setdefault(nbytes, (mbps, file))
     return found
 
 
-def peers_check(ours: Sequence[Result], nvbandwidth: Result | None, device: str) -> Verdict:
+def _pick(results: validate.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, float]:
+    """MB/s by bytes of every h2d copy of one path on one device, over all the files (_figures, without the file)."""
+    return {nbytes: mbps for nbytes, (mbps, _) in _figures(results, framework, mode, device, method).items()}
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes // 2**20} MiB" if nbytes % 2**20 == 0 else size(nbytes)
+
+
+def _by_file(figures: Mapping[int, tuple[float, str]], sizes: Sequence[int]) -> str:
+    """Which file gave which of the sizes, where more than one file did: "; xferbench's figures from
+    default.json at 96 MiB, large.json at 256 MiB and 1024 MiB"; else nothing."""
+    files: dict[str, list[int]] = {}
+    for nbytes in sizes:
+        files.setdefault(figures[nbytes][1], []).append(nbytes)
+    if len(files) < 2 or "" in files:
+        return ""
+    return "; xferbench's figures from " + ", ".join(f"{file} at {' and '.join(map(_mib, at))}" for file, at in files.items())
+
+
+def peers_check(ours: validate.Results, nvbandwidth: Result | None, device: str) -> Verdict:
     """xferbench's streamed raw pinned copy against nvbandwidth's copy-engine figure, the sizes from
     16 MiB both measured judged together: both queue the copies behind a held stream and time them with
     events, so a median apart by more than a few per cent means one of them times something besides the
-    link. The verdict gives each side's placement, and a FAIL its likely causes in order of the evidence."""
+    link. Each of xferbench's figures is taken from the first of its files that holds the size (_ours).
+    The figure names the file of xferbench's figures and gives each side's placement, whatever the status,
+    saying where they differ; a FAIL gives its likely causes in order of the evidence."""
     name = f"streamed raw pinned copy within {PEER_AGREEMENT:.0%} of nvbandwidth's copy engine from {AGREEMENT_BYTES // 2**20} MiB (median)"
     if nvbandwidth is None:
         return Verdict(name, NA, "nvbandwidth did not run or gave no figure (see peers/commands.txt)")
-    raw = _pick(ours, "cuda", "raw_pinned", device, STREAMED)
+    ours_at, theirs_at = _our_placement(ours, device), _peer_placement(nvbandwidth)
+    placed = f"placement: xferbench {ours_at}; nvbandwidth {theirs_at}"
+    if placement_gap("nvbandwidth", ours_at, theirs_at):
+        placed = "nvbandwidth did not run on the binding xferbench's workers had; " + placed
+    raw = _figures(ours, "cuda", "raw_pinned", device, STREAMED)
     peer = _pick([nvbandwidth], "nvbandwidth", "host_to_device_memcpy_ce", device)
     shared = sorted(b for b in raw.keys() & peer.keys() if b >= AGREEMENT_BYTES)
     if not raw:
-        return Verdict(name, NA, f"xferbench's streamed raw pinned copy measured nothing on {device}")
+        read = validate.sources(file for file, _ in validate.named(ours))
+        return Verdict(name, NA, f"xferbench's streamed raw pinned copy measured nothing on {device}{read}; {placed}")
     if not shared:
-        return Verdict(name, NA, f"no size from {AGREEMENT_BYTES // 2**20} MiB measured by both on {device}")
-    gaps = [(raw[b] / peer[b] - 1, b) for b in shared]
+        return Verdict(name, NA, f"no size from {AGREEMENT_BYTES // 2**20} MiB measured by both on {device}; {placed}")
+    gaps = [(raw[b][0] / peer[b] - 1, b) for b in shared]
     middle = statistics.median(gap for gap, _ in gaps)
     worst, at = max(gaps, key=lambda gap: abs(gap[0]))
     status = PASS if abs(middle) <= PEER_AGREEMENT else FAIL
-    ours_at, theirs_at = _our_placement(ours, device), _peer_placement(nvbandwidth)
     figure = (f"median {middle:+.1%} over {len(shared)} size{'s' if len(shared) > 1 else ''} (worst {worst:+.1%} at"
-              f" {size_label(at)}: xferbench {rate(raw[at])}, nvbandwidth {rate(peer[at])} MB/s); placement: xferbench"
-              f" {ours_at}; nvbandwidth {theirs_at}")  # fmt: skip
+              f" {size_label(at)}: xferbench {rate(raw[at][0])}{validate.source(raw[at][1])}, nvbandwidth {rate(peer[at])} MB/s)"
+              f"{_by_file(raw, shared)}; {placed}")  # fmt: skip
     if status == FAIL:
         figure += "; likely causes, in order of the evidence: " + "; ".join(_peer_causes(ours_at, theirs_at, nvbandwidth))
     return Verdict(name, status, figure)
 
 
-def _our_placement(ours: Sequence[Result], device: str) -> str:
+def _our_placement(ours: validate.Results, device: str) -> str:
     """Where xferbench's raw copy ran: its worker's binding, as the series recorded it."""
-    for result in ours:
+    for _, result in validate.named(ours):
         for series in result.series:
             if (series.framework, series.mode, series.device, series.method) == ("cuda", "raw_pinned", device, STREAMED):
                 return placement(series) or "placement not recorded"
     return "placement not recorded"
 
 
+# A peer run without numactl, as the peer check's figure names its placement and as the peers section
+# says it ran: nvbandwidth binds its own CPUs (by NVML's ideal affinity, where NVML gives one),
+# bandwidthTest binds nothing.
+UNBOUND = {"nvbandwidth": ("its own CPU binding only (no numactl: memory wherever it landed)",
+                           "without numactl, on its own CPU binding only, its memory wherever it landed"),
+           "bandwidthTest": ("no binding (no numactl: CPUs and memory wherever the scheduler put them)",
+                             "without numactl, unbound: its CPUs and memory wherever the scheduler put them")}  # fmt: skip
+
+
 def _peer_placement(result: Result) -> str:
-    """Where nvbandwidth ran: under numactl (as xferbench's workers are bound) or on its own binding."""
+    """Where a peer ran: under numactl (as xferbench's workers are bound) or on its own binding, as the
+    run recorded it, else as its commands show it."""
     peer = result.environment.get("peer") or {}
     if peer.get("placement"):
         return str(peer["placement"])
@@ -650,8 +704,26 @@ def _peer_placement(result: Result) -> str:
         return under_numactl(bound[0].split())
     if bound:
         return f"under numactl for {len(bound)} of its {len(commands)} runs"
-    return ("its own CPU binding only (no numactl: memory wherever it landed)" if commands
+    return (UNBOUND.get(str(peer.get("tool")), UNBOUND["nvbandwidth"])[0] if commands
             else "placement not recorded (imported from its output)")  # fmt: skip
+
+
+def _memory_node(words: str) -> int | None:
+    """The NUMA node a placement in words binds memory to (xferbench's "NUMA node N", numactl's "--membind=N"), if any."""
+    found = re.search(r"(?:NUMA node |--membind=)(\d+)", words)
+    return int(found.group(1)) if found else None
+
+
+def placement_gap(peer: str, ours_at: str, theirs_at: str) -> str | None:
+    """Where a peer did not run as xferbench's workers did, in words: its memory bound to another node or
+    to none, or under numactl for some runs only. None where both bound memory to the same node, neither
+    bound it, or either side's placement is not recorded (nothing can be said then)."""
+    if "not recorded" in ours_at or "not recorded" in theirs_at:
+        return None
+    if not theirs_at.startswith("under numactl for") and _memory_node(ours_at) == _memory_node(theirs_at):
+        return None
+    how = next((plain for words, plain in UNBOUND.values() if words == theirs_at), theirs_at)
+    return f"{peer} ran {how}; xferbench's workers were {ours_at}"
 
 
 def _peer_causes(ours_at: str, theirs_at: str, nvbandwidth: Result) -> list[str]:
@@ -668,19 +740,25 @@ def _peer_causes(ours_at: str, theirs_at: str, nvbandwidth: Result) -> list[str]
     return causes
 
 
-def peers_table(ours: Sequence[Result], imported: dict[str, Result | None], device: str) -> list[str]:
-    """Markdown: at each size both measured, xferbench's raw copies beside each peer, as ratios."""
+def peers_table(ours: validate.Results, imported: Mapping[str, Result | None], device: str) -> list[str]:
+    """Markdown: at each size both measured, xferbench's raw copies beside each peer, as ratios; then,
+    where the files are named, which of xferbench's files the figures came from."""
     nvb, bt = imported.get("nvbandwidth"), imported.get("bandwidthTest")
-    columns = [("xferbench raw pinned, streamed", _pick(ours, "cuda", "raw_pinned", device, STREAMED)),
-               ("xferbench raw pinned, per call", _pick(ours, "cuda", "raw_pinned", device, PER_CALL)),
+    mine = {label: _figures(ours, "cuda", mode, device, method)
+            for label, mode, method in (("xferbench raw pinned, streamed", "raw_pinned", STREAMED),
+                                        ("xferbench raw pinned, per call", "raw_pinned", PER_CALL),
+                                        ("xferbench raw pageable, per call", "raw_pageable", PER_CALL))}  # fmt: skip
+    plain = {label: {nbytes: mbps for nbytes, (mbps, _) in figures.items()} for label, figures in mine.items()}
+    columns = [("xferbench raw pinned, streamed", plain["xferbench raw pinned, streamed"]),
+               ("xferbench raw pinned, per call", plain["xferbench raw pinned, per call"]),
                ("nvbandwidth copy engine", _pick([nvb], "nvbandwidth", "host_to_device_memcpy_ce", device) if nvb else {}),
                ("bandwidthTest pinned", _pick([bt], "bandwidthTest", "pinned", device) if bt else {}),
-               ("xferbench raw pageable, per call", _pick(ours, "cuda", "raw_pageable", device, PER_CALL)),
+               ("xferbench raw pageable, per call", plain["xferbench raw pageable, per call"]),
                ("bandwidthTest pageable", _pick([bt], "bandwidthTest", "pageable", device) if bt else {})]  # fmt: skip
-    mine = columns[0][1] or columns[1][1]
+    pinned = columns[0][1] or columns[1][1]
     peers = [(label, points) for label, points in columns[2:] if points]  # the pageable copies sit beside bandwidthTest's
     theirs = set().union(*(points.keys() for label, points in columns[2:] if not label.startswith("xferbench")))
-    sizes = sorted(b for b in theirs if b in mine or b in columns[4][1])  # a row where a peer and xferbench both measured
+    sizes = sorted(b for b in theirs if b in pinned or b in columns[4][1])  # a row where a peer and xferbench both measured
     if not sizes:
         return ["No size was measured by both xferbench and a peer on this GPU."]
     header = ["size", *(label for label, points in columns[:2] if points), *(label for label, _ in peers),
@@ -691,13 +769,31 @@ def peers_table(ours: Sequence[Result], imported: dict[str, Result | None], devi
         cells = [size_label(nbytes)]
         cells += [rate(points.get(nbytes)) if nbytes in points else "–" for label, points in columns[:2] if points]
         cells += [rate(points.get(nbytes)) if nbytes in points else "–" for _, points in peers]
-        for ours_label, theirs in (("xferbench raw pinned, streamed", "nvbandwidth copy engine"),
-                                   ("xferbench raw pinned, streamed", "bandwidthTest pinned"),
-                                   ("xferbench raw pageable, per call", "bandwidthTest pageable")):  # fmt: skip
-            a, b = get[ours_label].get(nbytes), get[theirs].get(nbytes)
+        for ours_label, other in (("xferbench raw pinned, streamed", "nvbandwidth copy engine"),
+                                  ("xferbench raw pinned, streamed", "bandwidthTest pinned"),
+                                  ("xferbench raw pageable, per call", "bandwidthTest pageable")):  # fmt: skip
+            a, b = get[ours_label].get(nbytes), get[other].get(nbytes)
             cells.append(f"{a / b:.3f}" if a and b else "–")
         lines.append("| " + " | ".join(cells) + " |")
-    return lines
+    return lines + _table_sources(mine, sizes, [file for file, _ in validate.named(ours)])
+
+
+def _table_sources(mine: Mapping[str, Mapping[int, tuple[float, str]]], sizes: Sequence[int], order: Sequence[str]) -> list[str]:
+    """Below the table: which of xferbench's files its figures came from (in the files' `order`), and where
+    link.json's stand in for a sweep's; nothing where the files are not named."""
+    used: dict[str, set[int]] = {}
+    for figures in mine.values():
+        for nbytes in sizes:
+            if nbytes in figures:
+                used.setdefault(figures[nbytes][1], set()).add(nbytes)
+    if not used or "" in used:
+        return []
+    sweeps = [file for file in order if file in used and file != LINK_FILE]
+    parts = [f"from {', '.join(sweeps)}"] if sweeps else []
+    if LINK_FILE in used:
+        at = ", ".join(size_label(n) for n in sorted(used[LINK_FILE]))
+        parts.append(f"from {LINK_FILE}'s long run at {at}, where no sweep measured it")
+    return ["", f"xferbench's figures in this table are {'; '.join(parts)}."]
 
 
 def size_label(nbytes: int) -> str:
@@ -705,27 +801,49 @@ def size_label(nbytes: int) -> str:
     return f"{nbytes // 2**20} MiB ({size(nbytes)})" if nbytes % 2**20 == 0 else size(nbytes)
 
 
-def _ceiling(ours: Sequence[Result], device: str) -> tuple[float, int, str] | None:
+def _ceiling(ours: validate.Results, device: str) -> tuple[float, int, str, str] | None:
     """The raw pinned copy at its largest size, streamed where it ran (the link's own rate here): MB/s,
-    bytes and how it was timed."""
+    bytes, how it was timed, and the file it came from."""
     for method in (STREAMED, PER_CALL):
-        points = _pick(ours, "cuda", "raw_pinned", device, method)
-        if points:
-            return points[max(points)], max(points), method
+        figures = _figures(ours, "cuda", "raw_pinned", device, method)
+        if figures:
+            largest = max(figures)
+            return figures[largest][0], largest, method, figures[largest][1]
     return None
 
 
-def _sweeps(files: dict[str, Result | None]) -> list[Result]:
-    """The two sweeps, without the long link run: its 256 MiB figure, timed another way, would stand
-    in for the large sweep's at the same size."""
-    return [r for stem, r in files.items() if r is not None and stem != "link"]
+def checks_for(files: Mapping[str, Result | None], imported: Mapping[str, Result | None], device: str,
+               absent: str = "not written") -> list[Verdict]:  # fmt: skip
+    """Every check of the verdict, from xferbench's files by stem (None: not there) and the peers' results."""
+    ours = _ours(files)
+    return [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}, absent), *validate.run_checks(ours),
+            peers_check(ours, imported.get("nvbandwidth"), device)]  # fmt: skip
+
+
+BUDGET_NOT_RECORDED = ("The run's time budget (--max-minutes, its estimate, the time it took, what was trimmed) is not recorded:"
+                       " the folder has no verdict.md or validate.log that says it.")  # fmt: skip
+
+
+@dataclass
+class Record:
+    """What a validation folder says of the run that wrote it, for its verdict made again from its files
+    (`validate --reread`): what only the run knew (its budget, its notes) comes from its own verdict.md,
+    else from the console log the GPU run script keeps (validate.log), else is said not recorded."""
+
+    made: str | None = None  # "xferbench 0.1.0+source on 2026-11-26": the run's xferbench and date
+    budget_from: str | None = None  # the file its budget facts came from; None: not recorded
+    estimated_s: float | None = None  # the estimate as the run printed it, not as this xferbench would plan it
+    absent: list[str] = field(default_factory=list)  # the folder's usual files that are not in it
+    said: list[str] = field(default_factory=list)  # how figures were got where their usual file is missing
 
 
 def verdict_page(validation: Validation, files: dict[str, Result | None], imported: dict[str, Result | None],
-                 checks: Sequence[Verdict], notes: Sequence[str]) -> str:  # fmt: skip
-    """verdict.md: the answer first, then the figures it rests on, then what is in the folder."""
-    ours = [r for r in files.values() if r is not None]
-    environment = ours[0].environment if ours else {}
+                 checks: Sequence[Verdict], notes: Sequence[str], record: Record | None = None) -> str:  # fmt: skip
+    """verdict.md: the answer first, then the figures it rests on, then what is in the folder. With a
+    `record`, the page is made again from a folder's files: it says so, and takes the run's own facts
+    from the record rather than from this xferbench's plan."""
+    ours = _ours(files)
+    environment = next(iter(ours.values())).environment if ours else {}
     device = device_entry(environment, validation.device)
     name = device.get("name") or validation.device
     nvml = device.get("nvml") or {}
@@ -737,13 +855,27 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
     why = why or "every check passed"
     from xferbench import __version__
 
+    quick = " (--quick: a smoke test, not a validation)" if validation.quick else ""
+    today = time.strftime("%Y-%m-%d")
+    made = (f"Made by xferbench {__version__} on {today}{quick}." if record is None else
+            f"Made by {record.made or 'an xferbench whose version is not recorded'}{quick}; this verdict made again from its"
+            f" files by xferbench {__version__} on {today}, measuring nothing.")  # fmt: skip
     lines = [f"# xferbench validation: {name} ({validation.device}) on {environment.get('host') or 'this machine'}", "",
-             f"**{verdict}**: {why}. Made by xferbench {__version__} on {time.strftime('%Y-%m-%d')}"
-             f"{' (--quick: a smoke test, not a validation)' if validation.quick else ''}.", ""]  # fmt: skip
-    if validation.max_minutes is not None:
-        took = f", took {budget.minutes(validation.took_s)}" if validation.took_s is not None else ""
+             f"**{verdict}**: {why}. {made}", ""]  # fmt: skip
+    if record is not None and record.budget_from is None:
+        lines += [BUDGET_NOT_RECORDED, ""]
+    elif validation.max_minutes is not None:
+        estimate = validation.estimate_s() if record is None else record.estimated_s
+        estimated = f"estimated {budget.minutes(estimate)}" if estimate is not None else "estimate not recorded"
+        took = (f", took {budget.minutes(validation.took_s)}" if validation.took_s is not None else
+                ", time taken not recorded" if record is not None else "")  # fmt: skip
         trimmed = ": " + "; ".join(validation.trimmed) + "." if validation.trimmed else ": nothing was trimmed."
-        lines += [f"Run within --max-minutes {validation.max_minutes:g} (estimated {budget.minutes(validation.estimate_s())}{took}){trimmed}", ""]
+        said = f" (from {record.budget_from})" if record is not None and record.budget_from != "verdict.md" else ""
+        lines += [f"Run within --max-minutes {validation.max_minutes:g} ({estimated}{took}){trimmed}{said}", ""]
+    if record is not None and record.absent:
+        lines += [f"Not in this folder: {', '.join(record.absent)}.", ""]
+    if record is not None and record.said:
+        lines += [" ".join(record.said), ""]
     node = nvml.get("numa_node")
     facts = [("GPU", name), ("PCI address", nvml.get("pci_bus_id") or device.get("pci_bus_id")), ("UUID", nvml.get("uuid") or device.get("uuid")),
              ("driver", device.get("driver") or nvml.get("driver")), ("CUDA (driver)", device.get("cuda_driver")),
@@ -752,15 +884,15 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
              ("CPU", environment.get("cpu")), ("OS", environment.get("os"))]  # fmt: skip
     lines += ["| | |", "|---|---|", *(f"| {k} | {v if v is not None else '—'} |" for k, v in facts), ""]
     lines += ["## Checks", "", validate.render(checks).rstrip(), ""]
-    ceiling = _ceiling(_sweeps(files), validation.device)
+    ceiling = _ceiling(ours, validation.device)
     lines += ["## Published figures for this model", ""]
     published = references.published_line(name, None)
     published = published[:1].upper() + published[1:]
     if ceiling is None:
-        lines.append(f"- Here: no raw pinned copy was measured. {published}.")
+        lines.append(f"- Here: no raw pinned copy was measured{validate.sources(ours)}. {published}.")
     else:
-        mbps, nbytes, method = ceiling
-        lines.append(f"- Here: the raw pinned copy, {method}, at {size_label(nbytes)}: {mbps / 1e3:.1f} GB/s. {published}.")
+        mbps, nbytes, method, file = ceiling
+        lines.append(f"- Here: the raw pinned copy, {method}, at {size_label(nbytes)}: {mbps / 1e3:.1f} GB/s{validate.source(file)}. {published}.")
     floor = references.floor_for(name)
     if floor is None:
         lines.append("- Health-check floor: none published for this model.")
@@ -771,17 +903,26 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
               " xferbench's repository.", ""]  # fmt: skip
     lines += ["## xferbench against the peers on this machine", "",
               "MB/s (10^6 B/s) of host-to-device copies at the sizes both measured; a ratio above 1 means xferbench read faster.", ""]  # fmt: skip
-    lines += peers_table(_sweeps(files), imported, validation.device) + [""]
+    lines += peers_table(ours, imported, validation.device) + [""]
+    ours_at = _our_placement(ours, validation.device)
+    for peer_name, result in imported.items():
+        gap = None if result is None else placement_gap(peer_name, ours_at, _peer_placement(result))
+        if gap:
+            lines.append(f"- {PLACEMENT_LINE}{gap}. Their figures may differ by where the memory sat, not by how each"
+                         " times (peers/commands.txt has each command).")  # fmt: skip
     for name_, why_missing in validation.missing.items():
         lines.append(f"- {name_} did not run: {why_missing}.")
     for note in notes:
         lines.append(f"- {note}")
     lines += ["", "## In this folder", ""]
-    here = {str(p.relative_to(validation.folder)) for p in validation.folder.rglob("*") if p.is_file()} | {"verdict.md"}
+    here = {str(p.relative_to(validation.folder)) for p in validation.folder.rglob("*") if p.is_file()}
+    here |= {"verdict.md"} if record is None else set()  # a run writes its verdict there; a re-read, only where told
     lines += [f"- `{path}`: {what}" for path, what in FILES.items() if path in here]
     lines += [f"- `{path}`" for path in sorted(here - set(FILES))]
     return "\n".join(lines) + "\n"
 
+
+PLACEMENT_LINE = "Placement: "  # starts the peers section's line for a peer that ran otherwise than xferbench's workers
 
 def refuse_used_folder(folder: Path) -> None:
     """A folder that already holds a validation is never written into: it may be the only copy of one."""
@@ -824,8 +965,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
                 shown_one.add(name)
             placements[name] = peer.placement()
     imported = import_peers(raw, environment, validation, shown_one, notes, echo, placements)
-    checks = [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}), *validate.run_checks(ours),
-              peers_check(_sweeps(files), imported.get("nvbandwidth"), validation.device)]  # fmt: skip
+    checks = checks_for(files, imported, validation.device)
     from xferbench.reading import plot, report
 
     written = [folder / f"{stem}.json" for stem, r in files.items() if r is not None]
@@ -844,4 +984,4 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     return checks, verdict
 
 
-__all__ = ["Validation", "find_peers", "peers_check", "peers_table", "run", "verdict_page"]
+__all__ = ["Record", "Validation", "checks_for", "find_peers", "peers_check", "peers_table", "run", "verdict_page"]
