@@ -81,6 +81,11 @@ def span(values: Iterable[float], show: Callable[[float], str] = n, dash: str = 
     return (low[: len(low) - len(unit)] if unit and high.endswith(unit) else low) + dash + high
 
 
+def either(values: Iterable[float], show: Callable[[float], str] = n) -> str:
+    """The distinct figures among several, as `show` writes them, lowest first: '33 or 544'."""
+    return " or ".join(dict.fromkeys(show(v) for v in sorted(values)))
+
+
 def median(values: Iterable[float]) -> float:
     return statistics.median(list(values))
 
@@ -189,10 +194,11 @@ def grab(text: str, pattern: str, group: int = 1) -> str:
     return found.group(group)
 
 
-HELPERS: dict[str, Any] = {"n": n, "x": x, "pct": pct, "gb": gb, "span": span, "grab": grab, "median": median, "at": at,
+HELPERS: dict[str, Any] = {"n": n, "x": x, "pct": pct, "gb": gb, "span": span, "either": either, "grab": grab, "median": median, "at": at,
                            "nvml_excess": nvml_excess, "at_max_link": at_max_link, "MiB": 2**20, "GiB": 2**30,
                            "min": min, "max": max, "abs": abs, "round": round, "len": len, "sorted": sorted,
-                           "all": all, "any": any, "sum": sum}  # fmt: skip
+                           "all": all, "any": any, "sum": sum, "set": set, "enumerate": enumerate, "zip": zip, "str": str,
+                           "int": int, "float": float}  # fmt: skip
 
 
 def fields(template: str) -> list[tuple[int, int, str, str]]:
@@ -258,6 +264,7 @@ class Spec:
     names: dict[str, Any]
     blocks: dict[str, str]
     claims: list[dict[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # files named in the spec that could not be read
 
 
 class Figures:
@@ -278,9 +285,14 @@ class Figures:
         found = []
         for path in sorted((self.root / SPECS).glob("*.toml")):
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-            names = {name: self._file(relative, name) for name, relative in (data.get("files") or {}).items()}
+            names, missing = {}, []
+            for name, relative in (data.get("files") or {}).items():
+                try:
+                    names[name] = self._file(relative, name)
+                except (FigureError, OSError, ValueError) as error:  # a missing or unreadable file: its figures cannot be made
+                    missing.append(f"{path.name}: {error}")
             blocks = {b["name"]: b["template"] for b in data.get("block", [])}
-            found.append(Spec(path, data["doc"], names, blocks, list(data.get("claim", []))))
+            found.append(Spec(path, data["doc"], names, blocks, list(data.get("claim", [])), missing))
         return found
 
     def render(self, spec: Spec, template: str) -> str:
@@ -358,6 +370,9 @@ class Figures:
         for spec in self.specs():
             path = self.root / spec.doc
             text = path.read_text(encoding="utf-8")
+            if spec.missing:  # nothing of this document can be checked until its files are back
+                problems += [Problem(spec.doc, 1, why) for why in spec.missing]
+                continue
             try:
                 made, block_problems = self.blocks(spec, text)
                 if write and made != text:

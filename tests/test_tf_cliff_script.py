@@ -1,0 +1,45 @@
+"""scripts/tf_cliff.py: one line per series from a result file, and the settings it sweeps under."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("tf_cliff", ROOT / "scripts" / "tf_cliff.py")
+assert _spec and _spec.loader
+tf_cliff = importlib.util.module_from_spec(_spec)
+sys.modules["tf_cliff"] = tf_cliff
+_spec.loader.exec_module(tf_cliff)
+
+
+def test_a_line_per_series_gives_170_171_their_ratio_and_the_faults() -> None:
+    lines = tf_cliff.lines("oneDNN off", ROOT / "results/cpu-amd-epyc-2core/tf-onednn-0.json")
+    assert lines == [
+        "oneDNN off             eager     oneDNN off     6,471     1,013   0.16x     8,242",
+        "oneDNN off             function  oneDNN off     5,689       970   0.17x     8,753",
+    ]
+
+
+def test_a_file_without_batch_171_says_so() -> None:
+    lines = tf_cliff.lines("default", ROOT / "results/cpu-amd-epyc-2core/tf-seed.json")
+    assert all(line.endswith("tf-seed.json: no batch 170/171 figure (not measured there)") for line in lines) and len(lines) == 3
+
+
+def test_each_setting_clears_the_users_own_and_sets_its_own(monkeypatch, tmp_path) -> None:
+    """The default row runs with neither variable, whatever the caller's shell set; the others set theirs."""
+    seen = []
+
+    def run(command, env, **kwargs):
+        seen.append((env.get("TF_ENABLE_ONEDNN_OPTS"), env.get("GLIBC_TUNABLES"), command[command.index("-o") + 1]))
+        return type("Done", (), {"returncode": 0, "stderr": ""})()
+
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")
+    monkeypatch.setattr(tf_cliff.subprocess, "run", run)
+    for setting in tf_cliff.SETTINGS:
+        tf_cliff.run(setting, 2, tmp_path)
+    assert seen == [(None, None, str(tmp_path / "default-2.json")), ("0", None, str(tmp_path / "onednn-off-2.json")),
+                    ("1", None, str(tmp_path / "onednn-on-2.json")),
+                    ("0", tf_cliff.TUNABLES, str(tmp_path / "onednn-off-tunables-2.json"))]  # fmt: skip
