@@ -15,6 +15,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
 
 from xferbench.reading.display import POOR_FIT, binary_size
 from xferbench.core.environment import device_entry, pcie_ceiling
@@ -112,18 +113,99 @@ def default_path(paths: list[Path]) -> Path:
 TICK_GAP = 0.4  # octaves between two labelled batch sizes: at fontsize 8, three digits need about this much
 
 
-def tick_labels(ticks: list[int], first: Sequence[int] = ()) -> list[str]:
-    """A label at every batch size, except where it would overlap one already labelled (170, 171, 172...).
-    Labelled first: the batches in `first` (where a cliff is marked), then those that are no power of
-    two (a user chose them: 171 is the first batch past glibc's 32 MiB threshold), then the rest."""
+def tick_order(ticks: Sequence[int], first: Sequence[int] = ()) -> list[int]:
+    """The order in which ticks keep their labels where two would overlap: the batches in `first` (where a cliff
+    is marked), then those that are no power of two (a user chose them: 171 is the first batch past glibc's
+    32 MiB threshold), then the rest, smallest first."""
     def rank(tick: int) -> int:
         return 0 if tick in first else 1 if tick & (tick - 1) else 2
 
+    return sorted(ticks, key=lambda t: (rank(t), t))
+
+
+def tick_labels(ticks: list[int], first: Sequence[int] = ()) -> list[str]:
+    """A label at every batch size, except where it would overlap one already labelled (170, 171, 172...), by
+    spacing on the log axis (TICK_GAP), in tick_order. The drawn figure is checked again (thin_ticks)."""
     labelled: list[int] = []
-    for tick in sorted(ticks, key=lambda t: (rank(t), t)):
+    for tick in tick_order(ticks, first):
         if all(abs(math.log2(tick) - math.log2(other)) >= TICK_GAP for other in labelled):
             labelled.append(tick)
     return [str(tick) if tick in labelled else "" for tick in ticks]
+
+
+LABEL_PAD = 3  # pixels kept clear between two tick labels, or two notes, as drawn
+TITLE_SMALLEST = 8.0  # points, as the tick labels and the legend: a panel's title shrinks down to this before it is wrapped
+
+
+def thin_ticks(axes: Any, renderer: Any, order: Sequence[int]) -> set[int]:
+    """Blank each x tick label that, as drawn, would overlap one kept before it in `order`, whatever the panel's
+    width and the font: spacing on the axis alone cannot know them. Returns the ticks that keep a label."""
+    drawn = {round(float(tick)): label for tick, label in zip(axes.get_xticks(), axes.get_xticklabels())}
+    kept: dict[int, Bbox] = {}
+    for tick in order:
+        label = drawn.get(tick)
+        if label is None or not label.get_text():
+            continue
+        box = label.get_window_extent(renderer).padded(LABEL_PAD / 2)
+        if not any(box.overlaps(other) for other in kept.values()):
+            kept[tick] = box
+    ticks = list(drawn)
+    axes.set_xticks(ticks, [drawn[tick].get_text() if tick in kept else "" for tick in ticks], fontsize=8)
+    return set(kept)
+
+
+def balanced(text: str, lines: int, between: str = r"(?<=[,;]) ") -> str:
+    """`text` in at most `lines` lines of about one length, broken only at the spaces `between` matches (after a
+    comma or semicolon by default: a clause stays whole); the text as it is where no such break gives so few lines."""
+    parts = re.split(between, text)
+    for width in range(max(map(len, parts)), len(text) + 1):
+        packed = [parts[0]]
+        for part in parts[1:]:
+            if len(packed[-1]) + 1 + len(part) <= width:
+                packed[-1] += " " + part
+            else:
+                packed.append(part)
+        if len(packed) <= lines:
+            return "\n".join(packed)
+    return text
+
+
+def fit_title(axes: Any, renderer: Any) -> None:
+    """A panel's title no wider than its panel: a smaller font first, down to TITLE_SMALLEST, then two lines or
+    more of about one length, broken between clauses where that fits, else at any space (balanced)."""
+    title = axes.title
+    room = axes.get_window_extent(renderer).width
+    while title.get_window_extent(renderer).width > room and title.get_fontsize() > TITLE_SMALLEST:
+        title.set_fontsize(title.get_fontsize() - 0.5)
+    text = title.get_text()
+    for lines in range(2, 6):
+        if title.get_window_extent(renderer).width <= room:
+            return
+        for between in (r"(?<=[,;]) ", " "):
+            title.set_text(balanced(text, lines, between))
+            if title.get_window_extent(renderer).width <= room:
+                return
+
+
+def place_notes(marks: Sequence[tuple[Any, Point, str]], renderer: Any, labelled: set[int], in_bytes: bool) -> None:
+    """Under each ▼ whose batch has no tick label (or on a bytes axis, every one), its place in words, 7-point,
+    moved 10 points lower while it would overlap a note already there."""
+    taken: dict[int, list[Bbox]] = {}
+    for axes, point, colour in marks:
+        if not in_bytes and point.batch_size in labelled:
+            continue
+        here = taken.setdefault(id(axes), [])
+        x = point.bytes if in_bytes else point.batch_size
+        for below in range(len(marks) + 1):
+            note = axes.annotate(place_text(point, in_bytes), (x, point.mbps), xytext=(0, -16 - 10 * below), textcoords="offset points",
+                                 ha="center", fontsize=7, color=colour, zorder=5,  # over the curves and their marks, readable
+                                 bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})  # fmt: skip
+            note.set_in_layout(False)  # inside the panel: the layout, and so every tick's place, stays as measured
+            box = note.get_window_extent(renderer).padded(LABEL_PAD / 2)
+            if not any(box.overlaps(other) for other in here):
+                break
+            note.remove()
+        here.append(box)
 
 
 SMALL_MULTIPLES = 6  # past this many series, one MB/s panel per framework: a dozen curves on one axis are spaghetti
@@ -316,14 +398,6 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
     else:
         ticks = sorted(xs)
         tick_texts = tick_labels(ticks, [p.batch_size for _, p, _ in cliff_marks])
-    labelled = {t for t, text in zip(ticks, tick_texts) if text}
-    noted: dict[tuple[int, int], int] = {}  # (panel, x) -> notes already there: the next goes lower, never on top
-    for axes, point, colour in cliff_marks:  # a batch whose tick gave way to a neighbour's, or any on a bytes axis
-        if in_bytes or point.batch_size not in labelled:
-            below = noted.get((id(axes), at_x(point)), 0)
-            noted[(id(axes), at_x(point))] = below + 1
-            axes.annotate(place_text(point, in_bytes), (at_x(point), point.mbps), xytext=(0, -16 - 10 * below), textcoords="offset points",
-                          ha="center", fontsize=7, color=colour)  # fmt: skip
     marked = f", ▼ at a cliff (below {CLIFF_FRACTION:.0%} of peak)" if cliffs else ""
     hollow = ", hollow: busy machine" if key else ""
     what = f"throughput: band p10–p90, ring at saturation (95% of peak){marked}{hollow}"
@@ -375,6 +449,17 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
                             fontsize=9)  # fmt: skip
         time_axes.grid(True, which="both", alpha=0.3)
     fig.suptitle((title or default_title(picks)) + (f"\n{what}, a panel per framework" if multiples else ""))
+    # As drawn: each panel's title fitted to it, then, in the final layout, tick labels that would overlap blanked and
+    # the cliffs whose batch lost its label noted under their ▼ (a note per cliff on a bytes axis).
+    rate_panels = list(dict.fromkeys(panels.values()))
+    fig.draw_without_rendering()  # the constrained layout: each panel's width as it will be saved
+    for axes in [*rate_panels, *([time_axes] if time_axes is not None else [])]:
+        if axes.get_visible():
+            fit_title(axes, renderer)
+    fig.draw_without_rendering()
+    order = tick_order(ticks, [p.batch_size for _, p, _ in cliff_marks] if not in_bytes else ())
+    labelled = set.intersection(*(thin_ticks(axes, renderer, order) for axes in rate_panels if axes.get_visible()))
+    place_notes(cliff_marks, renderer, labelled, in_bytes)
     return fig
 
 
