@@ -13,8 +13,11 @@ The figures are described in docs/figures/*.toml, one file per document:
   same text with each figure derived from the files. A claim is never rewritten: when the files give
   another figure the sentence around it may need other words, so the check names the line instead.
 
-A template is a Python f-string body. Its names: each entry of the TOML's `[files]` table (a result
-file as a Run, a text file as its text), and the helpers below (`n`, `x`, `pct`, `gb`, `span`, `grab`).
+A template is a Python f-string body: text with {expression} or {expression:format} fields. Its names:
+each entry of the TOML's `[files]` table (a result file as a Run: `run.mbps(label, batch)`, `run.faults`,
+`run.ratio`, `run.point`, `run.batches`, `run.get(*path)`; a text file as its text), the formatters
+`n`, `x`, `pct`, `gb`, `span`, `either`, and `grab` (a regular expression on a text), `median`, `at`
+(MB/s at a size in bytes), `nvml_excess`, `at_max_link` and `printed` (a series as a sweep prints it).
 
 Run:
   .venv/bin/python scripts/doc_figures.py           rewrite every block from the files, then check
@@ -173,6 +176,23 @@ def _point(data: dict[str, Any]) -> Any:
     return Point(**{k: v for k, v in data.items() if k in Point.__dataclass_fields__})
 
 
+def printed(run: Run, label: str, width: int = 80) -> str:
+    """One series as a sweep prints it on a terminal `width` columns wide (its table, summary and notes),
+    by xferbench's own display code, so the README shows what the tool prints today for that file."""
+    import io
+
+    from rich.console import Console
+
+    from xferbench.reading import display
+    from xferbench.core.results import Result
+
+    result = Result.from_dict(run.data)
+    (series,) = [s for s in result.series if label in (s.label(), s.label().split("@")[0])]
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False, soft_wrap=False)
+    display.print_series(console, series, result)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())  # type: ignore[attr-defined]
+
+
 def at_max_link(*runs: Run) -> tuple[int, int]:
     """How many CUDA series read their link under load, and how many of those at its maximum."""
     read = at_max = 0
@@ -195,7 +215,7 @@ def grab(text: str, pattern: str, group: int = 1) -> str:
 
 
 HELPERS: dict[str, Any] = {"n": n, "x": x, "pct": pct, "gb": gb, "span": span, "either": either, "grab": grab, "median": median, "at": at,
-                           "nvml_excess": nvml_excess, "at_max_link": at_max_link, "MiB": 2**20, "GiB": 2**30,
+                           "nvml_excess": nvml_excess, "at_max_link": at_max_link, "printed": printed, "MiB": 2**20, "GiB": 2**30,
                            "min": min, "max": max, "abs": abs, "round": round, "len": len, "sorted": sorted,
                            "all": all, "any": any, "sum": sum, "set": set, "enumerate": enumerate, "zip": zip, "str": str,
                            "int": int, "float": float}  # fmt: skip
