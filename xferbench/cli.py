@@ -621,22 +621,34 @@ MAX_VALIDATE_MINUTES = 24 * 60  # a day: past any real validation, so a typo can
 
 @app.command()
 def validate(
-    folder: Annotated[Optional[Path], typer.Argument(help=f"Folder for everything the validation writes, to attach to a bug report; it must not hold a validation already. Default: {DEFAULT_FOLDER}/validate-HOST-TIME/", show_default=False)] = None,
-    device: Annotated[str, typer.Option(help="The CUDA GPU to validate: cuda or cuda:N.")] = "cuda:0",
+    folder: Annotated[Optional[Path], typer.Argument(help=f"Folder for everything the validation writes, to attach to a bug report; it must not hold a validation already. With --reread: the validation folder to read. Default: {DEFAULT_FOLDER}/validate-HOST-TIME/", show_default=False)] = None,
+    device: Annotated[Optional[str], typer.Option(help="The CUDA GPU to validate: cuda or cuda:N. Default: cuda:0; with --reread, the GPU the folder records.", show_default=False)] = None,
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Repeatable or comma-separated: the frameworks swept. Default: every installed one (without cuda, no raw copy and no long link run).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Three batch sizes and few samples: a smoke test of the set-up, not a validation.")] = False,
     peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Repeatable: an nvbandwidth or bandwidthTest executable, known by its file name. Default: each one found on PATH.", show_default=False)] = None,
     max_minutes: Annotated[Optional[float], typer.Option("--max-minutes", help="Fit the whole run into this many minutes: the plan is trimmed (nvbandwidth's samples, the peers' sizes, then the large sweep's sizes; never the raw ceiling or the link run), and what runs past its share is stopped. The verdict says what was left out.", show_default=False)] = None,
+    reread: Annotated[bool, typer.Option("--reread", help="Measure nothing: make FOLDER's verdict again from its files, as this xferbench judges them (for a folder an earlier xferbench wrote). Prints it, or writes it to --out; FOLDER is written to only where --out names a file in it.")] = False,
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help="With --reread: write the verdict here (a folder, ending in /, gets verdict.md). Default: print it.", show_default=False)] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="With --reread: replace an existing --out file.")] = False,
 ) -> None:
     """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
     from xferbench.health import validation
     from xferbench.core import environment
 
+    if reread:
+        measuring = [name for name, given in (("--framework", framework), ("--quick", quick), ("--peer", peer),
+                                              ("--max-minutes", max_minutes is not None)) if given]  # fmt: skip
+        if measuring:
+            raise fail(f"{measuring[0]} measures, and --reread measures nothing: leave it out to re-read a folder")
+        if folder is None:
+            raise fail("--reread needs the validation folder to read: xferbench validate --reread FOLDER")
+        reread_verdict(folder, device, out_path, overwrite)
+        return
+    if out_path is not None or overwrite:
+        raise fail(f"{'--out' if out_path is not None else '--overwrite'} goes with --reread: a validation writes verdict.md into its own folder")
     where = folder or DEFAULT_FOLDER / f"validate-{host_name()}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
-        kind, _, index = device.strip().lower().partition(":")
-        if kind != "cuda" or (index and not index.isdigit()):
-            raise XferbenchError(f"--device {device}: validate checks a CUDA GPU (cuda or cuda:N); `xferbench sweep` measures the others")
+        gpu = cuda_device(device or "cuda:0")
         if max_minutes is not None and not (math.isfinite(max_minutes) and 0 < max_minutes <= MAX_VALIDATE_MINUTES):
             raise XferbenchError(f"--max-minutes {max_minutes:g}: give minutes above 0 and at most {MAX_VALIDATE_MINUTES}"
                                  " (validate prints its estimated duration before it starts)")  # fmt: skip
@@ -644,7 +656,7 @@ def validate(
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
         peers, missing = validation.find_peers(peer or ())
-        run = validation.Validation(where, f"cuda:{index or 0}", tuple(dict.fromkeys(f.lower() for f in split_lists(framework))),
+        run = validation.Validation(where, gpu, tuple(dict.fromkeys(f.lower() for f in split_lists(framework))),
                                     quick, peers, missing, max_minutes)  # fmt: skip
         for name, why in missing.items():
             err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
@@ -660,6 +672,43 @@ def validate(
     out.print()
     out.print(checking.render(checks), highlight=False, markup=False)
     out.print(f"wrote {verdict} (attach the folder {run.folder} to a bug report)", highlight=False)
+    if not checking.passed(checks):
+        raise typer.Exit(1)
+
+
+def cuda_device(device: str) -> str:
+    """--device as validate takes it (cuda or cuda:N), as cuda:N; anything else is bad input."""
+    kind, _, index = device.strip().lower().partition(":")
+    if kind != "cuda" or (index and not index.isdigit()):
+        raise XferbenchError(f"--device {device}: validate checks a CUDA GPU (cuda or cuda:N); `xferbench sweep` measures the others")
+    return f"cuda:{index or 0}"
+
+
+def reread_verdict(folder: Path, device: Optional[str], out_path: Optional[str], overwrite: bool) -> None:
+    """`validate --reread`: the folder's verdict made again from its files, printed or written to --out; exit 1 unless every check passes."""
+    from xferbench.health import validate as checking
+    from xferbench.health import validation
+    from xferbench.reading import report as reporting
+
+    try:
+        device = cuda_device(device) if device is not None else None
+        target = output_path(out_path, "verdict.md")[0] if out_path is not None else None
+        if target is not None:
+            refuse_unless_regular(target, "--out")
+            refuse_existing(target, "--out", overwrite)
+        run, files, imported, notes, record = validation.reread(folder, device)
+        checks = validation.checks_for(files, imported, run.device, absent="not in the folder")
+        page = validation.verdict_page(run, files, imported, checks, notes, record)
+        if record.absent:
+            err.print(f"[yellow]note:[/] not in {escape(str(folder))}: {escape(', '.join(record.absent))}", highlight=False)
+        if target is None:
+            emit(page)
+        else:
+            reporting.save(page, target)
+            out.print(checking.render(checks), highlight=False, markup=False)
+            err.print(f"wrote {target}", highlight=False)
+    except XferbenchError as error:
+        raise fail(str(error)) from None
     if not checking.passed(checks):
         raise typer.Exit(1)
 

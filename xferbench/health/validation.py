@@ -820,8 +820,8 @@ def checks_for(files: Mapping[str, Result | None], imported: Mapping[str, Result
             peers_check(ours, imported.get("nvbandwidth"), device)]  # fmt: skip
 
 
-BUDGET_NOT_RECORDED = ("The run's time budget (--max-minutes, its estimate, the time it took, what was trimmed) is not recorded:"
-                       " the folder has no verdict.md or validate.log that says it.")  # fmt: skip
+BUDGET_NOT_RECORDED = ("The run's time budget (--max-minutes, its estimate, the time it took, what was trimmed) and its notes (a"
+                       " sweep stopped, a peer skipped) are not recorded: the folder has no verdict.md or validate.log that says them.")  # fmt: skip
 
 
 @dataclass
@@ -870,8 +870,8 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
         took = (f", took {budget.minutes(validation.took_s)}" if validation.took_s is not None else
                 ", time taken not recorded" if record is not None else "")  # fmt: skip
         trimmed = ": " + "; ".join(validation.trimmed) + "." if validation.trimmed else ": nothing was trimmed."
-        said = f" (from {record.budget_from})" if record is not None and record.budget_from != "verdict.md" else ""
-        lines += [f"Run within --max-minutes {validation.max_minutes:g} ({estimated}{took}){trimmed}{said}", ""]
+        said = f"; read from {record.budget_from}" if record is not None and record.budget_from != "verdict.md" else ""
+        lines += [f"Run within --max-minutes {validation.max_minutes:g} ({estimated}{took}{said}){trimmed}", ""]
     if record is not None and record.absent:
         lines += [f"Not in this folder: {', '.join(record.absent)}.", ""]
     if record is not None and record.said:
@@ -923,6 +923,170 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
 
 
 PLACEMENT_LINE = "Placement: "  # starts the peers section's line for a peer that ran otherwise than xferbench's workers
+
+# What a folder's earlier verdict.md and validate.log say of the run, as verdict_page and the run printed it.
+VERDICT_HEAD = re.compile(r"^# xferbench validation: .* \((cuda(?::\d+)?)\) on ", re.MULTILINE)
+MADE_BY = re.compile(r"Made by (xferbench \S+ on \d{4}-\d{2}-\d{2})( \(--quick)?")
+BUDGET_LINE = re.compile(r"^Run within --max-minutes ([0-9.]+) \((?:estimated ([0-9.]+) min|estimate not recorded)"
+                         r"(?:, took ([0-9.]+) min|, time taken not recorded)?(?:; read from [^)]*)?\)(?:: (.*))?$", re.MULTILINE)  # fmt: skip
+PLAN_LINE = re.compile(r"^plan: about ([0-9.]+) min in all, within --max-minutes ([0-9.]+)", re.MULTILINE)
+TRIMMED_LINE = re.compile(r"^\s*trimmed to fit: (.*)$", re.MULTILINE)
+DID_NOT_RUN = re.compile(r"^- (nvbandwidth|bandwidthTest) did not run: (.*)\.$")
+RAW_OUTPUT = {"nvbandwidth": ("peer-nvbandwidth.json", "peers/nvbandwidth.json"),
+              "bandwidthTest": ("peer-bandwidthtest.json", "peers/bandwidthTest.txt")}  # fmt: skip
+
+
+def _read_text(path: Path) -> str:
+    """A text file of the folder; a one-line XferbenchError saying what to do where it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        why = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise XferbenchError(f"{path}: cannot read: {why}; restore it from the run's pack, or move it out of the folder to"
+                             " re-read the rest")  # fmt: skip
+
+
+def _load_kept(path: Path) -> Result:
+    """One of the folder's result files; a one-line XferbenchError saying what to do where it is damaged."""
+    try:
+        return load(path)
+    except XferbenchError as error:
+        raise XferbenchError(f"{error}; restore it from the run's pack, or move it out of the folder to re-read the rest") from None
+
+
+def _old_notes(text: str, validation: Validation) -> list[str]:
+    """The notes of an earlier verdict: each bullet of its peers section but the lines the page makes
+    itself; a peer that did not run goes back to `validation.missing`."""
+    start, end = text.find("\n## xferbench against the peers on this machine"), text.find("\n## In this folder")
+    notes = []
+    for line in text[start:end if end > start else None].splitlines() if start >= 0 else []:
+        found = DID_NOT_RUN.match(line)
+        if found:
+            validation.missing[found.group(1)] = found.group(2)
+        elif line.startswith("- ") and not line.startswith(f"- {PLACEMENT_LINE}"):
+            notes.append(line[2:])
+    return notes
+
+
+def _budget(validation: Validation, record: Record, verdict: str | None, log: tuple[str, str] | None) -> None:
+    """The run's --max-minutes, estimate, time taken and trims, from its verdict, else from its console log."""
+    found = BUDGET_LINE.search(verdict) if verdict is not None else None
+    if found:
+        minutes, estimate, took, trimmed = found.groups()
+        validation.max_minutes, record.budget_from = float(minutes), "verdict.md"
+        record.estimated_s = float(estimate) * 60 if estimate else None
+        validation.took_s = float(took) * 60 if took else None
+        if trimmed and trimmed != "nothing was trimmed.":
+            validation.trimmed = trimmed.removesuffix(".").split("; ")
+    elif verdict is not None and BUDGET_NOT_RECORDED not in verdict:
+        record.budget_from = "verdict.md"  # a run without --max-minutes: no budget to say
+    elif log is not None:
+        name, text = log
+        plan = PLAN_LINE.search(text)
+        record.budget_from = name
+        if plan:
+            record.estimated_s, validation.max_minutes = float(plan.group(1)) * 60, float(plan.group(2))
+            validation.trimmed = TRIMMED_LINE.findall(text)
+
+
+def _console_log(folder: Path) -> tuple[str, str] | None:
+    """validate's console output as the GPU run script keeps it (validate.log in the folder or beside
+    it), with the name to give it: only the budget, its trims and the warnings are read from it."""
+    for path, said in ((folder / "validate.log", "validate.log"), (folder.parent / "validate.log", "validate.log beside the folder")):
+        if path.is_file():
+            try:
+                return said, path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+    return None
+
+
+def _run_settings(validation: Validation, record: Record, files: Mapping[str, Result | None], verdict: str | None,
+                  device: str | None) -> None:  # fmt: skip
+    """The device (`device` where given), --quick and frameworks of the run, from its verdict, else from its result files' settings."""
+    sweeps = [r.config for stem, r in files.items() if r is not None and stem != "link"]
+    link = files.get("link")
+    head = VERDICT_HEAD.search(verdict) if verdict is not None else None
+    recorded = head.group(1) if head else next((str(c["device"]) for c in [*sweeps, *([link.config] if link else [])] if c.get("device")), None)
+    if device is not None:
+        validation.device = device
+    elif recorded is None:
+        record.said.append(f"No file records the validated GPU: {validation.device} is taken (give --device).")
+    else:
+        validation.device = recorded if ":" in recorded else f"{recorded}:0"
+    made = MADE_BY.search(verdict) if verdict is not None else None
+    if made:
+        validation.quick = bool(made.group(2))
+    else:  # the settings --quick gives the sweeps and the link run
+        quick_sweep = any((c.get("timing") or {}).get("max_samples") == QUICK_TIMING.max_samples for c in sweeps)
+        quick_link = link is not None and (link.config.get("timing") or {}).get("min_time_s") == float(QUICK_LINK_TIME[1])
+        validation.quick = quick_sweep or quick_link
+    validation.frameworks = tuple(sweeps[0].get("frameworks") or ()) if sweeps else ()
+
+
+def _read_peer(name: str, folder: Path, environment: dict[str, Any], device: str, record: Record, notes: list[str]) -> Result | None:
+    """A peer's figures: its result file, else its own output read again in memory (nothing written), else None."""
+    from xferbench.reading import peers
+
+    kept, raw = RAW_OUTPUT[name]
+    if (folder / kept).exists():
+        return _load_kept(folder / kept)
+    if not (folder / raw).exists():
+        return None
+    read = peers.read_nvbandwidth if name == "nvbandwidth" else peers.read_bandwidthtest
+    try:
+        result = read([folder / raw], environment=environment)
+    except XferbenchError as error:
+        notes.append(f"{name}'s output gave no figure: " + str(error).replace(f"{folder}{os.sep}", ""))
+        return None
+    record.said.append(f"{name}'s figures were read from {raw}, as {kept} is not in the folder.")
+    if name == "nvbandwidth" and device != "cuda:0" and "CUDA_VISIBLE_DEVICES" in _read_text(folder / raw):
+        _shown_one(result, device)
+    return result
+
+
+def reread(folder: Path, device: str | None = None) -> tuple[Validation, dict[str, Result | None], dict[str, Result | None],
+                                                              list[str], Record]:  # fmt: skip
+    """What a validation folder's files give for its verdict, read only: the Validation with the run's own
+    facts (device, --quick, budget, peers that did not run), xferbench's files by stem (None: not in the
+    folder), the peers' results, the notes and the record of what was missing. Nothing is measured and
+    nothing is written. Raises XferbenchError for a folder that is not a validation or a file that cannot be read."""
+    if not folder.is_dir():
+        raise XferbenchError(f"{folder}: {'a file, not a folder' if folder.exists() else 'no such folder'}; give the folder"
+                             " `xferbench validate` wrote (it holds verdict.md, default.json, ...)")  # fmt: skip
+    present = [name for name in FILES if (folder / name).is_file()]
+    if not present:
+        raise XferbenchError(f"{folder} holds none of a validation's files ({', '.join(list(FILES)[:5])}, ...); give the folder"
+                             " `xferbench validate` wrote")  # fmt: skip
+    verdict = _read_text(folder / "verdict.md") if (folder / "verdict.md").is_file() else None
+    files: dict[str, Result | None] = {stem: _load_kept(folder / f"{stem}.json") if (folder / f"{stem}.json").is_file() else None
+                                       for stem in ("default", "large", "link")}  # fmt: skip
+    validation, record, notes = Validation(folder), Record(), []
+    _run_settings(validation, record, files, verdict, device)
+    if not validation.has_link_run and files["link"] is None:
+        files.pop("link")  # a run without cuda plans no link run: its absence is no fault
+    ours = [r for r in files.values() if r is not None]
+    environment = ours[0].environment if ours else {}
+    made = MADE_BY.search(verdict) if verdict is not None else None
+    record.made = made.group(1) if made else (f"xferbench {ours[0].xferbench_version or 'of a version not recorded'} on"
+                                             f" {ours[0].created[:10]}" if ours else None)  # fmt: skip
+    log = _console_log(folder) if verdict is None else None
+    _budget(validation, record, verdict, log)
+    if verdict is not None:
+        notes += _old_notes(verdict, validation)
+    elif log is not None:
+        notes += [line.removeprefix("warning: ") for line in log[1].splitlines() if line.startswith("warning: ")]
+    imported = {name: _read_peer(name, folder, environment, validation.device, record, notes) for name in RAW_OUTPUT}
+    if verdict is None:  # what the run said of its peers' output, said again from their files
+        for name, result in imported.items():
+            peer = (result.environment.get("peer") or {}) if result is not None else {}
+            failed = [f"{s.label()}: {s.reason}" for s in (result.series if result is not None else []) if s.status == "failed"]
+            notes += [f"{name}: {item}" for item in dict.fromkeys(map(str, [*failed, *(peer.get("not_imported") or [])]))]
+    not_made = {name for name in FILES if name.startswith("link") and "link" not in files}  # no link run was planned
+    not_made |= {name for peer in validation.missing for name in RAW_OUTPUT[peer]}  # a peer that did not run, as the verdict says
+    record.absent = [name for name in FILES if name not in present and name not in not_made]
+    return validation, files, imported, list(dict.fromkeys(notes)), record
+
 
 def refuse_used_folder(folder: Path) -> None:
     """A folder that already holds a validation is never written into: it may be the only copy of one."""
@@ -984,4 +1148,4 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     return checks, verdict
 
 
-__all__ = ["Record", "Validation", "checks_for", "find_peers", "peers_check", "peers_table", "run", "verdict_page"]
+__all__ = ["Record", "Validation", "checks_for", "find_peers", "peers_check", "peers_table", "reread", "run", "verdict_page"]
