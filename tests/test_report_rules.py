@@ -386,7 +386,7 @@ Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):
 - cuda:0 (peer-nvbandwidth): none in this file: it holds nvbandwidth's own figures (xferbench import), read beside xferbench's in other files
 
 Published figures for the same GPU model (healthy host↔device copies others measured; xferbench's docs/published-figures.md gives each with its source and date):
-- cuda/raw_pinned/copy/streamed@cuda:0 (link): 55.4 GB/s here; no published host-to-device figure for this model (NVIDIA H200)
+- cuda/raw_pinned/copy/streamed@cuda:0 (link): 55.4 GB/s here, above every published figure; published for H200: 55 GB/s host to device, 1 source (Azure/AI-benchmarking-guide Azure_Results/ND_H200_v5_results.md @b408bf8)
 
 ### MB/s by bytes per call
 
