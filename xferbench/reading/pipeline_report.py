@@ -83,6 +83,7 @@ def section(picks: Sequence[Selected]) -> list[str]:
         scale = None if raw else next((p.series for p in here if p.series.framework == "host" and p.series.ok_points()), None)
         raw_points = _ok(raw) if raw is not None else {}
         points = {s.label(): _ok(s) for s in pipes}
+        series_of = {s.label(): s for s in pipes}
         batches = sorted({b for found in points.values() for b in found})
         best: list[tuple[int, str]] = []
         rows, raw_shares, plain_ratios = [], [], []
@@ -108,7 +109,7 @@ def section(picks: Sequence[Selected]) -> list[str]:
                 share = f" ({point.mbps / ceiling.mbps:.0%})" if ceiling and ceiling.mbps and point.mbps else ""
                 text = f"{rate(point.batches_per_s)}{share}{_marked(point)}"
                 cells.append(f"**{text}**" if label == name else text)
-                shown.append((next(s for s in pipes if s.label() == label), point))
+                shown.append((series_of[label], point))
             plain_cell = (f"{rate(best_plain[1].batches_per_s)}{_marked(best_plain[1])} (`{best_plain[0].label().rsplit('@', 1)[0]}`)"
                           if best_plain else ABSENT)  # fmt: skip
             yardstick_series = raw if ceiling else scale
