@@ -603,8 +603,8 @@ def _ours(files: Mapping[str, Result | None]) -> dict[str, Result]:
     sweep's figure stands, for the peers ran at the sweeps' sizes and link.json's run is timed to
     give NVML's byte count 10 s and more; where no sweep has the size (a large sweep cut short, a
     --quick run out of time), link.json's figure is used rather than none."""
-    order = sorted((stem for stem, result in files.items() if result is not None), key=lambda stem: f"{stem}.json" == LINK_FILE)
-    return {f"{stem}.json": files[stem] for stem in order}  # type: ignore[misc]
+    written = {f"{stem}.json": result for stem, result in files.items() if result is not None}
+    return dict(sorted(written.items(), key=lambda item: item[0] == LINK_FILE))  # a stable sort: the sweeps keep their order
 
 
 def _figures(results: validate.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, tuple[float, str]]:
