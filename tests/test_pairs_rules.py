@@ -103,7 +103,8 @@ def test_a_gpu_run_records_every_field_in_a_fixed_order() -> None:
         ("what is copied", "a device-to-host transfer over the GPU's link (CUDA); a host-to-device transfer over the GPU's link (CUDA)"),
         ("device", "NVIDIA H200"), ("driver", "580.159.04"), ("CUDA (driver)", "13.0"), ("PCIe link under load", "Gen5 x16"),
         ("NUMA binding", "bound to CPUs 0-15, memory preferred on NUMA node 0"), ("DataLoader workers", "—"), ("GPU cores", "—"),
-        ("CPU", "Intel(R) Xeon(R) Processor (16 logical CPUs)"), ("memory", "126 GiB"), ("macOS", "—"), ("process CPUs", "0-15"),
+        ("CPU", "Intel(R) Xeon(R) Processor (16 logical CPUs)"), ("CPU features that turn oneDNN on", "—"),
+        ("transparent huge pages", "—"), ("memory", "126 GiB"), ("macOS", "—"), ("process CPUs", "0-15"),
         ("OS", "Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39"), ("Python", "3.12.3"), ("cuda", "14.2.0"),
         ("torch", "2.11.0+cu130 (built with CUDA 13.0)"),
         ("tensorflow", "2.21.0 (built with CUDA 12.5.1), oneDNN off, Python 3.11.9"), ("numpy", "2.5.2"),
@@ -121,7 +122,7 @@ def test_a_file_that_records_little_says_so_field_by_field() -> None:
     assert found["CPU"] == "AMD EPYC"
     assert {name: value for name, value in found.items() if name not in ("what is copied", "device", "CPU")} == \
         {name: "—" for name in ["driver", "CUDA (driver)", "PCIe link under load", "NUMA binding", "DataLoader workers", "GPU cores",
-                                "memory", "macOS", "process CPUs", "OS", "Python", "numpy", *SETTINGS, "host", "xferbench",
+                                "CPU features that turn oneDNN on", "transparent huge pages", "memory", "macOS", "process CPUs", "OS", "Python", "numpy", *SETTINGS, "host", "xferbench",
                                 "clock", "sampling"]}  # fmt: skip
 
 
@@ -205,3 +206,19 @@ def test_file_names_keep_distinct_hosts_and_stems_and_shorten_only_whole_paths()
     assert file_names([(Path("x/r.json"), one), (Path("y/r.json"), other)]) == ["n1", "n2"]
     assert file_names([(Path("x/a.json"), one), (Path("y/b.json"), same)]) == ["a", "b"]
     assert file_names([(Path("x/run-2/r.json"), one), (Path("x/run-4/r.json"), same)]) == ["run-2", "run-4"]
+
+
+def test_two_cpus_that_decide_onednn_differently_are_a_difference() -> None:
+    """The CPU features behind TensorFlow's oneDNN default and the huge page modes are facts a report
+    compares: the same TensorFlow falls 0.1x on one CPU and 0.6x on another at batch 171."""
+    with_vnni = {"cpu": "AMD EPYC", "cpu_features": {"avx512_vnni": True, "avx512_bf16": True, "avx_vnni": False, "amx_tile": False},
+                 "transparent_hugepages": {"enabled": "madvise", "defrag": "madvise"}}  # fmt: skip
+    without = {**with_vnni, "cpu_features": dict.fromkeys(with_vnni["cpu_features"], False),
+               "transparent_hugepages": {"enabled": "always", "defrag": "madvise"}}  # fmt: skip
+    runs = [Result(env, {}, "x", [curve("tf", "eager", {4: 1e4})]) for env in (with_vnni, without)]
+    found = {d.field: d.values for d in differences([(r, r.series) for r in runs])}
+    assert found["CPU features that turn oneDNN on"] == ["AVX512_VNNI, AVX512_BF16", "none"]
+    assert found["transparent huge pages"] == ["enabled madvise, defrag madvise", "enabled always, defrag madvise"]
+    unread = [Result({**with_vnni, "cpu_features": None}, {}, "x", [curve("tf", "eager", {4: 1e4})]), runs[0]]
+    assert {d.field: d.values for d in differences([(r, r.series) for r in unread])}["CPU features that turn oneDNN on"] == [
+        "—", "AVX512_VNNI, AVX512_BF16"]  # fmt: skip

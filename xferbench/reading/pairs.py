@@ -156,6 +156,22 @@ def framework_version(env: dict[str, Any], name: str) -> str:
     return text
 
 
+def _features(features: Any) -> str:
+    """The CPU features that decide TensorFlow's oneDNN default, as the run read them: two CPUs that differ
+    here can give TensorFlow's host copies different costs with every setting the same."""
+    if not isinstance(features, dict) or not features:
+        return MISSING
+    present = [name.upper() for name, has in features.items() if has]
+    return ", ".join(present) if present else "none"
+
+
+def _huge_pages(modes: Any) -> str:
+    """The kernel's transparent huge page modes: they decide how many faults a fresh buffer takes."""
+    if not isinstance(modes, dict) or not modes:
+        return MISSING
+    return ", ".join(f"{name} {value}" for name, value in modes.items())
+
+
 def _joined(values: Sequence[str | None]) -> str:
     """Distinct values in order, or MISSING when none is recorded."""
     kept = list(dict.fromkeys(v for v in values if v))
@@ -192,6 +208,8 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
         "DataLoader workers": _joined([str(s.params["num_workers"]) for s in series if s.params.get("num_workers")]),
         "GPU cores": _joined([str(d["gpu_cores"]) for d in macs if d.get("gpu_cores")]),
         "CPU": f"{env.get('cpu') or MISSING}" + (f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""),
+        "CPU features that turn oneDNN on": _features(env.get("cpu_features")),
+        "transparent huge pages": _huge_pages(env.get("transparent_hugepages")),
         "memory": f"{env['memory_bytes'] / 2**30:,.0f} GiB" if isinstance(env.get("memory_bytes"), (int, float)) else MISSING,
         "macOS": env.get("macos") or MISSING,
         "process CPUs": cpu_ranges(env["process_cpus"]) if env.get("process_cpus") else MISSING,
