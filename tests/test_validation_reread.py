@@ -54,7 +54,7 @@ def test_run_3s_link_run_stands_for_the_sweeps_that_were_not_written() -> None:
     page, checks = reread(folder_of(3))
     peer = checks[PEER_CHECK]
     assert peer.status == PASS and peer.figure.startswith(
-        "median -0.0% over 1 size (worst -0.0% at 256 MiB (268 MB): xferbench 55,407 (link.json), nvbandwidth 55,420 MB/s); placement:")
+        "median +0.0% over 1 size (worst +0.0% at 256 MiB (268 MB): xferbench 55,407 (link.json), nvbandwidth 55,420 MB/s); placement:")
     here = line_of(page, "- Here: ")
     assert here.startswith("- Here: the raw pinned copy, streamed, at 256 MiB (268 MB): 55.4 GB/s (link.json). ")
     assert line_of(page, "- Health-check floor: ").endswith(" Above it.")

@@ -182,10 +182,10 @@ def test_a_run_that_saved_only_its_link_run_is_written_line_for_line(tmp_path) -
         ("| 1 series bound to node 0", "| 1 series in link.json bound to node 0"),
         ("both per call and streamed at 256 MiB or more |", "per call at 256 MiB or more with a streamed figure at the same size in it"
                                                            " or another file |"),
-        ("1 series, 1 points, every byte", "1 series, 1 points in link.json, every byte"),
+        ("1 series, 1 points, every byte", "1 series, 1 point in link.json, every byte"),
         ("has a device clock |", "has a device clock in link.json |"),
         ("| **N/A** | xferbench's streamed raw pinned copy measured nothing on cuda:0 |",
-         "| **PASS** | median -0.0% over 1 size (worst -0.0% at 256 MiB (268 MB): xferbench 55,407 (link.json), nvbandwidth 55,420 MB/s);"
+         "| **PASS** | median +0.0% over 1 size (worst +0.0% at 256 MiB (268 MB): xferbench 55,407 (link.json), nvbandwidth 55,420 MB/s);"
          " placement: xferbench bound to CPUs 0-15, memory preferred on NUMA node 0; nvbandwidth under numactl --cpunodebind=0 --membind=0 |"),
         ("- Here: no raw pinned copy was measured. " + H200_PUBLISHED,
          "- Here: the raw pinned copy, streamed, at 256 MiB (268 MB): 55.4 GB/s (link.json). " + published_for("NVIDIA H200")),

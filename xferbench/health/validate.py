@@ -285,7 +285,8 @@ def verified_check(results: Results) -> Verdict:
     points = sum(len(s.ok_points()) for _, s in ran)
     if failed:
         return Verdict(name, FAIL, f"{len(failed)} failure(s), first: {failed[0]}")
-    return Verdict(name, PASS, f"{len(ran)} series, {points} points{sources(f for f, _ in ran)}, every byte of each verified")
+    return Verdict(name, PASS, f"{len(ran)} series, {points} point{'s' if points != 1 else ''}{sources(f for f, _ in ran)},"
+                               " every byte of each verified")  # fmt: skip
 
 
 def completed_check(files: Mapping[str, Result | None], absent: str = "not written") -> Verdict:

@@ -666,6 +666,8 @@ def peers_check(ours: validate.Results, nvbandwidth: Result | None, device: str)
     middle = statistics.median(gap for gap, _ in gaps)
     worst, at = max(gaps, key=lambda gap: abs(gap[0]))
     status = PASS if abs(middle) <= PEER_AGREEMENT else FAIL
+    middle = 0.0 if round(middle, 3) == 0 else middle  # -0.0% reads as a sign where there is none
+    worst = 0.0 if round(worst, 3) == 0 else worst
     figure = (f"median {middle:+.1%} over {len(shared)} size{'s' if len(shared) > 1 else ''} (worst {worst:+.1%} at"
               f" {size_label(at)}: xferbench {rate(raw[at][0])}{validate.source(raw[at][1])}, nvbandwidth {rate(peer[at])} MB/s)"
               f"{_by_file(raw, shared)}; {placed}")  # fmt: skip
