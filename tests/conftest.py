@@ -45,6 +45,17 @@ def unwrapped(text: str) -> str:
     return "".join(text.split())
 
 
+def load_script(name: str) -> Any:
+    """A script of scripts/ as a module (they are not in the package), registered so dataclasses resolve."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
     """Until `condition` holds (a thread's progress, never a duration), failing after `timeout_s`."""
     deadline = time.monotonic() + timeout_s

@@ -4,20 +4,15 @@ A figure changed in one result file must fail here, naming the document and the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("doc_figures", ROOT / "scripts" / "doc_figures.py")
-assert _spec and _spec.loader
-figures = importlib.util.module_from_spec(_spec)
-sys.modules["doc_figures"] = figures
-_spec.loader.exec_module(figures)
+figures = load_script("doc_figures")
 
 RUN5_LARGE = "results/nvidia-h200/2026-11-26/run-5/validation/large.json"
 RUN2_DEFAULT = "results/nvidia-h200/2026-11-26/run-2/validation/default.json"

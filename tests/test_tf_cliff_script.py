@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
+from conftest import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("tf_cliff", ROOT / "scripts" / "tf_cliff.py")
-assert _spec and _spec.loader
-tf_cliff = importlib.util.module_from_spec(_spec)
-sys.modules["tf_cliff"] = tf_cliff
-_spec.loader.exec_module(tf_cliff)
+tf_cliff = load_script("tf_cliff")
 
 
 def test_a_line_per_series_gives_170_171_their_ratio_and_the_faults() -> None:
