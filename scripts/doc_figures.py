@@ -17,11 +17,12 @@ A template is a Python f-string body: text with {expression} or {expression:form
 each entry of the TOML's `[files]` table (a result file as a Run: `run.mbps(label, batch)`, `run.faults`,
 `run.ratio`, `run.point`, `run.batches`, `run.get(*path)`; a text file as its text), the formatters
 `n`, `x`, `pct`, `gb`, `span`, `either`, and `grab` (a regular expression on a text), `median`, `at`
-(MB/s at a size in bytes), `nvml_excess`, `at_max_link` and `printed` (a series as a sweep prints it).
+(MB/s at a size in bytes), `nvml_excess`, `at_max_link`, `printed` (a series as a sweep prints it), the
+constants `MiB` and `GiB`, and a few builtins (`min`, `max`, `sum`, `all`, `any`, `len`, `sorted`, ...).
 
 Run:
-  .venv/bin/python scripts/doc_figures.py           rewrite every block from the files, then check
-  .venv/bin/python scripts/doc_figures.py --check   change nothing; list each block and claim that differs
+  .venv/bin/python scripts/doc_figures.py           change nothing; list each block and claim that differs
+  .venv/bin/python scripts/doc_figures.py --write   rewrite every block from its files, then check
 """
 
 from __future__ import annotations
@@ -32,11 +33,15 @@ import json
 import re
 import statistics
 import sys
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, from the dev extra
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = "docs/figures"
@@ -94,7 +99,7 @@ def median(values: Iterable[float]) -> float:
 
 
 class Run:
-    """One result file, read as JSON (no xferbench import: the figures are the file's own numbers)."""
+    """One result file: its JSON as written, each series named as xferbench names it."""
 
     def __init__(self, path: Path, name: str) -> None:
         from xferbench.core.results import Result
@@ -187,7 +192,7 @@ def printed(run: Run, label: str, width: int = 80) -> str:
     from xferbench.core.results import Result
 
     result = Result.from_dict(run.data)
-    (series,) = [s for s in result.series if label in (s.label(), s.label().split("@")[0])]
+    series = result.series[run.data["series"].index(run.series(label))]  # run.series names a missing label
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False, soft_wrap=False)
     display.print_series(console, series, result)
     return "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())  # type: ignore[attr-defined]
@@ -270,6 +275,7 @@ class Problem:
     doc: str
     line: int
     what: str
+    structural: bool = False  # the document's markers are wrong: nothing of it may be written
 
     def __str__(self) -> str:
         return f"{self.doc}:{self.line}: {self.what}"
@@ -335,13 +341,19 @@ class Figures:
         """The document with every block made again, and a problem for each that differed or is missing."""
         problems, out, at = [], [], 0
         seen = set()
-        for begin in BEGIN.finditer(text):
+        begins = list(BEGIN.finditer(text))
+        for index, begin in enumerate(begins):
             name = begin.group(1)
             end = text.find(END, begin.end())
-            end = text.rfind("\n", 0, end) + 1 if end >= 0 else end  # the marker's line, indented or not
+            following = begins[index + 1].start() if index + 1 < len(begins) else len(text)
             line = text.count("\n", 0, begin.start()) + 1
-            if name not in spec.blocks or end < 0:
-                problems.append(Problem(spec.doc, line, f"block {name}: {'no template in ' + spec.path.name if end >= 0 else 'no ' + END}"))
+            if end < 0 or end > following:  # a lost end marker would take the text up to the next block with it
+                problems.append(Problem(spec.doc, line, f"block {name}: no {END} before the next block or the end",
+                                        structural=True))  # fmt: skip
+                continue
+            end = text.rfind("\n", 0, end) + 1  # the marker's line, indented or not
+            if name not in spec.blocks:
+                problems.append(Problem(spec.doc, line, f"block {name}: no template in {spec.path.name}", structural=True))
                 continue
             seen.add(name)
             try:
@@ -395,7 +407,7 @@ class Figures:
                 continue
             try:
                 made, block_problems = self.blocks(spec, text)
-                if write and made != text:
+                if write and made != text and not any(p.structural for p in block_problems):
                     path.write_text(made, encoding="utf-8")
                     text, block_problems = made, [p for p in block_problems if "differs" not in p.what]
                 problems += block_problems + self.claims(spec, text)
@@ -406,13 +418,16 @@ class Figures:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block or claim differs")
+    parser.add_argument("--write", action="store_true", help="rewrite every block from its files first")
+    parser.add_argument("--check", action="store_true", help="change nothing (the default); exit 1 if anything differs")
     args = parser.parse_args(argv)
-    problems = Figures().check(write=not args.check)
+    figures = Figures()
+    problems = figures.check(write=args.write and not args.check)
     for problem in problems:
         print(problem, file=sys.stderr)
-    count = sum(len(s.blocks) + len(s.claims) for s in Figures().specs())
-    print(f"{count} blocks and claims checked against their files; {len(problems) or 'none'} differ", file=sys.stderr)
+    count = sum(len(s.blocks) + len(s.claims) for s in figures.specs())
+    print(f"{count} blocks and claims checked against their files; {len(problems) or 'no'} problem"
+          f"{'' if len(problems) == 1 else 's'}", file=sys.stderr)  # fmt: skip
     return 1 if problems else 0
 
 

@@ -133,3 +133,30 @@ def test_formats_write_figures_as_the_documents_do() -> None:
     assert figures.span([0.991, 0.994], figures.pct) == "99%"
     with pytest.raises(figures.FigureError):
         figures.span([])
+
+
+def test_a_lost_end_marker_is_named_and_nothing_is_written(tmp_path) -> None:
+    """Without its end marker a block would reach to the next block's end and take the prose between
+    with it: the check names the block, and writing leaves the document as it was."""
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "page.toml").write_text(
+        'doc = "page.md"\n[[block]]\nname = "one"\ntemplate = "1"\n[[block]]\nname = "two"\ntemplate = "2"\n', encoding="utf-8")
+    page = tmp_path / "page.md"
+    text = "<!-- figures: one -->\nold\n\nProse that must stay.\n\n<!-- figures: two -->\nold\n<!-- /figures -->\n"
+    page.write_text(text, encoding="utf-8")
+    problems = figures.Figures(root=tmp_path).check(write=True)
+    assert page.read_text(encoding="utf-8") == text
+    assert "page.md:1: block one: no <!-- /figures --> before the next block or the end" in [str(p) for p in problems]
+
+
+def test_the_command_checks_by_default_and_writes_only_when_asked(tmp_path, monkeypatch, capsys) -> None:
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "page.toml").write_text('doc = "page.md"\n[[block]]\nname = "one"\ntemplate = "{1 + 1}"\n',
+                                                             encoding="utf-8")  # fmt: skip
+    page = tmp_path / "page.md"
+    page.write_text("<!-- figures: one -->\n<!-- /figures -->\n", encoding="utf-8")
+    monkeypatch.setattr(figures, "ROOT", tmp_path)
+    monkeypatch.setattr(figures.Figures.__init__, "__defaults__", (tmp_path, None))
+    assert figures.main([]) == 1 and page.read_text(encoding="utf-8") == "<!-- figures: one -->\n<!-- /figures -->\n"
+    assert "1 blocks and claims checked against their files; 1 problem" in capsys.readouterr().err
+    assert figures.main(["--write"]) == 0 and page.read_text(encoding="utf-8") == "<!-- figures: one -->\n2\n<!-- /figures -->\n"
