@@ -106,7 +106,8 @@ class Run:
 
         self.path, self.name = path, name
         self.data = json.loads(path.read_text(encoding="utf-8"))
-        self.labels = [s.label() for s in Result.from_dict(self.data).series]  # as xferbench names each series
+        self.result = Result.from_dict(self.data)  # as xferbench reads the file, for the helpers that use its code
+        self.labels = [s.label() for s in self.result.series]  # as xferbench names each series
 
     def series(self, label: str) -> dict[str, Any]:
         """The series xferbench labels `label` ('framework/mode/op[/direction][/streamed][/N-at-once][+buffer]@device');
@@ -116,6 +117,10 @@ class Run:
             have = ", ".join(self.labels[:8]) + (f" and {len(self.labels) - 8} more" if len(self.labels) > 8 else "")
             raise FigureError(f"{self.name}: {len(found)} series match {label!r} (the file has: {have})")
         return found[0]
+
+    def parsed(self, label: str) -> Any:
+        """The same series as xferbench's own Series, for the helpers that run xferbench's arithmetic on it."""
+        return self.result.series[self.data["series"].index(self.series(label))]
 
     def point(self, label: str, batch: int) -> dict[str, Any]:
         points = [p for p in self.series(label)["points"] if p["batch_size"] == batch]
@@ -164,21 +169,13 @@ def nvml_excess(run: Run, label: str) -> float:
     """How many more bytes NVML saw the GPU receive than the series says it moved (0.09 for 9% more),
     by xferbench's own arithmetic (xferbench.core.telemetry), so a change to it shows here too."""
     from xferbench.core import telemetry
-    from xferbench.core.results import Series
 
-    series = Series(**{k: v for k, v in run.series(label).items() if k in Series.__dataclass_fields__})
-    series.points = [_point(p) for p in run.series(label)["points"]]
+    series = run.parsed(label)
     received, _ = telemetry.received_bytes(series.link or {})
     claimed = telemetry.claimed_bytes(series)
     if received is None or not claimed:
         raise FigureError(f"{run.name}: {label} has no NVML byte count or no claimed bytes")
     return received / claimed - 1
-
-
-def _point(data: dict[str, Any]) -> Any:
-    from xferbench.core.results import Point
-
-    return Point(**{k: v for k, v in data.items() if k in Point.__dataclass_fields__})
 
 
 def printed(run: Run, label: str, width: int = 80) -> str:
@@ -189,12 +186,9 @@ def printed(run: Run, label: str, width: int = 80) -> str:
     from rich.console import Console
 
     from xferbench.reading import display
-    from xferbench.core.results import Result
 
-    result = Result.from_dict(run.data)
-    series = result.series[run.data["series"].index(run.series(label))]  # run.series names a missing label
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False, soft_wrap=False)
-    display.print_series(console, series, result)
+    display.print_series(console, run.parsed(label), run.result)
     return "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())  # type: ignore[attr-defined]
 
 
