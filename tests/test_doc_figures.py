@@ -80,32 +80,36 @@ def test_a_figure_only_a_table_shows_fails_at_the_tables_line(tmp_path) -> None:
         f" {text[row - 1]!r}, the files give {text[row - 1].replace('| 94% |', '| 47% |')!r}"]  # fmt: skip
 
 
+def _page(root: Path, spec: str, text: str, run: bool = False) -> Path:
+    """A document page.md and its spec docs/figures/page.toml under root (with run-2's default sweep as
+    run.json when asked): the smallest tree the engine reads."""
+    (root / "docs" / "figures").mkdir(parents=True)
+    if run:
+        shutil.copy(ROOT / RUN2_DEFAULT, root / "run.json")
+    (root / "docs" / "figures" / "page.toml").write_text('doc = "page.md"\n' + spec, encoding="utf-8")
+    page = root / "page.md"
+    page.write_text(text, encoding="utf-8")
+    return page
+
+
 def test_writing_restores_a_block_and_leaves_claims_to_the_author(tmp_path) -> None:
     """Writing fills a block from its files; a claim is only reported, never rewritten."""
-    (tmp_path / "docs" / "figures").mkdir(parents=True)
-    shutil.copy(ROOT / RUN2_DEFAULT, tmp_path / "run.json")
-    (tmp_path / "docs" / "figures" / "page.toml").write_text(
-        'doc = "page.md"\n[files]\nrun = "run.json"\n'
-        '[[block]]\nname = "one"\ntemplate = "ceiling {n(run.mbps(\'cuda/raw_pinned/copy\', 1))} MB/s"\n'
-        '[[claim]]\nquote = "reads 10.4 GB/s"\ntemplate = "reads {gb(run.mbps(\'cuda/raw_pinned/copy\', 1))} GB/s"\n',
-        encoding="utf-8")  # fmt: skip
-    page = tmp_path / "page.md"
-    page.write_text("It reads 10.4 GB/s.\n\n<!-- figures: one -->\nold\n<!-- /figures -->\n", encoding="utf-8")
+    page = _page(tmp_path, '[files]\nrun = "run.json"\n'
+                 '[[block]]\nname = "one"\ntemplate = "ceiling {n(run.mbps(\'cuda/raw_pinned/copy\', 1))} MB/s"\n'
+                 '[[claim]]\nquote = "reads 10.4 GB/s"\ntemplate = "reads {gb(run.mbps(\'cuda/raw_pinned/copy\', 1))} GB/s"\n',
+                 "It reads 10.4 GB/s.\n\n<!-- figures: one -->\nold\n<!-- /figures -->\n", run=True)  # fmt: skip
     problems = figures.Figures(root=tmp_path).check(write=True)
     assert page.read_text(encoding="utf-8") == "It reads 10.4 GB/s.\n\n<!-- figures: one -->\nceiling 10,492 MB/s\n<!-- /figures -->\n"
     assert [str(p) for p in problems] == ["page.md:1: says 'reads 10.4 GB/s', the files give 'reads 10.5 GB/s' (run.json)"]
 
 
 def test_a_missing_quote_marker_series_or_point_is_named(tmp_path) -> None:
-    (tmp_path / "docs" / "figures").mkdir(parents=True)
-    shutil.copy(ROOT / RUN2_DEFAULT, tmp_path / "run.json")
-    (tmp_path / "docs" / "figures" / "page.toml").write_text(
-        'doc = "page.md"\n[files]\nrun = "run.json"\n'
-        '[[block]]\nname = "absent"\ntemplate = "x"\n'
-        '[[block]]\nname = "point"\ntemplate = "{run.mbps(\'cuda/raw_pinned/copy\', 3)}"\n'
-        '[[claim]]\nquote = "not in the page"\ntemplate = "not in the page"\n'
-        '[[claim]]\nquote = "here"\ntemplate = "{run.mbps(\'tf/eager/copy\', 1)}"\n', encoding="utf-8")  # fmt: skip
-    (tmp_path / "page.md").write_text("here\n<!-- figures: point -->\n<!-- /figures -->\n", encoding="utf-8")
+    _page(tmp_path, '[files]\nrun = "run.json"\n'
+          '[[block]]\nname = "absent"\ntemplate = "x"\n'
+          '[[block]]\nname = "point"\ntemplate = "{run.mbps(\'cuda/raw_pinned/copy\', 3)}"\n'
+          '[[claim]]\nquote = "not in the page"\ntemplate = "not in the page"\n'
+          '[[claim]]\nquote = "here"\ntemplate = "{run.mbps(\'tf/eager/copy\', 1)}"\n',
+          "here\n<!-- figures: point -->\n<!-- /figures -->\n", run=True)  # fmt: skip
     said = sorted(str(p) for p in figures.Figures(root=tmp_path).check())
     assert said[0] == "page.md:1: block absent (page.toml) has no <!-- figures: absent --> marker"
     assert said[1].startswith("page.md:1: claim 'here': run.json: 0 series match 'tf/eager/copy' (the file has: cuda/raw_pinned/copy@cuda:0,")
@@ -138,23 +142,15 @@ def test_formats_write_figures_as_the_documents_do() -> None:
 def test_a_lost_end_marker_is_named_and_nothing_is_written(tmp_path) -> None:
     """Without its end marker a block would reach to the next block's end and take the prose between
     with it: the check names the block, and writing leaves the document as it was."""
-    (tmp_path / "docs" / "figures").mkdir(parents=True)
-    (tmp_path / "docs" / "figures" / "page.toml").write_text(
-        'doc = "page.md"\n[[block]]\nname = "one"\ntemplate = "1"\n[[block]]\nname = "two"\ntemplate = "2"\n', encoding="utf-8")
-    page = tmp_path / "page.md"
     text = "<!-- figures: one -->\nold\n\nProse that must stay.\n\n<!-- figures: two -->\nold\n<!-- /figures -->\n"
-    page.write_text(text, encoding="utf-8")
+    page = _page(tmp_path, '[[block]]\nname = "one"\ntemplate = "1"\n[[block]]\nname = "two"\ntemplate = "2"\n', text)
     problems = figures.Figures(root=tmp_path).check(write=True)
     assert page.read_text(encoding="utf-8") == text
     assert "page.md:1: block one: no <!-- /figures --> before the next block or the end" in [str(p) for p in problems]
 
 
 def test_the_command_checks_by_default_and_writes_only_when_asked(tmp_path, monkeypatch, capsys) -> None:
-    (tmp_path / "docs" / "figures").mkdir(parents=True)
-    (tmp_path / "docs" / "figures" / "page.toml").write_text('doc = "page.md"\n[[block]]\nname = "one"\ntemplate = "{1 + 1}"\n',
-                                                             encoding="utf-8")  # fmt: skip
-    page = tmp_path / "page.md"
-    page.write_text("<!-- figures: one -->\n<!-- /figures -->\n", encoding="utf-8")
+    page = _page(tmp_path, '[[block]]\nname = "one"\ntemplate = "{1 + 1}"\n', "<!-- figures: one -->\n<!-- /figures -->\n")
     monkeypatch.setattr(figures, "ROOT", tmp_path)
     monkeypatch.setattr(figures.Figures.__init__, "__defaults__", (tmp_path, None))
     assert figures.main([]) == 1 and page.read_text(encoding="utf-8") == "<!-- figures: one -->\n<!-- /figures -->\n"
