@@ -15,7 +15,7 @@ from pathlib import Path
 
 from test_running import CHILD
 
-from xferbench.health import budget, validation
+from xferbench.health import budget, validate_command
 from xferbench.core.results import Series
 from xferbench.core.spec import SeriesKey
 from xferbench.core.timing import TimingConfig
@@ -24,9 +24,9 @@ from xferbench.measuring.worker import take_header
 PEERS = {"nvbandwidth": "/opt/peers/nvbandwidth", "bandwidthTest": "/opt/peers/bandwidthTest"}
 
 
-def planned(max_minutes: float | None = None, frameworks: tuple[str, ...] = ("sim",), **kwargs) -> validation.Validation:  # type: ignore[no-untyped-def]
+def planned(max_minutes: float | None = None, frameworks: tuple[str, ...] = ("sim",), **kwargs) -> validate_command.Validation:  # type: ignore[no-untyped-def]
     """A validation of the simulated link, always installed, so the plan is the same on every machine."""
-    run = validation.Validation(Path("/nonexistent/v"), "cuda:0", frameworks, peers=dict(PEERS), max_minutes=max_minutes, **kwargs)
+    run = validate_command.Validation(Path("/nonexistent/v"), "cuda:0", frameworks, peers=dict(PEERS), max_minutes=max_minutes, **kwargs)
     run.fit()
     return run
 
@@ -42,7 +42,7 @@ def test_the_estimate_counts_each_sweeps_series_and_points_and_each_peer_command
     commands = run.peer_commands()
     nvbandwidth = [c for c in commands if c.peer == "nvbandwidth"]
     assert [c.nbytes for c in nvbandwidth] == [s for s in sizes if s % 2**20 == 0]  # its -b is in MiB
-    assert nvbandwidth[0].arguments == ["-j", "-b", str(nvbandwidth[0].nbytes // 2**20), "-t", *validation.NVBANDWIDTH_TESTS]
+    assert nvbandwidth[0].arguments == ["-j", "-b", str(nvbandwidth[0].nbytes // 2**20), "-t", *validate_command.NVBANDWIDTH_TESTS]
     assert [c.memory for c in commands if c.peer == "bandwidthTest"] == ["pinned"] * len(sizes) + ["pageable"] * len(sizes)
     assert run.estimate_s() == sum(p.seconds() for p in plans.values()) + sum(c.seconds for c in commands) + budget.FINISH_S
 
@@ -90,13 +90,13 @@ def test_the_trims_come_in_the_documented_order_and_spare_the_default_sweep_the_
         kinds = [next(k for k in order if t.startswith(k)) for t in run.trimmed]
         assert kinds == order[: len(kinds)], run.trimmed  # each trim only after every one before it
         seen.append(len(kinds))
-        assert run.batches[0] == validation.DEFAULT_BATCHES and set(budget.LARGE_KEEP) <= set(run.batches[1])
+        assert run.batches[0] == validate_command.DEFAULT_BATCHES and set(budget.LARGE_KEEP) <= set(run.batches[1])
         assert [p.stem for p in run.sweep_plans()] == ["default", "large", "link"]  # the link run stays
     assert seen == sorted(seen) and seen[-1] == 3
     tiny = planned(0.0001, frameworks=("sim", "cuda"))
     assert tiny.large_batches == budget.LARGE_KEEP and "more than it, trimmed as far as it goes" in tiny.plan_lines()[0]
     kept = sorted({c.nbytes for c in tiny.peer_commands()})
-    assert kept and min(kept) >= validation.AGREEMENT_BYTES and max(kept) == 2**30  # the raw ceiling's size is still compared
+    assert kept and min(kept) >= validate_command.AGREEMENT_BYTES and max(kept) == 2**30  # the raw ceiling's size is still compared
     assert tiny.trimmed[-1] == "the large sweep left out batches 1, 4, 16, 64, 128, 512 of 1 MiB images (kept 256, 1024)"
 
 
@@ -106,23 +106,23 @@ def test_the_large_batches_go_in_their_order() -> None:
     everything_but_large = planned(0.0001)  # every peer trim made
     target = everything_but_large.estimate_s() + (large_s - next(p for p in everything_but_large.sweep_plans() if p.stem == "large").seconds()) / 2
     run = planned(target / 60)
-    dropped = [b for b in validation.LARGE_BATCHES if b not in run.batches[1]]
+    dropped = [b for b in validate_command.LARGE_BATCHES if b not in run.batches[1]]
     assert dropped and dropped == sorted(budget.LARGE_TRIM_ORDER[: len(dropped)])  # a prefix of the order, nothing else
 
 
 def test_the_verdict_says_what_was_trimmed_and_how_long_the_run_took() -> None:
     run = planned(0.0001)
     run.took_s = 251.0
-    page = validation.verdict_page(run, {}, {}, [], [])
+    page = validate_command.verdict_page(run, {}, {}, [], [])
     line = next(line for line in page.splitlines() if line.startswith("Run within"))
     assert line.startswith(f"Run within --max-minutes 0.0001 (estimated {budget.minutes(run.estimate_s())}, took 4.2 min): nvbandwidth took 1")
     assert "; the peers measured" in line and line.endswith("(kept 256, 1024).")
-    assert "Run within" not in validation.verdict_page(planned(), {}, {}, [], [])  # no budget, no line
+    assert "Run within" not in validate_command.verdict_page(planned(), {}, {}, [], [])  # no budget, no line
 
 
 def test_a_peer_command_that_does_not_fit_before_the_deadline_is_skipped_and_said(tmp_path) -> None:
-    log = validation.CommandLog(tmp_path / "commands.txt", lambda line: None)
-    peer = validation.PeerRun("bandwidthTest", "/bin/sleep", log, deadline=time.monotonic() + 30)
+    log = validate_command.CommandLog(tmp_path / "commands.txt", lambda line: None)
+    peer = validate_command.PeerRun("bandwidthTest", "/bin/sleep", log, deadline=time.monotonic() + 30)
     assert peer(["30"], estimate_s=60.0) is None
     assert re.fullmatch(r"bandwidthTest's remaining runs were skipped: (29|30) s of the --max-minutes budget were left and"
                         r" the next is estimated to need 60 s", peer.stopped)  # fmt: skip
@@ -130,8 +130,8 @@ def test_a_peer_command_that_does_not_fit_before_the_deadline_is_skipped_and_sai
 
 
 def test_a_peer_command_is_stopped_at_the_deadline(tmp_path) -> None:
-    log = validation.CommandLog(tmp_path / "commands.txt", lambda line: None)
-    peer = validation.PeerRun("bandwidthTest", "/bin/sleep", log, deadline=time.monotonic() + 1.0)
+    log = validate_command.CommandLog(tmp_path / "commands.txt", lambda line: None)
+    peer = validate_command.PeerRun("bandwidthTest", "/bin/sleep", log, deadline=time.monotonic() + 1.0)
     code, seconds, _, _ = peer(["30"], estimate_s=0.1)
     assert code is None and seconds < 20 and peer.stopped.startswith("bandwidthTest did not finish a run within ")
 
@@ -139,7 +139,7 @@ def test_a_peer_command_is_stopped_at_the_deadline(tmp_path) -> None:
 def test_a_sweep_past_its_share_is_stopped_as_ctrl_c_stops_it_and_keeps_what_it_saved(tmp_path) -> None:
     pid_file = tmp_path / "child.pid"
     started = time.monotonic()
-    code = validation.run_child_sweep([sys.executable, "-c", CHILD, str(pid_file)], dict(os.environ), limit_s=5.0)
+    code = validate_command.run_child_sweep([sys.executable, "-c", CHILD, str(pid_file)], dict(os.environ), limit_s=5.0)
     assert code is None and time.monotonic() - started < 30
     assert (tmp_path / "child.pid.saved").read_text() == signal.Signals.SIGTERM.name  # it was told to stop, and saved
 
@@ -147,7 +147,7 @@ def test_a_sweep_past_its_share_is_stopped_as_ctrl_c_stops_it_and_keeps_what_it_
 def test_a_sweep_with_no_time_left_is_not_started_and_said(tmp_path) -> None:
     run = planned(1.0)
     notes: list[str] = []
-    files = validation.run_sweeps(run, lambda line: None, deadline=time.monotonic() - 1, notes=notes)
+    files = validate_command.run_sweeps(run, lambda line: None, deadline=time.monotonic() - 1, notes=notes)
     assert files == {"default": None, "large": None}
     assert notes == [f"{stem}.json was not started: the run's --max-minutes budget was spent" for stem in ("default", "large")]
 
@@ -156,7 +156,7 @@ def test_a_sweep_the_later_steps_leave_no_time_says_how_much_was_left_and_needed
     """A budget under the estimate is not a budget spent: the note says what was left and what the rest needs."""
     run = planned(1.0)
     notes: list[str] = []
-    files = validation.run_sweeps(run, lambda line: None, deadline=time.monotonic() + 60, notes=notes)
+    files = validate_command.run_sweeps(run, lambda line: None, deadline=time.monotonic() + 60, notes=notes)
     assert files["default"] is None
     found = re.fullmatch(r"default\.json was not started: (\d+) s of the --max-minutes budget were left and the steps after it"
                          r" are estimated to need (\d+) s \(at a Gen4 link's rates; a faster link needs less, so a longer"
@@ -189,17 +189,17 @@ def test_the_estimate_leaves_out_the_series_a_sweep_would_skip() -> None:
 def test_the_peers_keep_the_size_the_peer_check_starts_at() -> None:
     run = planned()
     run.peer_sizes = "from16"
-    assert min(c.nbytes for c in run.peer_commands()) == validation.AGREEMENT_BYTES
+    assert min(c.nbytes for c in run.peer_commands()) == validate_command.AGREEMENT_BYTES
     run.peer_sizes = "few"
-    assert sorted({c.nbytes for c in run.peer_commands()}) == [validation.AGREEMENT_BYTES, 512 * 196608, 256 * 2**20, 2**30]
+    assert sorted({c.nbytes for c in run.peer_commands()}) == [validate_command.AGREEMENT_BYTES, 512 * 196608, 256 * 2**20, 2**30]
 
 
 def test_each_sweep_may_run_until_what_comes_after_it_is_estimated_to_need(monkeypatch) -> None:
     run = planned(10.0)
     limits: list[float | None] = []
-    monkeypatch.setattr(validation, "run_child_sweep", lambda command, env, limit: limits.append(limit) or 0)
+    monkeypatch.setattr(validate_command, "run_child_sweep", lambda command, env, limit: limits.append(limit) or 0)
     deadline = time.monotonic() + 600
-    validation.run_sweeps(run, lambda line: None, deadline=deadline, notes=[])
+    validate_command.run_sweeps(run, lambda line: None, deadline=deadline, notes=[])
     later = sum(c.seconds for c in run.peer_commands()) + budget.FINISH_S + budget.STOP_GRACE_S
     large = next(p for p in run.sweep_plans() if p.stem == "large").seconds()
     assert len(limits) == 2 and abs(limits[0] - (600 - later - large)) < 5 and abs(limits[1] - (600 - later)) < 5

@@ -33,7 +33,7 @@ from xferbench.core.timing import TimingConfig
 from xferbench.core.verdict import FAIL, INFO, NA, PASS, Verdict
 from xferbench.health import check as checking
 from xferbench.health import fleet as fleets
-from xferbench.health import validation
+from xferbench.health import validate_command
 from xferbench.measuring import running
 from xferbench.measuring.backends import BACKENDS, PathAvailability, SimLink
 from xferbench.measuring.backends.pipeline import DEFAULT_LOADER_WORKERS
@@ -1303,15 +1303,15 @@ def validating(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     calls = SimpleNamespace(peers=[], made=[], runs=[], checks=[Verdict("link", PASS, "ran [bold]Gen5[/bold]")],
                             missing={"bandwidthTest": "bandwidthTest is not on PATH: build [it]"}, echoed="step [one]: " + "y" * 200)
     monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
-    monkeypatch.setattr(validation, "find_peers", lambda given: calls.peers.append(given) or ({"nvbandwidth": "/x/nvb"}, calls.missing))
-    monkeypatch.setattr(validation, "Validation", lambda *args: calls.made.append(args) or SimpleNamespace(folder=Path("the folder")))
+    monkeypatch.setattr(validate_command, "find_peers", lambda given: calls.peers.append(given) or ({"nvbandwidth": "/x/nvb"}, calls.missing))
+    monkeypatch.setattr(validate_command, "Validation", lambda *args: calls.made.append(args) or SimpleNamespace(folder=Path("the folder")))
 
     def run(made: Any, echo: Any) -> tuple[list[Verdict], Path]:
         calls.runs.append((made, signal.getsignal(signal.SIGTERM)))
         echo(calls.echoed)
         return calls.checks, Path("v/verdict.md")
 
-    monkeypatch.setattr(validation, "run", run)
+    monkeypatch.setattr(validate_command, "run", run)
     return calls
 
 
@@ -1371,7 +1371,7 @@ def test_bad_validate_input_is_one_line_exit_2(validating: SimpleNamespace, args
 def test_validate_without_an_nvidia_gpu_or_with_a_bad_peer_runs_nothing(validating: SimpleNamespace,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """validate: no CUDA GPU here, or find_peers' error, is one line and exit 2."""
-    monkeypatch.setattr(validation, "find_peers", raising(XferbenchError("--peer x: no executable file there")))
+    monkeypatch.setattr(validate_command, "find_peers", raising(XferbenchError("--peer x: no executable file there")))
     assert invoke("validate").stderr == "error: --peer x: no executable file there\n"
     monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["mps"])
     r = invoke("validate")
@@ -1388,7 +1388,7 @@ def test_validate_without_an_nvidia_gpu_or_with_a_bad_peer_runs_nothing(validati
 def test_a_stopped_validation_says_where_its_sweeps_are(validating: SimpleNamespace, monkeypatch: pytest.MonkeyPatch,
                                                        error: BaseException, code: int, said: str) -> None:  # fmt: skip
     """validate: Ctrl-C 130 and a kill 143, naming the folder; run's own error exit 2."""
-    monkeypatch.setattr(validation, "run", raising(error))
+    monkeypatch.setattr(validate_command, "run", raising(error))
     r = invoke("validate", "here")
     assert (r.exit_code, r.stdout, r.stderr) == (code, "", "note: bandwidthTest is not on PATH: build [it]\n" + said)
 

@@ -225,7 +225,7 @@ def test_nvml_counts_the_bytes_a_streamed_raw_run_claims() -> None:
     pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
     if not _cuda_devices("cuda"):
         pytest.skip("CuPy sees no CUDA GPU (or is not installed)")
-    from xferbench.health import validate
+    from xferbench.health import validation_checks
     from xferbench.core import environment
     from xferbench.core.timing import TimingConfig
 
@@ -237,7 +237,7 @@ def test_nvml_counts_the_bytes_a_streamed_raw_run_claims() -> None:
         result = run_plan(plan, new_result(plan, environment.capture(plan.environments())), save=lambda r: None)
     finally:
         plan.close()
-    check = validate.bytes_check([result])
+    check = validation_checks.bytes_check([result])
     assert check.status == "pass", check
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_validate_command import gpu_machine_environment
 
-from xferbench.health import validate, validation
+from xferbench.health import validation_checks, validate_command
 from xferbench.core.results import load
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,23 +88,23 @@ def _h200(run: str) -> dict[str, object]:
 def test_the_h200_run_passes_every_check_read_again_from_its_files() -> None:
     files = _h200("run-2")
     ours = [files[s] for s in ("default", "large", "link")]
-    checks = {c.name: c for c in validate.run_checks(ours)}
-    assert all(c.status in (validate.PASS, validate.INFO) for c in checks.values()), [c for c in checks.values() if c.status != "pass"]
+    checks = {c.name: c for c in validation_checks.run_checks(ours)}
+    assert all(c.status in (validation_checks.PASS, validation_checks.INFO) for c in checks.values()), [c for c in checks.values() if c.status != "pass"]
     ceiling = checks["raw pinned ceiling within 80%–100% of the theoretical link"]
     assert "55,503 MB/s = 88.1% of PCIe Gen5 x16" in ceiling.figure
-    peers = validation.peers_check(ours[:2], files["peer-nvbandwidth"], "cuda:0")
-    assert peers.status == validate.PASS and peers.figure.startswith("median -0.1% over 3 sizes (worst -0.3% at 256 MiB")
+    peers = validate_command.peers_check(ours[:2], files["peer-nvbandwidth"], "cuda:0")
+    assert peers.status == validation_checks.PASS and peers.figure.startswith("median -0.1% over 3 sizes (worst -0.3% at 256 MiB")
     # the H200 ran nvbandwidth before peers were bound: the verdict says so beside xferbench's binding
     assert peers.figure.endswith("placement: xferbench bound to CPUs 0-15, memory preferred on NUMA node 0; nvbandwidth its own"
                                  " CPU binding only (no numactl: memory wherever it landed)")  # fmt: skip
-    table = validation.peers_table(ours[:2], {"nvbandwidth": files["peer-nvbandwidth"], "bandwidthTest": files["peer-bandwidthtest"]}, "cuda:0")
+    table = validate_command.peers_table(ours[:2], {"nvbandwidth": files["peer-nvbandwidth"], "bandwidthTest": files["peer-bandwidthtest"]}, "cuda:0")
     row = next(line for line in table if line.startswith("| 1024 MiB"))
     assert row.split(" | ")[-3:-1] == ["1.001", "1.000"]  # streamed against nvbandwidth and bandwidthTest pinned
 
 
 def test_the_first_h200_run_whose_sweeps_were_cut_at_their_share_does_not_pass() -> None:
     files = _h200("run-1")
-    check = validate.completed_check({f"{s}.json": files[s] for s in ("default", "large", "link")})
-    assert check.status == validate.FAIL and check.figure == "default.json: interrupted; large.json: interrupted"
+    check = validation_checks.completed_check({f"{s}.json": files[s] for s in ("default", "large", "link")})
+    assert check.status == validation_checks.FAIL and check.figure == "default.json: interrupted; large.json: interrupted"
     verdict = (H200 / "run-1" / "validation" / "verdict.md").read_text()
     assert verdict.startswith("# xferbench validation: NVIDIA H200 (cuda:0) on vm\n\n**FAIL**: failed: every sweep ran to the end")

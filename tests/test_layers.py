@@ -19,7 +19,7 @@ PACKAGE = Path(xferbench.__file__).resolve().parent
 LAYERS = ("core", "reading", "measuring", "health")  # the command line (cli, __main__) comes after them all
 MODULES = sorted(".".join(("xferbench", *p.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
                  for p in PACKAGE.rglob("*.py"))  # fmt: skip
-READERS = [m for m in MODULES if m.split(".")[1:2] in (["core"], ["reading"])] + [f"xferbench.health.{m}" for m in ("check", "fleet", "validate")]
+READERS = [m for m in MODULES if m.split(".")[1:2] in (["core"], ["reading"])] + [f"xferbench.health.{m}" for m in ("check", "fleet", "validation_checks")]
 
 
 def layer(module: str) -> int:
@@ -81,12 +81,12 @@ def test_check_validate_and_fleet_judge_in_one_vocabulary() -> None:
     import importlib
     from pathlib import Path
 
-    from xferbench.health import check, validate
+    from xferbench.health import check, validation_checks
     from xferbench.core import verdict
 
-    assert check.Verdict is validate.Verdict is verdict.Verdict
+    assert check.Verdict is validation_checks.Verdict is verdict.Verdict
     assert (check.PASS, check.FAIL, check.WARN, check.NA, check.INFO) == verdict.STATUSES
-    for name in ("check", "validate", "fleet", "validation"):
+    for name in ("check", "validation_checks", "fleet", "validate_command"):
         tree = ast.parse(Path(importlib.import_module(f"xferbench.health.{name}").__file__).read_text())
         literals = {node.value for node in own_nodes(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
         assert not literals & set(verdict.STATUSES), f"{name}.py spells a status itself: {literals & set(verdict.STATUSES)}"

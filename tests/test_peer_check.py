@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.health import validate, validation
+from xferbench.health import validation_checks, validate_command
 from xferbench.core.results import Result, load
 
 RUN = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200" / "2026-11-26" / "run-2" / "validation"
@@ -52,36 +52,36 @@ def ours(files: dict[str, Result], mbps: float) -> list[Result]:
 
 
 def test_within_three_per_cent_at_the_median_passes(files) -> None:
-    check = validation.peers_check(ours(files, 54_000.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 55.0}, "under numactl --cpunodebind=0 --membind=0"), "cuda:0")
-    assert check.status == validate.PASS and check.name.endswith("from 16 MiB (median)")
+    check = validate_command.peers_check(ours(files, 54_000.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 55.0}, "under numactl --cpunodebind=0 --membind=0"), "cuda:0")
+    assert check.status == validation_checks.PASS and check.name.endswith("from 16 MiB (median)")
     assert check.figure.startswith("median -1.8% over 3 sizes (worst -1.8% at")
     assert "placement: xferbench bound to CPUs 0-15, memory preferred on NUMA node 0; nvbandwidth under numactl" in check.figure
 
 
 def test_five_per_cent_apart_fails_and_names_the_causes_placement_first(files) -> None:
-    check = validation.peers_check(ours(files, 52_250.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 55.0}), "cuda:0")
-    assert check.status == validate.FAIL and check.figure.startswith("median -5.0% over 3 sizes")
+    check = validate_command.peers_check(ours(files, 52_250.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 55.0}), "cuda:0")
+    assert check.status == validation_checks.FAIL and check.figure.startswith("median -5.0% over 3 sizes")
     causes = check.figure.split("likely causes, in order of the evidence: ", 1)[1].split("; ")
     assert causes[0].startswith("placement: the two ran with different NUMA binding")
     assert causes[1].startswith("timing: nvbandwidth's figure is 1 sample") and causes[-1].startswith("the link itself")
-    bound = validation.peers_check(ours(files, 52_250.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 55.0}, "under numactl --cpunodebind=0 --membind=0", samples=3), "cuda:0")
-    assert bound.status == validate.FAIL and bound.figure.split("likely causes, in order of the evidence: ", 1)[1] == \
+    bound = validate_command.peers_check(ours(files, 52_250.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 55.0}, "under numactl --cpunodebind=0 --membind=0", samples=3), "cuda:0")
+    assert bound.status == validation_checks.FAIL and bound.figure.split("likely causes, in order of the evidence: ", 1)[1] == \
         "the link itself between the two runs: repeat both, one after the other"  # fmt: skip
 
 
 def test_one_size_apart_does_not_fail_the_median_and_one_shared_size_says_so(files) -> None:
-    check = validation.peers_check(ours(files, 55_000.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 60.0}), "cuda:0")
-    assert check.status == validate.PASS and "median +0.0% over 3 sizes (worst -8.3% at 1024 MiB" in check.figure
-    one = validation.peers_check(ours(files, 55_000.0), peer_at(files, {256: 55.0}), "cuda:0")
-    assert one.status == validate.PASS and one.figure.startswith("median +0.0% over 1 size (worst")
+    check = validate_command.peers_check(ours(files, 55_000.0), peer_at(files, {96: 55.0, 256: 55.0, 1024: 60.0}), "cuda:0")
+    assert check.status == validation_checks.PASS and "median +0.0% over 3 sizes (worst -8.3% at 1024 MiB" in check.figure
+    one = validate_command.peers_check(ours(files, 55_000.0), peer_at(files, {256: 55.0}), "cuda:0")
+    assert one.status == validation_checks.PASS and one.figure.startswith("median +0.0% over 1 size (worst")
 
 
 def test_not_applicable_for_each_reason(files) -> None:
-    assert validation.peers_check(ours(files, 55_000.0), None, "cuda:0").status == validate.NA
-    small = validation.peers_check(ours(files, 55_000.0), peer_at(files, {}), "cuda:0")
-    assert small.status == validate.NA and small.figure.startswith("no size from 16 MiB measured by both on cuda:0; ")
-    nothing = validation.peers_check([], peer_at(files, {256: 55.0}), "cuda:0")
-    assert nothing.status == validate.NA and "measured nothing on cuda:0" in nothing.figure
+    assert validate_command.peers_check(ours(files, 55_000.0), None, "cuda:0").status == validation_checks.NA
+    small = validate_command.peers_check(ours(files, 55_000.0), peer_at(files, {}), "cuda:0")
+    assert small.status == validation_checks.NA and small.figure.startswith("no size from 16 MiB measured by both on cuda:0; ")
+    nothing = validate_command.peers_check([], peer_at(files, {256: 55.0}), "cuda:0")
+    assert nothing.status == validation_checks.NA and "measured nothing on cuda:0" in nothing.figure
 
 
 @pytest.mark.parametrize("peer", ["nvbandwidth", "bandwidthTest"])
@@ -90,14 +90,14 @@ def test_both_peers_run_on_the_gpus_node_as_xferbench_does(peer, tmp_path, monke
     runs under numactl on the GPU's node for CPUs and memory, and says where it could not."""
     from types import SimpleNamespace
 
-    make = validation.nvbandwidth_peer if peer == "nvbandwidth" else validation.bandwidthtest_peer
-    log = validation.CommandLog(tmp_path / "commands.txt", lambda line: None)
+    make = validate_command.nvbandwidth_peer if peer == "nvbandwidth" else validate_command.bandwidthtest_peer
+    log = validate_command.CommandLog(tmp_path / "commands.txt", lambda line: None)
     environment = {"devices": [{"id": "cuda:0", "kind": "cuda", "nvml": {"numa_node": 1, "uuid": "GPU-1"}}]}
     target = SimpleNamespace(device="cuda:0")
-    monkeypatch.setattr(validation.shutil, "which", lambda name: "/usr/bin/numactl")
+    monkeypatch.setattr(validate_command.shutil, "which", lambda name: "/usr/bin/numactl")
     run = make("/opt/peer", target, log, environment)
     assert run.prefix == ["/usr/bin/numactl", "--cpunodebind=1", "--membind=1"]
     assert run.placement() == "under numactl --cpunodebind=1 --membind=1"
-    monkeypatch.setattr(validation.shutil, "which", lambda name: None)
+    monkeypatch.setattr(validate_command.shutil, "which", lambda name: None)
     unbound = make("/opt/peer", target, log, environment)
     assert unbound.prefix == [] and unbound.placement() == "without NUMA binding (numactl is not on PATH)"

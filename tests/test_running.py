@@ -131,7 +131,7 @@ def child_sweep(tmp_path, signals):  # type: ignore[no-untyped-def]
     import threading
     import time
 
-    from xferbench.health import validation
+    from xferbench.health import validate_command
 
     pid_file = tmp_path / "child.pid"
 
@@ -147,7 +147,7 @@ def child_sweep(tmp_path, signals):  # type: ignore[no-untyped-def]
     try:
         with pytest.raises(KeyboardInterrupt) as stop:
             with running.terminated_as_interrupted():
-                validation.run_child_sweep([sys.executable, "-c", CHILD, str(pid_file)], dict(os.environ))
+                validate_command.run_child_sweep([sys.executable, "-c", CHILD, str(pid_file)], dict(os.environ))
     finally:
         signal.signal(signal.SIGINT, previous)
     saved = tmp_path / "child.pid.saved"
@@ -155,9 +155,9 @@ def child_sweep(tmp_path, signals):  # type: ignore[no-untyped-def]
 
 
 def test_validate_passes_a_kill_on_to_its_sweep_at_once(tmp_path, monkeypatch) -> None:
-    from xferbench.health import validation
+    from xferbench.health import validate_command
 
-    monkeypatch.setattr(validation, "SAVE_GRACE_S", 40.0)  # a kill must not wait for a Ctrl-C's grace
+    monkeypatch.setattr(validate_command, "SAVE_GRACE_S", 40.0)  # a kill must not wait for a Ctrl-C's grace
     stop, saved, seconds = child_sweep(tmp_path, [("self", signal.SIGTERM)])
     assert isinstance(stop, running.Terminated) and saved == "SIGTERM" and seconds < 30
 
@@ -170,8 +170,8 @@ def test_validate_gives_a_sweep_that_saw_ctrl_c_the_time_to_save(tmp_path) -> No
 
 
 def test_validate_stops_a_sweep_that_did_not_see_the_ctrl_c(tmp_path, monkeypatch) -> None:
-    from xferbench.health import validation
+    from xferbench.health import validate_command
 
-    monkeypatch.setattr(validation, "SAVE_GRACE_S", 0.2)
+    monkeypatch.setattr(validate_command, "SAVE_GRACE_S", 0.2)
     stop, saved, _ = child_sweep(tmp_path, [("self", signal.SIGINT)])
     assert type(stop) is KeyboardInterrupt and saved == "SIGTERM"

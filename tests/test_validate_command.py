@@ -176,15 +176,15 @@ def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
 
 
 def test_a_peer_that_hangs_costs_one_timeout_and_its_other_runs_are_skipped(tmp_path, monkeypatch) -> None:
-    from xferbench.health import validation
+    from xferbench.health import validate_command
 
-    monkeypatch.setattr(validation, "PEER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(validate_command, "PEER_TIMEOUT_S", 0.5)
     hangs = executable(tmp_path / "bandwidthTest", "import time\ntime.sleep(30)\n")
-    run = validation.Validation(tmp_path / "v", quick=True, peers={"bandwidthTest": str(hangs)})
+    run = validate_command.Validation(tmp_path / "v", quick=True, peers={"bandwidthTest": str(hangs)})
     (tmp_path / "v").mkdir()
-    log = validation.CommandLog(tmp_path / "v" / "peers" / "commands.txt", lambda line: None)
-    peer = validation.bandwidthtest_peer(str(hangs), run, log, {})
-    validation.run_bandwidthtest(peer, run)
+    log = validate_command.CommandLog(tmp_path / "v" / "peers" / "commands.txt", lambda line: None)
+    peer = validate_command.bandwidthtest_peer(str(hangs), run, log, {})
+    validate_command.run_bandwidthtest(peer, run)
     assert peer.stopped and "did not finish a run within 0.5 s" in peer.stopped
     assert len((tmp_path / "v" / "peers" / "commands.txt").read_text().splitlines()) == 1  # one try, not one per size
     assert "bandwidthTest ran without NUMA binding (the GPU's NUMA node is unknown)" in peer.notes[0]
@@ -197,7 +197,7 @@ def test_nvbandwidth_shown_one_gpu_is_given_the_validated_gpus_id(tmp_path) -> N
     filed under cuda:1, beside the same machine's NVML facts for that GPU (matched by PCI address)."""
     import peer_outputs as out
 
-    from xferbench.health import validation
+    from xferbench.health import validate_command
     from xferbench.reading.peers import read_nvbandwidth
 
     first, second = "00000000:18:00.0", "00000000:2a:00.0"
@@ -208,7 +208,7 @@ def test_nvbandwidth_shown_one_gpu_is_given_the_validated_gpus_id(tmp_path) -> N
     raw = tmp_path / "nvb.json"
     raw.write_text(out.nvbandwidth(out.passed("host_to_device_memcpy_ce", "55.2"), gpus=((out.H100, "00000000:2a:00"),)))
     result = read_nvbandwidth([raw], environment=ours)
-    validation._shown_one(result, "cuda:1")
+    validate_command._shown_one(result, "cuda:1")
     assert [s.device for s in result.series] == ["cuda:1"]
     (gpu,) = [d for d in result.environment["devices"] if d["id"].startswith("cuda")]
     assert gpu["id"] == "cuda:1" and gpu["nvml"]["uuid"] == "GPU-b"  # the validated GPU's own facts, not cuda:0's

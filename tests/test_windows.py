@@ -185,7 +185,7 @@ def test_a_second_kill_of_either_kind_cannot_cut_a_save_short(monkeypatch) -> No
 
 def test_validate_waits_for_its_sweep_in_slices() -> None:
     """On Windows one long Popen.wait would hold Ctrl-C off until the sweep ended."""
-    from xferbench.health import validation
+    from xferbench.health import validate_command
 
     class Sweep:
         args = ["xferbench", "sweep"]
@@ -201,12 +201,12 @@ def test_validate_waits_for_its_sweep_in_slices() -> None:
             return 0
 
     sweep = Sweep(answers_after=6)
-    assert validation.wait_for(sweep) == 0  # type: ignore[arg-type]
-    assert len(sweep.waits) == 6 and all(0 < w <= validation.WAIT_SLICE_S for w in sweep.waits)
+    assert validate_command.wait_for(sweep) == 0  # type: ignore[arg-type]
+    assert len(sweep.waits) == 6 and all(0 < w <= validate_command.WAIT_SLICE_S for w in sweep.waits)
     silent = Sweep(answers_after=10**9)
     with pytest.raises(subprocess.TimeoutExpired):
-        validation.wait_for(silent, 0.05)  # type: ignore[arg-type]
-    assert all(0 < w <= validation.WAIT_SLICE_S for w in silent.waits)
+        validate_command.wait_for(silent, 0.05)  # type: ignore[arg-type]
+    assert all(0 < w <= validate_command.WAIT_SLICE_S for w in silent.waits)
 
 
 def test_a_tools_output_saved_by_powershell_reads_as_one_saved_on_linux(tmp_path) -> None:
@@ -393,9 +393,9 @@ def test_validate_stops_its_sweep_with_ctrl_break_on_simulated_windows(tmp_path)
     r = run_windows("""
         import _thread, os, sys, threading, time
         from pathlib import Path
-        from xferbench.health import validation
+        from xferbench.health import validate_command
         from xferbench.measuring import running
-        validation.SAVE_GRACE_S = 300.0
+        validate_command.SAVE_GRACE_S = 300.0
         ready = Path(sys.argv[1])
 
         def ctrl_c() -> None:  # the terminal's Ctrl-C, which reaches validate alone
@@ -406,7 +406,7 @@ def test_validate_stops_its_sweep_with_ctrl_break_on_simulated_windows(tmp_path)
         threading.Thread(target=ctrl_c, daemon=True).start()
         try:
             with running.terminated_as_interrupted():
-                validation.run_child_sweep([sys.executable, "-c", sys.argv[2], str(ready)], dict(os.environ))
+                validate_command.run_child_sweep([sys.executable, "-c", sys.argv[2], str(ready)], dict(os.environ))
         except KeyboardInterrupt as stop:
             print("stopped", type(stop).__name__)
         """, str(ready), CHILD_SWEEP, timeout=120)  # fmt: skip

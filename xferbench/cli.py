@@ -632,7 +632,7 @@ def validate(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="With --reread: replace an existing --out file.")] = False,
 ) -> None:
     """Validate this machine's GPU in one command: xferbench's validation sweeps, then nvbandwidth and bandwidthTest where found, nvidia-smi's view, and a one-page verdict, in one folder to attach to a bug report. Exit 0 when every check passes, 1 when one fails or could not run, 2 for bad input or no GPU."""
-    from xferbench.health import validation
+    from xferbench.health import validate_command
     from xferbench.core import environment
 
     if reread:
@@ -655,19 +655,19 @@ def validate(
         if "cuda" not in environment.accelerator_kinds():
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
-        peers, missing = validation.find_peers(peer or ())
-        run = validation.Validation(where, gpu, tuple(dict.fromkeys(f.lower() for f in split_lists(framework))),
+        peers, missing = validate_command.find_peers(peer or ())
+        run = validate_command.Validation(where, gpu, tuple(dict.fromkeys(f.lower() for f in split_lists(framework))),
                                     quick, peers, missing, max_minutes)  # fmt: skip
         for name, why in missing.items():
             err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
         with running.terminated_as_interrupted():
-            checks, verdict = validation.run(run, lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+            checks, verdict = validate_command.run(run, lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
     except XferbenchError as error:
         raise fail(str(error)) from None
     except KeyboardInterrupt as stop:  # each sweep saved what it measured; the verdict was not written
         how, code = running.how_stopped(stop)
         raise fail(f"{how}: what was measured is in {where}, without a verdict", code) from None
-    from xferbench.health import validate as checking
+    from xferbench.health import validation_checks as checking
 
     out.print()
     out.print(checking.render(checks), highlight=False, markup=False)
@@ -686,8 +686,8 @@ def cuda_device(device: str) -> str:
 
 def reread_verdict(folder: Path, device: Optional[str], out_path: Optional[str], overwrite: bool) -> None:
     """`validate --reread`: the folder's verdict made again from its files, printed or written to --out; exit 1 unless every check passes."""
-    from xferbench.health import validate as checking
-    from xferbench.health import validation
+    from xferbench.health import validation_checks as checking
+    from xferbench.health import validate_command
     from xferbench.reading import report as reporting
 
     try:
@@ -696,9 +696,9 @@ def reread_verdict(folder: Path, device: Optional[str], out_path: Optional[str],
         if target is not None:
             refuse_unless_regular(target, "--out")
             refuse_existing(target, "--out", overwrite)
-        run, files, imported, notes, record = validation.reread(folder, device)
-        checks = validation.checks_for(files, imported, run.device, absent="not in the folder")
-        page = validation.verdict_page(run, files, imported, checks, notes, record)
+        run, files, imported, notes, record = validate_command.reread(folder, device)
+        checks = validate_command.checks_for(files, imported, run.device, absent="not in the folder")
+        page = validate_command.verdict_page(run, files, imported, checks, notes, record)
         if record.absent:
             err.print(f"[yellow]note:[/] not in {escape(str(folder))}: {escape(', '.join(record.absent))}", highlight=False)
         if target is None:

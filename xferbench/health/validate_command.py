@@ -3,7 +3,7 @@
 It runs xferbench's validation sweeps, then the same machine's peer tools where they are found
 (NVIDIA's nvbandwidth and the CUDA samples' bandwidthTest), turns their output into result files
 beside xferbench's own (peers.py), saves nvidia-smi's view of the machine, and writes a one-page
-verdict: each check PASS, FAIL or n/a with the figure it rests on (validate.py), xferbench's raw
+verdict: each check PASS, FAIL or n/a with the figure it rests on (validation_checks.py), xferbench's raw
 copy against each peer at the sizes both measured, and the published figures for the GPU's model.
 
 Each sweep runs as `python -m xferbench sweep` in a process of its own, as a user would run it, so
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import xferbench
-from xferbench.health import budget, validate
+from xferbench.health import budget, validation_checks
 from xferbench.core import references
 from xferbench.reading.display import rate, size
 from xferbench.core.environment import device_entry
@@ -40,7 +40,7 @@ from xferbench.reading.peers import json_object
 from xferbench.core.results import Result, Series, load, select
 from xferbench.core.spec import H2D, PER_CALL, STREAMED
 from xferbench.core.timing import TimingConfig
-from xferbench.health.validate import LARGE_BYTES
+from xferbench.health.validation_checks import LARGE_BYTES
 from xferbench.core.verdict import FAIL, NA, PASS, Verdict
 
 # The two sweeps: xferbench's default batches of 256x256x3 images, and 1 MiB images (512x512x4) up
@@ -607,11 +607,11 @@ def _ours(files: Mapping[str, Result | None]) -> dict[str, Result]:
     return dict(sorted(written.items(), key=lambda item: item[0] == LINK_FILE))  # a stable sort: the sweeps keep their order
 
 
-def _figures(results: validate.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, tuple[float, str]]:
+def _figures(results: validation_checks.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, tuple[float, str]]:
     """MB/s by bytes of every h2d copy of one path on one device, with the name of the file it came
     from ("" where none was given): the first file in the order given that holds a size gives it."""
     found: dict[int, tuple[float, str]] = {}
-    for file, result in validate.named(results):
+    for file, result in validation_checks.named(results):
         for series in result.series:
             if ((series.framework, series.mode, series.device, series.direction) == (framework, mode, device, H2D)
                     and series.op == "copy" and (method is None or series.method == method)):  # fmt: skip
@@ -620,7 +620,7 @@ def _figures(results: validate.Results, framework: str, mode: str, device: str, 
     return found
 
 
-def _pick(results: validate.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, float]:
+def _pick(results: validation_checks.Results, framework: str, mode: str, device: str, method: str | None = None) -> dict[int, float]:
     """MB/s by bytes of every h2d copy of one path on one device, over all the files (_figures, without the file)."""
     return {nbytes: mbps for nbytes, (mbps, _) in _figures(results, framework, mode, device, method).items()}
 
@@ -640,7 +640,7 @@ def _by_file(figures: Mapping[int, tuple[float, str]], sizes: Sequence[int]) -> 
     return "; xferbench's figures from " + ", ".join(f"{file} at {' and '.join(map(_mib, at))}" for file, at in files.items())
 
 
-def peers_check(ours: validate.Results, nvbandwidth: Result | None, device: str) -> Verdict:
+def peers_check(ours: validation_checks.Results, nvbandwidth: Result | None, device: str) -> Verdict:
     """xferbench's streamed raw pinned copy against nvbandwidth's copy-engine figure, the sizes from
     16 MiB both measured judged together: both queue the copies behind a held stream and time them with
     events, so a median apart by more than a few per cent means one of them times something besides the
@@ -658,7 +658,7 @@ def peers_check(ours: validate.Results, nvbandwidth: Result | None, device: str)
     peer = _pick([nvbandwidth], "nvbandwidth", "host_to_device_memcpy_ce", device)
     shared = sorted(b for b in raw.keys() & peer.keys() if b >= AGREEMENT_BYTES)
     if not raw:
-        read = validate.sources(file for file, _ in validate.named(ours))
+        read = validation_checks.sources(file for file, _ in validation_checks.named(ours))
         return Verdict(name, NA, f"xferbench's streamed raw pinned copy measured nothing on {device}{read}; {placed}")
     if not shared:
         return Verdict(name, NA, f"no size from {AGREEMENT_BYTES // 2**20} MiB measured by both on {device}; {placed}")
@@ -669,16 +669,16 @@ def peers_check(ours: validate.Results, nvbandwidth: Result | None, device: str)
     middle = 0.0 if round(middle, 3) == 0 else middle  # -0.0% reads as a sign where there is none
     worst = 0.0 if round(worst, 3) == 0 else worst
     figure = (f"median {middle:+.1%} over {len(shared)} size{'s' if len(shared) > 1 else ''} (worst {worst:+.1%} at"
-              f" {size_label(at)}: xferbench {rate(raw[at][0])}{validate.source(raw[at][1])}, nvbandwidth {rate(peer[at])} MB/s)"
+              f" {size_label(at)}: xferbench {rate(raw[at][0])}{validation_checks.source(raw[at][1])}, nvbandwidth {rate(peer[at])} MB/s)"
               f"{_by_file(raw, shared)}; {placed}")  # fmt: skip
     if status == FAIL:
         figure += "; likely causes, in order of the evidence: " + "; ".join(_peer_causes(ours_at, theirs_at, nvbandwidth))
     return Verdict(name, status, figure)
 
 
-def _our_placement(ours: validate.Results, device: str) -> str:
+def _our_placement(ours: validation_checks.Results, device: str) -> str:
     """Where xferbench's raw copy ran: its worker's binding, as the series recorded it."""
-    for _, result in validate.named(ours):
+    for _, result in validation_checks.named(ours):
         for series in result.series:
             if (series.framework, series.mode, series.device, series.method) == ("cuda", "raw_pinned", device, STREAMED):
                 return placement(series) or "placement not recorded"
@@ -742,7 +742,7 @@ def _peer_causes(ours_at: str, theirs_at: str, nvbandwidth: Result) -> list[str]
     return causes
 
 
-def peers_table(ours: validate.Results, imported: Mapping[str, Result | None], device: str) -> list[str]:
+def peers_table(ours: validation_checks.Results, imported: Mapping[str, Result | None], device: str) -> list[str]:
     """Markdown: at each size both measured, xferbench's raw copies beside each peer, as ratios; then,
     where the files are named, which of xferbench's files the figures came from."""
     nvb, bt = imported.get("nvbandwidth"), imported.get("bandwidthTest")
@@ -777,7 +777,7 @@ def peers_table(ours: validate.Results, imported: Mapping[str, Result | None], d
             a, b = get[ours_label].get(nbytes), get[other].get(nbytes)
             cells.append(f"{a / b:.3f}" if a and b else "–")
         lines.append("| " + " | ".join(cells) + " |")
-    return lines + _table_sources(mine, sizes, [file for file, _ in validate.named(ours)])
+    return lines + _table_sources(mine, sizes, [file for file, _ in validation_checks.named(ours)])
 
 
 def _table_sources(mine: Mapping[str, Mapping[int, tuple[float, str]]], sizes: Sequence[int], order: Sequence[str]) -> list[str]:
@@ -803,7 +803,7 @@ def size_label(nbytes: int) -> str:
     return f"{nbytes // 2**20} MiB ({size(nbytes)})" if nbytes % 2**20 == 0 else size(nbytes)
 
 
-def _ceiling(ours: validate.Results, device: str) -> tuple[float, int, str, str] | None:
+def _ceiling(ours: validation_checks.Results, device: str) -> tuple[float, int, str, str] | None:
     """The raw pinned copy at its largest size, streamed where it ran (the link's own rate here): MB/s,
     bytes, how it was timed, and the file it came from."""
     for method in (STREAMED, PER_CALL):
@@ -818,7 +818,7 @@ def checks_for(files: Mapping[str, Result | None], imported: Mapping[str, Result
                absent: str = "not written") -> list[Verdict]:  # fmt: skip
     """Every check of the verdict, from xferbench's files by stem (None: not there) and the peers' results."""
     ours = _ours(files)
-    return [validate.completed_check({f"{stem}.json": r for stem, r in files.items()}, absent), *validate.run_checks(ours),
+    return [validation_checks.completed_check({f"{stem}.json": r for stem, r in files.items()}, absent), *validation_checks.run_checks(ours),
             peers_check(ours, imported.get("nvbandwidth"), device)]  # fmt: skip
 
 
@@ -885,16 +885,16 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
              ("GPU's NUMA node", node if node is not None else f"unknown ({nvml.get('numa_node_reason') or 'no NVML facts'})"),
              ("CPU", environment.get("cpu")), ("OS", environment.get("os"))]  # fmt: skip
     lines += ["| | |", "|---|---|", *(f"| {k} | {v if v is not None else '—'} |" for k, v in facts), ""]
-    lines += ["## Checks", "", validate.render(checks).rstrip(), ""]
+    lines += ["## Checks", "", validation_checks.render(checks).rstrip(), ""]
     ceiling = _ceiling(ours, validation.device)
     lines += ["## Published figures for this model", ""]
     published = references.published_line(name, None)
     published = published[:1].upper() + published[1:]
     if ceiling is None:
-        lines.append(f"- Here: no raw pinned copy was measured{validate.sources(ours)}. {published}.")
+        lines.append(f"- Here: no raw pinned copy was measured{validation_checks.sources(ours)}. {published}.")
     else:
         mbps, nbytes, method, file = ceiling
-        lines.append(f"- Here: the raw pinned copy, {method}, at {size_label(nbytes)}: {mbps / 1e3:.1f} GB/s{validate.source(file)}. {published}.")
+        lines.append(f"- Here: the raw pinned copy, {method}, at {size_label(nbytes)}: {mbps / 1e3:.1f} GB/s{validation_checks.source(file)}. {published}.")
     floor = references.floor_for(name)
     if floor is None:
         lines.append("- Health-check floor: none published for this model.")
@@ -1143,7 +1143,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
         picks, empty = select(written + peer_files)
         first = folder / "default.png" if (folder / "default.png").exists() else None
         text = report.render(picks, empty, plot=first, out=folder / "report.md", title="xferbench GPU validation")
-        report.save(text + "\n### Validation checks\n\n" + validate.render(checks), folder / "report.md")
+        report.save(text + "\n### Validation checks\n\n" + validation_checks.render(checks), folder / "report.md")
     verdict = folder / "verdict.md"
     validation.took_s = time.monotonic() - started
     verdict.write_text(verdict_page(validation, files, imported, checks, notes), encoding="utf-8")

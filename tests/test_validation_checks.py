@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import FAST
-from xferbench.health import validate
+from xferbench.health import validation_checks
 from xferbench.core import telemetry
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import PER_CALL, STREAMED, SeriesKey
@@ -73,14 +73,14 @@ def good_raw() -> list[Series]:
 
 def check(name: str, *made: Series, environment: dict[str, Any] = GEN4_X16) -> Verdict:
     """The one check whose function is `name`, over a file holding these series."""
-    return getattr(validate, f"{name}_check")([result(*made, environment=environment)])
+    return getattr(validation_checks, f"{name}_check")([result(*made, environment=environment)])
 
 
 def test_a_good_run_passes_every_check() -> None:
     good = result(*good_raw(), series("torch", "pinned_into", {64: 19_000, 1024: 25_500}, device_ratio=0.99))
-    checks = validate.run_checks([good])
+    checks = validation_checks.run_checks([good])
     assert [c.status for c in checks] == ["pass"] * 7 + ["info"], checks
-    assert validate.passed(checks)
+    assert validation_checks.passed(checks)
     figures = [c.figure for c in checks]
     assert figures[0] == ("cuda/raw_pinned/copy/streamed@cuda:0: 26,100 MB/s = 82.9% of PCIe Gen4 x16 theoretical"
                           " (31.5 GB/s, under load)")  # fmt: skip
@@ -175,7 +175,7 @@ def test_a_virtual_machines_understated_port_reads_as_facts_disagreeing() -> Non
 def test_the_event_and_wall_clocks_are_information_only() -> None:
     wall_too_fast = check("clock", series("cuda", "raw_pinned", {1024: 26_000}, device_ratio=1.2))
     assert wall_too_fast.status == "info" and "worst +20.0% (wall vs device)" in wall_too_fast.figure
-    assert validate.passed([wall_too_fast, Verdict("x", "pass", "")])  # shown, never judged: it cannot fail
+    assert validation_checks.passed([wall_too_fast, Verdict("x", "pass", "")])  # shown, never judged: it cannot fail
     pageable = series("torch", "pageable", {64: 10_000, 1024: 12_000}, device_ratio=1.5)  # host staging: not judged
     small = series("cuda", "raw_pinned", {64: 20_000}, device_ratio=1.2)  # 64 MiB: launch costs still weigh
     assert check("clock", pageable, small).status == "n/a" and "no pinned copy of 256 MiB or more" in check("clock", pageable, small).figure
@@ -183,26 +183,26 @@ def test_the_event_and_wall_clocks_are_information_only() -> None:
 
 def test_a_sweep_that_did_not_finish_fails_the_run() -> None:
     done = result(series("cuda", "raw_pinned", {1024: 26_000}))
-    assert validate.completed_check({"default.json": done, "large.json": done}).status == "pass"
+    assert validation_checks.completed_check({"default.json": done, "large.json": done}).status == "pass"
     cut = Result(GEN4_X16, {}, "2026-11-22T00:00:00+00:00", [], "interrupted")
-    check = validate.completed_check({"default.json": done, "large.json": cut})
+    check = validation_checks.completed_check({"default.json": done, "large.json": cut})
     assert check.status == "fail" and check.figure == "large.json: interrupted"
-    assert validate.completed_check({"default.json": done, "large.json": None}).figure == "large.json: not written"
+    assert validation_checks.completed_check({"default.json": done, "large.json": None}).figure == "large.json: not written"
 
 
 def test_a_check_that_cannot_run_says_why_and_never_passes() -> None:
     lone = series("torch", "pinned_into", {1024: 25_000}, device_ratio=None)
     lone.link, lone.numa = {}, {"reason": "not bound: --no-bind"}
-    checks = validate.run_checks([result(lone, environment={})])
+    checks = validation_checks.run_checks([result(lone, environment={})])
     assert [c.status for c in checks] == ["n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "pass", "n/a"], checks
     assert "no cuda/raw_pinned series" in checks[0].figure and "no cuda/raw_pinned series" in checks[3].figure
     assert "no CUDA series has NVML link samples" in checks[1].figure and "not bound: --no-bind" in checks[2].figure
-    assert not validate.passed(checks)
+    assert not validation_checks.passed(checks)
     unsampled = series("cuda", "raw_pinned", {1024: 26_000})
     unsampled.link = {}
-    unknown_link = validate.raw_ceiling_check([result(unsampled, environment={})])
+    unknown_link = validation_checks.raw_ceiling_check([result(unsampled, environment={})])
     assert unknown_link.status == "n/a" and "the link is unknown" in unknown_link.figure
-    text = validate.render(checks)
+    text = validation_checks.render(checks)
     assert text.startswith("| check | result | figure |\n| --- | --- | --- |\n") and "**N/A**" in text
 
 
@@ -243,7 +243,7 @@ def test_nvml_counts_what_a_sweep_really_moved_and_a_double_claim_fails(monkeypa
         made = run_plan(plan, new_result(plan, env), lambda r: None, link_interval_s=0.002)
         link = made.series[0].link
         assert link["reason"] is None and link["summary"]["rx_bytes_from"].startswith("NVML's PCIe RX byte counter")
-        outcome = validate.bytes_check([made])
+        outcome = validation_checks.bytes_check([made])
         assert outcome.status == expected, outcome
     assert "-50.0%" in outcome.figure
 

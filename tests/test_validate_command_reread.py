@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from xferbench.cli import app
 from xferbench.core.verdict import FAIL, NA, PASS
-from xferbench.health import validation
+from xferbench.health import validate_command
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200" / "2026-11-26"
 PEER_CHECK = "streamed raw pinned copy within 3% of nvbandwidth's copy engine from 16 MiB (median)"
@@ -29,11 +29,11 @@ def folder_of(run: int) -> Path:
     return RUNS / f"run-{run}" / "validation"
 
 
-def reread(folder: Path, device: str | None = None) -> tuple[str, dict[str, validation.Verdict]]:
+def reread(folder: Path, device: str | None = None) -> tuple[str, dict[str, validate_command.Verdict]]:
     """The page and its checks by name, as `validate --reread` makes them."""
-    run, files, imported, notes, record = validation.reread(folder, device)
-    checks = validation.checks_for(files, imported, run.device, absent="not in the folder")
-    return validation.verdict_page(run, files, imported, checks, notes, record), {c.name: c for c in checks}
+    run, files, imported, notes, record = validate_command.reread(folder, device)
+    checks = validate_command.checks_for(files, imported, run.device, absent="not in the folder")
+    return validate_command.verdict_page(run, files, imported, checks, notes, record), {c.name: c for c in checks}
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -62,7 +62,7 @@ def test_run_3s_link_run_stands_for_the_sweeps_that_were_not_written() -> None:
     assert lines[2].startswith("**FAIL**: failed: every sweep ran to the end; could not run: torch pinned_into")
     assert PEER_CHECK not in lines[2]
     assert lines[2].endswith("Made by xferbench 0.1.0+source on 2026-11-26 (--quick: a smoke test, not a validation); this verdict made"
-                             f" again from its files by xferbench {validation.xferbench.__version__} on {time.strftime('%Y-%m-%d')},"
+                             f" again from its files by xferbench {validate_command.xferbench.__version__} on {time.strftime('%Y-%m-%d')},"
                              " measuring nothing.")  # fmt: skip
     assert lines[4] == ("Run within --max-minutes 1.5 (estimated 2.8 min, took 0.4 min): nvbandwidth took 1 sample per size (-i 1), not"
                         " its default 3; the peers measured 2 of 6 sizes (48 MiB (50.3 MB), 256 MiB (268 MB)); the large sweep left out"
@@ -160,8 +160,8 @@ def test_without_its_verdict_the_budget_is_not_recorded_and_a_peers_own_output_i
     lines = page.splitlines()
     assert lines[0] == "# xferbench validation: NVIDIA H200 (cuda:0) on vm"
     assert lines[2].endswith("Made by xferbench 0.0.0+unknown on 2026-11-26; this verdict made again from its files by xferbench"
-                             f" {validation.xferbench.__version__} on {time.strftime('%Y-%m-%d')}, measuring nothing.")  # fmt: skip
-    assert lines[4] == validation.BUDGET_NOT_RECORDED
+                             f" {validate_command.xferbench.__version__} on {time.strftime('%Y-%m-%d')}, measuring nothing.")  # fmt: skip
+    assert lines[4] == validate_command.BUDGET_NOT_RECORDED
     assert lines[6:9] == ["Not in this folder: verdict.md, peer-nvbandwidth.json.", "",
                           "nvbandwidth's figures were read from peers/nvbandwidth.json, as peer-nvbandwidth.json is not in the folder."]
     assert checks[PEER_CHECK].status == PASS and "nvbandwidth 55,327 MB/s" in checks[PEER_CHECK].figure
@@ -207,7 +207,7 @@ def test_only_the_files_there_are_read(tmp_path) -> None:
     assert checks["every sweep ran to the end"].figure == ("default.json: not in the folder; large.json: not in the folder;"
                                                            " link.json: not in the folder")  # fmt: skip
     assert checks[PEER_CHECK].status == NA and checks["raw pinned ceiling within 80%–100% of the theoretical link"].status == NA
-    assert page.splitlines()[4] == validation.BUDGET_NOT_RECORDED
+    assert page.splitlines()[4] == validate_command.BUDGET_NOT_RECORDED
     assert "No file records the validated GPU: cuda:0 is taken (give --device)." in page.splitlines()
 
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import peer_outputs as out
 import pytest
-from test_validation_rules import MIB, NUMACTL, RUN5, Peer, checks_of, nvb_at, run5, sweeps5  # noqa: F401  (run5: a fixture)
+from test_validate_command_rules import MIB, NUMACTL, RUN5, Peer, checks_of, nvb_at, run5, sweeps5  # noqa: F401  (run5: a fixture)
 
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Result, load, select
 from xferbench.core.verdict import FAIL, PASS, Verdict
-from xferbench.health import budget, validate, validation
+from xferbench.health import budget, validation_checks, validate_command
 from xferbench.measuring.backends import BACKENDS
 from xferbench.measuring.running import Terminated
 
@@ -48,7 +48,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     found = Clock()
-    monkeypatch.setattr(validation, "time", found)
+    monkeypatch.setattr(validate_command, "time", found)
     return found
 
 
@@ -102,40 +102,40 @@ class Child:
 
 def test_a_sweep_is_waited_for_in_slices_until_it_ends(clock) -> None:
     child = Child(clock, code=3, exits_at=clock.now + 0.5)
-    assert validation.wait_for(child) == 3  # type: ignore[arg-type]
+    assert validate_command.wait_for(child) == 3  # type: ignore[arg-type]
     assert child.waits == [0.2, 0.2, 0.2] and clock.now == pytest.approx(1000.5)
 
 
 def test_a_wait_past_its_limit_raises_timeout_naming_the_command_and_the_limit() -> None:
     clock = Clock(0.0)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(validation, "time", clock)
+        patch.setattr(validate_command, "time", clock)
         child = Child(clock)
         with pytest.raises(subprocess.TimeoutExpired) as said:
-            validation.wait_for(child, 0.2)  # type: ignore[arg-type]
+            validate_command.wait_for(child, 0.2)  # type: ignore[arg-type]
         assert (said.value.cmd, said.value.timeout, child.waits, clock.now) == (child.args, 0.2, [0.2], 0.2)
         with pytest.raises(subprocess.TimeoutExpired) as said:
-            validation.wait_for(child, 0)  # type: ignore[arg-type]
+            validate_command.wait_for(child, 0)  # type: ignore[arg-type]
         assert (said.value.cmd, said.value.timeout, child.waits) == (child.args, 0, [0.2])  # no wait at all
 
 
 def test_a_sweep_is_stopped_as_ctrl_c_stops_it_and_killed_only_past_its_time(clock) -> None:
     saves = Child(clock, ends_s=0.5)
-    validation.stop_sweep(saves, 1.0)  # type: ignore[arg-type]
+    validate_command.stop_sweep(saves, 1.0)  # type: ignore[arg-type]
     assert (saves.signals, saves.killed, clock.now) == ([signal.SIGTERM], False, pytest.approx(1000.5))
     slow = Child(clock, ends_s=5.0)
-    validation.stop_sweep(slow, 1.0)  # type: ignore[arg-type]
+    validate_command.stop_sweep(slow, 1.0)  # type: ignore[arg-type]
     assert (slow.signals, slow.killed, clock.now) == ([signal.SIGTERM], True, pytest.approx(1001.5))
     ended = Child(clock, exits_at=clock.now)
-    validation.stop_sweep(ended, 1.0)  # type: ignore[arg-type]
+    validate_command.stop_sweep(ended, 1.0)  # type: ignore[arg-type]
     assert (ended.signals, ended.killed) == ([], False)  # nothing to tell a sweep that already ended
 
 
 def test_on_windows_a_sweep_is_stopped_with_ctrl_break(clock, monkeypatch) -> None:
-    monkeypatch.setattr(validation, "NEW_GROUP", 512)
+    monkeypatch.setattr(validate_command, "NEW_GROUP", 512)
     monkeypatch.setattr(signal, "CTRL_BREAK_EVENT", 1, raising=False)
     child = Child(clock, ends_s=0.5)
-    validation.stop_sweep(child, 1.0)  # type: ignore[arg-type]
+    validate_command.stop_sweep(child, 1.0)  # type: ignore[arg-type]
     assert child.signals == [1] and not child.killed
 
 
@@ -153,16 +153,16 @@ class Popen:
 
 def test_a_child_sweep_runs_with_its_environment_and_gives_its_exit_code(clock, monkeypatch) -> None:
     popen = Popen(Child(clock, code=4, exits_at=clock.now + 0.3))
-    monkeypatch.setattr(validation.subprocess, "Popen", popen)
+    monkeypatch.setattr(validate_command.subprocess, "Popen", popen)
     env = {"PYTHONPATH": "/here", "ONLY": "this"}
-    assert validation.run_child_sweep(["python", "-m", "xferbench", "sweep"], env) == 4
+    assert validate_command.run_child_sweep(["python", "-m", "xferbench", "sweep"], env) == 4
     assert popen.started == [(["python", "-m", "xferbench", "sweep"], {"env": env, "creationflags": 0})]
 
 
 def test_a_child_sweep_past_its_limit_is_stopped_given_the_stop_grace_then_killed(clock, monkeypatch) -> None:
     child = Child(clock, ends_s=budget.STOP_GRACE_S + 10)  # saves too slowly
-    monkeypatch.setattr(validation.subprocess, "Popen", Popen(child))
-    assert validation.run_child_sweep(["sweep"], {}, limit_s=3.0) is None
+    monkeypatch.setattr(validate_command.subprocess, "Popen", Popen(child))
+    assert validate_command.run_child_sweep(["sweep"], {}, limit_s=3.0) is None
     assert child.signals == [signal.SIGTERM] and child.killed
     assert clock.now == pytest.approx(1000 + 3.0 + budget.STOP_GRACE_S)
 
@@ -170,17 +170,17 @@ def test_a_child_sweep_past_its_limit_is_stopped_given_the_stop_grace_then_kille
 def test_after_ctrl_c_a_child_sweep_that_saw_it_too_is_left_to_save(clock, monkeypatch) -> None:
     """Ctrl-C reaches the sweep too: it is given time to end on its own, and is told nothing more."""
     child = Child(clock, code=130, exits_at=clock.now + 1.0, interrupt=KeyboardInterrupt())
-    monkeypatch.setattr(validation.subprocess, "Popen", Popen(child))
+    monkeypatch.setattr(validate_command.subprocess, "Popen", Popen(child))
     with pytest.raises(KeyboardInterrupt):
-        validation.run_child_sweep(["sweep"], {})
+        validate_command.run_child_sweep(["sweep"], {})
     assert (child.signals, child.killed, clock.now) == ([], False, pytest.approx(1001.0))
 
 
 def test_a_kill_reaching_this_process_alone_is_passed_on_to_the_sweep(clock, monkeypatch) -> None:
     child = Child(clock, ends_s=0.4, interrupt=Terminated())
-    monkeypatch.setattr(validation.subprocess, "Popen", Popen(child))
+    monkeypatch.setattr(validate_command.subprocess, "Popen", Popen(child))
     with pytest.raises(Terminated):
-        validation.run_child_sweep(["sweep"], {})
+        validate_command.run_child_sweep(["sweep"], {})
     assert (child.signals, child.killed, clock.now) == ([signal.SIGTERM], False, pytest.approx(1000.4))
 
 
@@ -216,25 +216,25 @@ class Sweeps:
         return self.codes.get(path.stem, 0)
 
 
-def sweep_command(run: validation.Validation, stem: str) -> list[str]:
+def sweep_command(run: validate_command.Validation, stem: str) -> list[str]:
     return [sys.executable, "-m", "xferbench", "sweep", *run.sweeps()[stem], "-o", str(run.folder / f"{stem}.json")]
 
 
 def test_pythonpath_puts_this_xferbench_before_the_callers(monkeypatch) -> None:
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
-    assert validation._python_path() == f"{CHECKOUT}{os.pathsep}/elsewhere"
+    assert validate_command._python_path() == f"{CHECKOUT}{os.pathsep}/elsewhere"
     monkeypatch.delenv("PYTHONPATH")
-    assert validation._python_path() == str(CHECKOUT)
+    assert validate_command._python_path() == str(CHECKOUT)
 
 
 def test_each_sweep_runs_as_a_user_runs_it_and_its_file_is_read(tmp_path, monkeypatch) -> None:
-    run = validation.Validation(tmp_path, quick=True)
+    run = validate_command.Validation(tmp_path, quick=True)
     sweeps = Sweeps()
-    monkeypatch.setattr(validation, "run_child_sweep", sweeps)
+    monkeypatch.setattr(validate_command, "run_child_sweep", sweeps)
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     echoed: list[str] = []
     notes = ["before"]
-    files = validation.run_sweeps(run, echoed.append, notes=notes)
+    files = validate_command.run_sweeps(run, echoed.append, notes=notes)
     env = {**os.environ, "PYTHONPATH": f"{CHECKOUT}{os.pathsep}/elsewhere"}
     assert sweeps.calls == [(sweep_command(run, stem), env, None) for stem in ("default", "large", "link")]
     assert echoed == [f"$ {shlex.join(sweep_command(run, stem))}" for stem in ("default", "large", "link")]
@@ -243,10 +243,10 @@ def test_each_sweep_runs_as_a_user_runs_it_and_its_file_is_read(tmp_path, monkey
 
 
 def test_a_sweep_that_wrote_nothing_or_a_damaged_file_is_none_and_said(tmp_path, monkeypatch) -> None:
-    run = validation.Validation(tmp_path, quick=True)
-    monkeypatch.setattr(validation, "run_child_sweep", Sweeps(codes={"default": 1}, writes={"default": None, "link": "{"}))
+    run = validate_command.Validation(tmp_path, quick=True)
+    monkeypatch.setattr(validate_command, "run_child_sweep", Sweeps(codes={"default": 1}, writes={"default": None, "link": "{"}))
     echoed: list[str] = []
-    files = validation.run_sweeps(run, echoed.append)
+    files = validate_command.run_sweeps(run, echoed.append)
     assert files["default"] is None and files["link"] is None and isinstance(files["large"], Result)
     assert echoed[1:] == [f"$ {shlex.join(sweep_command(run, 'large'))}", f"$ {shlex.join(sweep_command(run, 'link'))}",
                           f"warning: {tmp_path / 'link.json'}: not an xferbench result file (not JSON: Expecting property name enclosed"
@@ -256,35 +256,35 @@ def test_a_sweep_that_wrote_nothing_or_a_damaged_file_is_none_and_said(tmp_path,
 def test_a_first_sweep_that_refuses_to_start_leaves_the_folder_as_it_was_found(tmp_path, monkeypatch) -> None:
     (tmp_path / "nvidia-smi-q.txt").write_text("written by this run")
     (tmp_path / "notes.txt").write_text("the user's")
-    run = validation.Validation(tmp_path, quick=True)
+    run = validate_command.Validation(tmp_path, quick=True)
     sweeps = Sweeps(codes={"default": 2}, writes={"default": None})
-    monkeypatch.setattr(validation, "run_child_sweep", sweeps)
+    monkeypatch.setattr(validate_command, "run_child_sweep", sweeps)
     with pytest.raises(XferbenchError) as said:
-        validation.run_sweeps(run, lambda line: None)
+        validate_command.run_sweeps(run, lambda line: None)
     assert str(said.value) == "the first sweep refused to start (exit 2, see above); nothing was validated"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"] and len(sweeps.calls) == 1
     (tmp_path / "nvidia-smi-topo.txt").write_text("written by this run")
     with pytest.raises(XferbenchError):
-        validation.run_sweeps(run, lambda line: None)
+        validate_command.run_sweeps(run, lambda line: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 def test_exit_2_is_refusal_only_from_the_first_sweep_and_only_with_no_file(tmp_path, monkeypatch) -> None:
-    run = validation.Validation(tmp_path, quick=True)
+    run = validate_command.Validation(tmp_path, quick=True)
     (tmp_path / "nvidia-smi-q.txt").write_text("kept")
-    monkeypatch.setattr(validation, "run_child_sweep", Sweeps(codes={"default": 2, "large": 2}, writes={"large": None}))
-    files = validation.run_sweeps(run, lambda line: None)
+    monkeypatch.setattr(validate_command, "run_child_sweep", Sweeps(codes={"default": 2, "large": 2}, writes={"large": None}))
+    files = validate_command.run_sweeps(run, lambda line: None)
     assert isinstance(files["default"], Result) and files["large"] is None and isinstance(files["link"], Result)
     assert (tmp_path / "nvidia-smi-q.txt").read_text() == "kept"
-    other = validation.Validation(tmp_path / "other", quick=True)
+    other = validate_command.Validation(tmp_path / "other", quick=True)
     other.folder.mkdir()
     (other.folder / "nvidia-smi-q.txt").write_text("kept")
-    monkeypatch.setattr(validation, "run_child_sweep", Sweeps(codes={"default": 3}, writes={"default": None}))
-    assert validation.run_sweeps(other, lambda line: None)["default"] is None
+    monkeypatch.setattr(validate_command, "run_child_sweep", Sweeps(codes={"default": 3}, writes={"default": None}))
+    assert validate_command.run_sweeps(other, lambda line: None)["default"] is None
     assert (other.folder / "nvidia-smi-q.txt").read_text() == "kept"
 
 
-def after(run: validation.Validation, stem: str) -> float:
+def after(run: validate_command.Validation, stem: str) -> float:
     """What the steps after a sweep are estimated to need, as the run counts it."""
     plans = {p.stem: p.seconds() for p in run.sweep_plans()}
     stems = list(run.sweeps())
@@ -292,8 +292,8 @@ def after(run: validation.Validation, stem: str) -> float:
     return peers_s + sum(plans.get(s, 0.0) for s in stems[stems.index(stem) + 1:]) + budget.STOP_GRACE_S
 
 
-def budgeted(folder: Path) -> validation.Validation:
-    return validation.Validation(folder, frameworks=("sim",), quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT},
+def budgeted(folder: Path) -> validate_command.Validation:
+    return validate_command.Validation(folder, frameworks=("sim",), quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT},
                                  max_minutes=5)  # fmt: skip
 
 
@@ -302,18 +302,18 @@ def test_each_sweep_may_run_until_the_steps_after_it_need_the_rest(tmp_path, mon
     is not started, one with a moment is, one stopped at its limit is said, and the notes keep the order."""
     run = budgeted(tmp_path)
     sweeps = Sweeps(codes={"default": None})
-    monkeypatch.setattr(validation, "run_child_sweep", sweeps)
-    monkeypatch.setattr(validation, "time", Clock(0.0))
+    monkeypatch.setattr(validate_command, "run_child_sweep", sweeps)
+    monkeypatch.setattr(validate_command, "time", Clock(0.0))
     echoed: list[str] = []
     notes: list[str] = []
-    files = validation.run_sweeps(run, echoed.append, deadline=after(run, "default") + 0.75, notes=notes)
+    files = validate_command.run_sweeps(run, echoed.append, deadline=after(run, "default") + 0.75, notes=notes)
     assert [(Path(c[-1]).stem, limit) for c, _, limit in sweeps.calls] == [
         ("default", pytest.approx(0.75)), ("large", pytest.approx(0.75 + after(run, "default") - after(run, "large")))]
     stopped = ("default.json was stopped after 1 s, keeping what it had measured, so that the rest of the run fits its"
                " --max-minutes budget")  # fmt: skip
     assert notes == [stopped] and echoed[1] == f"warning: {stopped}" and isinstance(files["default"], Result)
     sweeps.calls.clear()
-    files = validation.run_sweeps(run, echoed.append, deadline=after(run, "large"), notes=notes)
+    files = validate_command.run_sweeps(run, echoed.append, deadline=after(run, "large"), notes=notes)
     assert [Path(c[-1]).stem for c, _, _ in sweeps.calls] == []  # the large sweep's limit is exactly nothing
     assert files == {"default": None, "large": None}
     assert notes[1:] == [f"{stem}.json was not started: {after(run, 'large'):.0f} s of the --max-minutes budget were left and the steps"
@@ -323,15 +323,15 @@ def test_each_sweep_may_run_until_the_steps_after_it_need_the_rest(tmp_path, mon
 
 def test_a_sweep_with_under_a_second_or_nothing_left_says_which(tmp_path, monkeypatch) -> None:
     run = budgeted(tmp_path)
-    monkeypatch.setattr(validation, "run_child_sweep", Sweeps())
-    monkeypatch.setattr(validation, "time", Clock(0.0))
+    monkeypatch.setattr(validate_command, "run_child_sweep", Sweeps())
+    monkeypatch.setattr(validate_command, "time", Clock(0.0))
     echoed: list[str] = []
-    assert validation.run_sweeps(run, echoed.append, deadline=0.4) == {"default": None, "large": None}  # notes of its own
+    assert validate_command.run_sweeps(run, echoed.append, deadline=0.4) == {"default": None, "large": None}  # notes of its own
     assert echoed == [f"warning: {stem}.json was not started: 0 s of the --max-minutes budget were left and the steps after it are"
                       f" estimated to need {after(run, stem):.0f} s (at a Gen4 link's rates; a faster link needs less, so a longer"
                       " --max-minutes would have fitted it)" for stem in ("default", "large")]  # fmt: skip
     notes: list[str] = []
-    validation.run_sweeps(run, echoed.append, deadline=0.0, notes=notes)
+    validate_command.run_sweeps(run, echoed.append, deadline=0.0, notes=notes)
     assert notes == [f"{stem}.json was not started: the run's --max-minutes budget was spent" for stem in ("default", "large")]
 
 
@@ -346,9 +346,9 @@ def ticks(*times: float) -> Any:
 
 
 def test_a_peer_command_gives_its_exit_its_seconds_and_its_output_and_errors_as_text(monkeypatch) -> None:
-    monkeypatch.setattr(validation, "time", ticks(100.0, 102.5))
+    monkeypatch.setattr(validate_command, "time", ticks(100.0, 102.5))
     script = "import os, sys; print(os.environ['PEER_SAYS']); sys.stdout.flush(); sys.stderr.buffer.write(b'bad \\xff byte'); sys.exit(3)"
-    found = validation._run([sys.executable, "-c", script], env={**os.environ, "PEER_SAYS": "from its environment"})
+    found = validate_command._run([sys.executable, "-c", script], env={**os.environ, "PEER_SAYS": "from its environment"})
     assert found == (3, 2.5, "from its environment\nbad \ufffd byte")
 
 
@@ -368,34 +368,34 @@ class Stopped:
 
 @pytest.mark.parametrize("printed, text", [(b"partial \xff", "partial \ufffd"), ("partial", "partial"), (None, ""), (b"", "")])
 def test_a_peer_command_past_its_timeout_keeps_what_it_printed(printed, text, monkeypatch) -> None:
-    monkeypatch.setattr(validation, "time", ticks(100.0, 100.75))
-    monkeypatch.setattr(validation.subprocess, "run", Stopped(printed))
-    assert validation._run(["/opt/peers/nvbandwidth"], timeout_s=0.75) == (None, 0.75, text + "\n(stopped after 0.75 s)")
+    monkeypatch.setattr(validate_command, "time", ticks(100.0, 100.75))
+    monkeypatch.setattr(validate_command.subprocess, "run", Stopped(printed))
+    assert validate_command._run(["/opt/peers/nvbandwidth"], timeout_s=0.75) == (None, 0.75, text + "\n(stopped after 0.75 s)")
 
 
 def test_a_peer_command_past_its_timeout_keeps_its_errors_too(monkeypatch) -> None:
     """A hung peer's error text may be on stderr: the kept output has it after what it printed."""
-    monkeypatch.setattr(validation, "time", ticks(100.0, 100.75))
-    monkeypatch.setattr(validation.subprocess, "run", Stopped(b"Running host_to_device\n", b"cuMemcpyAsync hung \xff\n"))
-    assert validation._run(["/opt/peers/nvbandwidth"], timeout_s=0.75) == (
+    monkeypatch.setattr(validate_command, "time", ticks(100.0, 100.75))
+    monkeypatch.setattr(validate_command.subprocess, "run", Stopped(b"Running host_to_device\n", b"cuMemcpyAsync hung \xff\n"))
+    assert validate_command._run(["/opt/peers/nvbandwidth"], timeout_s=0.75) == (
         None, 0.75, "Running host_to_device\ncuMemcpyAsync hung \ufffd\n\n(stopped after 0.75 s)")
 
 
 def test_a_peer_command_that_cannot_start_says_why(monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(validation, "time", ticks(100.0, 100.25, 200.0, 200.5))
-    assert validation._run([str(tmp_path / "nvbandwidth")]) == (None, 0.25, "could not start: No such file or directory")
+    monkeypatch.setattr(validate_command, "time", ticks(100.0, 100.25, 200.0, 200.5))
+    assert validate_command._run([str(tmp_path / "nvbandwidth")]) == (None, 0.25, "could not start: No such file or directory")
 
     def refuses(command: list[str], **kwargs: Any) -> Any:
         raise OSError("no such thing")
 
-    monkeypatch.setattr(validation.subprocess, "run", refuses)
-    assert validation._run(["x"]) == (None, 0.5, "could not start: no such thing")  # an error with no strerror
+    monkeypatch.setattr(validate_command.subprocess, "run", refuses)
+    assert validate_command._run(["x"]) == (None, 0.5, "could not start: no such thing")  # an error with no strerror
 
 
 def test_the_command_log_starts_empty_and_keeps_each_command_its_exit_and_seconds(tmp_path) -> None:
     path = tmp_path / "validation" / "peers" / "commands.txt"
     echoed: list[str] = []
-    log = validation.CommandLog(path, echoed.append)
+    log = validate_command.CommandLog(path, echoed.append)
     assert path.read_text() == ""
     log(["/usr/bin/numactl", "--cpunodebind=0", NVB, "-b", "1 MiB"], 0, 1.25)
     log([BT, "--csv"], None, 600.0)
@@ -405,7 +405,7 @@ def test_the_command_log_starts_empty_and_keeps_each_command_its_exit_and_second
              "                        exit 1      0.0 s  $ /opt/peers/bandwidthTest --csv"]  # fmt: skip
     assert path.read_text() == "".join(line + "\n" for line in lines)
     assert echoed == [f"  {line.strip()}" for line in lines]
-    validation.CommandLog(path, echoed.append)
+    validate_command.CommandLog(path, echoed.append)
     assert path.read_text() == ""  # a new run's log
 
 
@@ -424,7 +424,7 @@ class Tools:
     def which(self, name: str) -> str | None:
         return f"/usr/bin/{name}" if name in self.on_path else None
 
-    def __call__(self, command: list[str], timeout_s: float = validation.PEER_TIMEOUT_S, env: dict[str, str] | None = None
+    def __call__(self, command: list[str], timeout_s: float = validate_command.PEER_TIMEOUT_S, env: dict[str, str] | None = None
                  ) -> tuple[int | None, float, str]:  # fmt: skip
         self.runs.append((command, timeout_s, env))
         bare = command[3:] if command[0].endswith("numactl") else command
@@ -437,10 +437,10 @@ class Tools:
 
 def test_nvidia_smis_view_is_saved_beside_the_results(tmp_path, monkeypatch) -> None:
     tools = Tools(answers={"nvidia-smi": lambda args: (0, f"nvidia-smi said {' '.join(args)}\n")})
-    monkeypatch.setattr(validation.shutil, "which", tools.which)
-    monkeypatch.setattr(validation, "_run", tools)
+    monkeypatch.setattr(validate_command.shutil, "which", tools.which)
+    monkeypatch.setattr(validate_command, "_run", tools)
     echoed: list[str] = []
-    assert validation.run_nvidia_smi(tmp_path, echoed.append) == [] and echoed == []
+    assert validate_command.run_nvidia_smi(tmp_path, echoed.append) == [] and echoed == []
     assert tools.runs == [(["/usr/bin/nvidia-smi", "-q"], 120, None), (["/usr/bin/nvidia-smi", "topo", "-m"], 120, None)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nvidia-smi-q.txt", "nvidia-smi-topo.txt"]
     assert (tmp_path / "nvidia-smi-q.txt").read_text() == "nvidia-smi said -q\n"
@@ -449,11 +449,11 @@ def test_nvidia_smis_view_is_saved_beside_the_results(tmp_path, monkeypatch) -> 
 
 def test_nvidia_smi_failing_or_hanging_is_kept_and_said(tmp_path, monkeypatch) -> None:
     tools = Tools(answers={"nvidia-smi": lambda args: (3, "NVIDIA-SMI has failed\n") if args == ["-q"] else (None, "\n(stopped after 120 s)")})
-    monkeypatch.setattr(validation.shutil, "which", tools.which)
-    monkeypatch.setattr(validation, "_run", tools)
+    monkeypatch.setattr(validate_command.shutil, "which", tools.which)
+    monkeypatch.setattr(validate_command, "_run", tools)
     echoed: list[str] = []
     notes = ["nvidia-smi-q.txt: nvidia-smi -q exited 3", "nvidia-smi-topo.txt: nvidia-smi topo -m did not finish"]
-    assert validation.run_nvidia_smi(tmp_path, echoed.append) == notes
+    assert validate_command.run_nvidia_smi(tmp_path, echoed.append) == notes
     assert echoed == [f"warning: {note}" for note in notes]
     assert (tmp_path / "nvidia-smi-q.txt").read_text() == "NVIDIA-SMI has failed\n"
     assert (tmp_path / "nvidia-smi-topo.txt").read_text() == "\n(stopped after 120 s)"
@@ -461,21 +461,21 @@ def test_nvidia_smi_failing_or_hanging_is_kept_and_said(tmp_path, monkeypatch) -
 
 def test_without_nvidia_smi_both_views_are_said_missing(tmp_path, monkeypatch) -> None:
     tools = Tools(on_path=("numactl",))
-    monkeypatch.setattr(validation.shutil, "which", tools.which)
-    monkeypatch.setattr(validation, "_run", tools)
+    monkeypatch.setattr(validate_command.shutil, "which", tools.which)
+    monkeypatch.setattr(validate_command, "_run", tools)
     echoed: list[str] = []
     notes = ["nvidia-smi-q.txt: nvidia-smi is not on PATH", "nvidia-smi-topo.txt: nvidia-smi is not on PATH"]
-    assert validation.run_nvidia_smi(tmp_path, echoed.append) == notes
+    assert validate_command.run_nvidia_smi(tmp_path, echoed.append) == notes
     assert echoed == [f"warning: {note}" for note in notes] and list(tmp_path.iterdir()) == [] and tools.runs == []
 
 
 # one peer's runs
 
 
-def peer_run(tmp_path: Path, tools: Tools, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> validation.PeerRun:
-    monkeypatch.setattr(validation, "_run", tools)
-    log = validation.CommandLog(tmp_path / "peers" / "commands.txt", lambda line: None)
-    return validation.PeerRun("bandwidthTest", BT, log, **kwargs)
+def peer_run(tmp_path: Path, tools: Tools, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> validate_command.PeerRun:
+    monkeypatch.setattr(validate_command, "_run", tools)
+    log = validate_command.CommandLog(tmp_path / "peers" / "commands.txt", lambda line: None)
+    return validate_command.PeerRun("bandwidthTest", BT, log, **kwargs)
 
 
 def test_a_peer_runs_under_its_prefix_with_its_variables_and_is_logged(tmp_path, monkeypatch) -> None:
@@ -483,7 +483,7 @@ def test_a_peer_runs_under_its_prefix_with_its_variables_and_is_logged(tmp_path,
     peer = peer_run(tmp_path, tools, monkeypatch, environment={"CUDA_VISIBLE_DEVICES": UUID}, prefix=["/usr/bin/numactl", "-N", "0"])
     command = ["/usr/bin/numactl", "-N", "0", BT, "--csv"]
     assert peer(["--csv"]) == (0, 1.5, "figures", command)
-    assert tools.runs == [(command, validation.PEER_TIMEOUT_S, {**os.environ, "CUDA_VISIBLE_DEVICES": UUID})]
+    assert tools.runs == [(command, validate_command.PEER_TIMEOUT_S, {**os.environ, "CUDA_VISIBLE_DEVICES": UUID})]
     assert (tmp_path / "peers" / "commands.txt").read_text().split() == ["exit", "0", "1.5", "s", "$", *command]
     assert (peer.spent_s, peer.stopped) == (1.5, None)
 
@@ -522,41 +522,41 @@ def environment_of(device: str = "cuda:0", uuid: str | None = UUID, node: Any = 
 
 
 def test_nvbandwidth_is_shown_the_validated_gpu_alone_and_bound_to_its_node(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(validation.shutil, "which", Tools().which)
-    log = validation.CommandLog(tmp_path / "commands.txt", lambda line: None)
-    run = validation.Validation(tmp_path, "cuda:1")
-    peer = validation.nvbandwidth_peer(NVB, run, log, environment_of("cuda:1"))
+    monkeypatch.setattr(validate_command.shutil, "which", Tools().which)
+    log = validate_command.CommandLog(tmp_path / "commands.txt", lambda line: None)
+    run = validate_command.Validation(tmp_path, "cuda:1")
+    peer = validate_command.nvbandwidth_peer(NVB, run, log, environment_of("cuda:1"))
     assert (peer.name, peer.executable, peer.log) == ("nvbandwidth", NVB, log)
     assert (peer.environment, peer.prefix, peer.notes) == ({"CUDA_VISIBLE_DEVICES": UUID}, ["/usr/bin/numactl", "--cpunodebind=0", "--membind=0"], [])
     assert peer.placement() == NUMACTL
-    unknown = validation.nvbandwidth_peer(NVB, run, log, environment_of("cuda:1", uuid=None))
+    unknown = validate_command.nvbandwidth_peer(NVB, run, log, environment_of("cuda:1", uuid=None))
     assert unknown.environment == {}
     assert unknown.notes == ["nvbandwidth measured every GPU it saw: the validated GPU's UUID is not known to show it that one alone"]
-    assert validation.bandwidthtest_peer(BT, run, log, environment_of("cuda:1")).environment == {}  # it is told --device
+    assert validate_command.bandwidthtest_peer(BT, run, log, environment_of("cuda:1")).environment == {}  # it is told --device
 
 
 def test_a_peer_on_node_0_without_numactl_says_numactl_is_missing(monkeypatch) -> None:
-    monkeypatch.setattr(validation.shutil, "which", Tools(on_path=()).which)
-    peer = validation.PeerRun("bandwidthTest", BT, log=None)  # type: ignore[arg-type]
-    validation._bind(peer, validation.Validation(Path("/v")), environment_of(node=0))
+    monkeypatch.setattr(validate_command.shutil, "which", Tools(on_path=()).which)
+    peer = validate_command.PeerRun("bandwidthTest", BT, log=None)  # type: ignore[arg-type]
+    validate_command._bind(peer, validate_command.Validation(Path("/v")), environment_of(node=0))
     assert peer.unbound == "numactl is not on PATH"
     assert peer.placement() == "without NUMA binding (numactl is not on PATH)"
-    assert validation.PeerRun("bandwidthTest", BT, log=None).placement() == "without NUMA binding"  # type: ignore[arg-type]
+    assert validate_command.PeerRun("bandwidthTest", BT, log=None).placement() == "without NUMA binding"  # type: ignore[arg-type]
 
 
 def test_nvbandwidths_sizes_are_written_in_whole_mib(tmp_path) -> None:
     (tmp_path / "peers").mkdir()
-    run = validation.Validation(tmp_path, quick=True, peers={"nvbandwidth": NVB})
+    run = validate_command.Validation(tmp_path, quick=True, peers={"nvbandwidth": NVB})
     text = out.nvbandwidth(out.passed(out.H2D_CE, "55.2"), mib=1)
-    validation.run_nvbandwidth(Peer(NVB, [(0, 1.0, text), None]), run)  # type: ignore[arg-type]
+    validate_command.run_nvbandwidth(Peer(NVB, [(0, 1.0, text), None]), run)  # type: ignore[arg-type]
     assert '"buffer_size_mib": 1,' in (tmp_path / "peers" / "nvbandwidth.json").read_text()
 
 
 def test_bandwidthtest_is_given_each_runs_estimate_for_the_deadline(tmp_path) -> None:
     (tmp_path / "peers").mkdir()
-    run = validation.Validation(tmp_path, quick=True, peers={"bandwidthTest": BT})
+    run = validate_command.Validation(tmp_path, quick=True, peers={"bandwidthTest": BT})
     peer = Peer(BT, [(0, 1.0, "x"), None])
-    validation.run_bandwidthtest(peer, run)  # type: ignore[arg-type]
+    validate_command.run_bandwidthtest(peer, run)  # type: ignore[arg-type]
     planned = run.peer_commands()
     assert peer.calls == [(planned[0].arguments, planned[0].seconds), (planned[1].arguments, planned[1].seconds)]
 
@@ -568,10 +568,10 @@ def kept_outputs(tmp_path: Path, bandwidthtest: str) -> dict[str, Path]:
     """peers/ as the runs leave it: nvbandwidth's first run died printing no JSON, its second measured;
     bandwidthTest's one run printed `bandwidthtest`."""
     (tmp_path / "peers").mkdir(parents=True, exist_ok=True)
-    run = validation.Validation(tmp_path, quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT})
+    run = validate_command.Validation(tmp_path, quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT})
     passing = out.nvbandwidth(out.passed(out.H2D_CE, "55.2"), out.passed(out.D2H_CE, "55.1"), mib=3, gpus=(("NVIDIA H200", "00000000:00:06"),))
-    nvb = validation.run_nvbandwidth(Peer(NVB, [(139, 1.0, "Segmentation fault (core dumped)\n"), (0, 2.0, passing), None]), run)  # type: ignore[arg-type]
-    bt = validation.run_bandwidthtest(Peer(BT, [(0, 1.0, bandwidthtest), None]), run)  # type: ignore[arg-type]
+    nvb = validate_command.run_nvbandwidth(Peer(NVB, [(139, 1.0, "Segmentation fault (core dumped)\n"), (0, 2.0, passing), None]), run)  # type: ignore[arg-type]
+    bt = validate_command.run_bandwidthtest(Peer(BT, [(0, 1.0, bandwidthtest), None]), run)  # type: ignore[arg-type]
     return {"bandwidthTest": bt, "nvbandwidth": nvb}
 
 
@@ -582,7 +582,7 @@ def test_a_peer_with_no_figure_is_said_and_the_next_is_still_imported(run5, tmp_
     environment = run5["default"].environment
     notes: list[str] = []
     echoed: list[str] = []
-    imported = validation.import_peers(raw, environment, validation.Validation(tmp_path), {"nvbandwidth"}, notes, echoed.append)
+    imported = validate_command.import_peers(raw, environment, validate_command.Validation(tmp_path), {"nvbandwidth"}, notes, echoed.append)
     said = ("no host<->device figure in the bandwidthTest output (peers/bandwidthTest.txt run 1 (bandwidthTest pinned 196608 B): no CSV"
             " line or table: run bandwidthTest again with --csv: nothing here); run bandwidthTest --htod --csv and give what it printed")
     assert notes == [f"bandwidthTest's output gave no figure: {said}",
@@ -599,7 +599,7 @@ def test_a_peer_with_no_figure_is_said_and_the_next_is_still_imported(run5, tmp_
 def test_bandwidthtests_figures_are_saved_as_its_result_file(run5, tmp_path) -> None:
     text = out.bandwidthtest(out.csv_line("H2D-Pinned", 55.0, 196608), devices=("NVIDIA H200",))
     raw = kept_outputs(tmp_path, text)
-    imported = validation.import_peers({"bandwidthTest": raw["bandwidthTest"]}, run5["default"].environment, validation.Validation(tmp_path),
+    imported = validate_command.import_peers({"bandwidthTest": raw["bandwidthTest"]}, run5["default"].environment, validate_command.Validation(tmp_path),
                                        set(), [], print, {"bandwidthTest": NUMACTL})  # fmt: skip
     saved = load(tmp_path / "peer-bandwidthtest.json")
     assert [(s.label(), [(p.bytes, p.mbps) for p in s.points]) for s in saved.series] == [("bandwidthTest/pinned/copy/streamed@cuda:0", [(196608, 55_000.0)])]
@@ -612,7 +612,7 @@ def test_a_peer_shown_one_gpu_keeps_other_ids_as_they_are(run5, tmp_path) -> Non
 
     result = read_nvbandwidth([raw["nvbandwidth"]], environment=run5["default"].environment)
     result.series[0].device = "cuda:2"
-    validation._shown_one(result, "cuda:1")
+    validate_command._shown_one(result, "cuda:1")
     assert [s.device for s in result.series] == ["cuda:2", "cuda:1"]
 
 
@@ -622,13 +622,13 @@ def test_a_peer_shown_one_gpu_keeps_other_ids_as_they_are(run5, tmp_path) -> Non
 def test_the_peer_check_sets_the_streamed_copies_alone_beside_nvbandwidth(run5) -> None:
     """Per-call copies at a size the streamed ones lack are no part of it."""
     ours = sweeps5(run5)
-    from test_validation_rules import set_points
+    from test_validate_command_rules import set_points
 
     set_points(ours["large"], "raw_pinned", "streamed", {256 * MIB: 55_000.0, 1024 * MIB: 55_000.0})
     set_points(ours["default"], "raw_pinned", "streamed", {})
     peer = nvb_at(run5, {96 * MIB: 50_000.0, 256 * MIB: 55_000.0, 1024 * MIB: 55_000.0})
-    assert 96 * MIB in validation._pick(validation._ours(ours), "cuda", "raw_pinned", "cuda:0", "per-call")
-    check = validation.peers_check(validation._ours(ours), peer, "cuda:0")
+    assert 96 * MIB in validate_command._pick(validate_command._ours(ours), "cuda", "raw_pinned", "cuda:0", "per-call")
+    check = validate_command.peers_check(validate_command._ours(ours), peer, "cuda:0")
     assert check.status == PASS and check.figure.startswith("median +0.0% over 2 sizes (worst +0.0% at 256 MiB (268 MB): xferbench 55,000"
                                                             " (large.json), nvbandwidth")  # fmt: skip
 
@@ -652,7 +652,7 @@ def test_the_table_rows_are_where_a_peer_and_the_streamed_copies_both_measured(r
         keep(files[stem], "raw_pageable", {}, method)
     nvb = keep(nvb_at(run5, {96 * MIB: 49_000.0, 1024 * MIB: 53_000.0}), "device_to_host_memcpy_ce", {})
     bt = keep(keep(copy.deepcopy(run5["peer-bandwidthtest"]), "pageable", {}), "pinned", {256 * MIB: 48_000.0})
-    table = validation.peers_table(validation._ours(files), {"nvbandwidth": nvb, "bandwidthTest": bt}, "cuda:0")
+    table = validate_command.peers_table(validate_command._ours(files), {"nvbandwidth": nvb, "bandwidthTest": bt}, "cuda:0")
     assert table[2:] == ["| 96 MiB (101 MB) | 50,000 | – | 49,000 | – | 1.020 | – | – |",
                          "| 256 MiB (268 MB) | 51,000 | – | – | 48,000 | – | 1.062 | – |",
                          "", "xferbench's figures in this table are from default.json, large.json."]  # fmt: skip
@@ -670,7 +670,7 @@ def cuda_here(monkeypatch) -> None:
 
 def test_the_sweep_plans_on_a_gpu_machine(cuda_here) -> None:
     """The default sweep's copies and seeds, the large sweep's copies, and the link run's streamed raw pinned copy alone."""
-    plans = validation.Validation(Path("/v"), "cuda:1", ("cupy", "cuda"), quick=True).sweep_plans()
+    plans = validate_command.Validation(Path("/v"), "cuda:1", ("cupy", "cuda"), quick=True).sweep_plans()
     raw = ["cuda/raw_pinned/copy@cuda:1", "cuda/raw_pinned/copy/streamed@cuda:1", "cuda/raw_pageable/copy@cuda:1",
            "cuda/raw_pageable/copy/streamed@cuda:1"]  # fmt: skip
     assert [(p.stem, [k.label() for k in p.keys], p.frameworks) for p in plans] == [
@@ -678,18 +678,18 @@ def test_the_sweep_plans_on_a_gpu_machine(cuda_here) -> None:
         ("large", ["cupy/asarray/copy@cuda:1", *raw], ("cupy", "cuda")),
         ("link", ["cuda/raw_pinned/copy/streamed@cuda:1"], ("cuda",))]  # fmt: skip
     assert [k.shape for k in plans[2].keys] == [(512, 512, 4)]
-    torch_only = validation.Validation(Path("/v"), "cuda:1", ("cupy",), quick=True).sweep_plans()
+    torch_only = validate_command.Validation(Path("/v"), "cuda:1", ("cupy",), quick=True).sweep_plans()
     assert [p.stem for p in torch_only] == ["default", "large"]
 
 
-def sim_run(max_minutes: float | None, **kwargs: Any) -> validation.Validation:
-    run = validation.Validation(Path("/v"), frameworks=("sim",), peers={"nvbandwidth": NVB, "bandwidthTest": BT}, max_minutes=max_minutes, **kwargs)
+def sim_run(max_minutes: float | None, **kwargs: Any) -> validate_command.Validation:
+    run = validate_command.Validation(Path("/v"), frameworks=("sim",), peers={"nvbandwidth": NVB, "bandwidthTest": BT}, max_minutes=max_minutes, **kwargs)
     run.fit()
     return run
 
 
 def test_fit_stops_at_the_peer_sizes_from_16_mib_where_that_fits() -> None:
-    between = validation.Validation(Path("/v"), frameworks=("sim",), peers={"nvbandwidth": NVB, "bandwidthTest": BT}, nvbandwidth_samples=1,
+    between = validate_command.Validation(Path("/v"), frameworks=("sim",), peers={"nvbandwidth": NVB, "bandwidthTest": BT}, nvbandwidth_samples=1,
                                     peer_sizes="from16")  # fmt: skip
     assert sim_run(between.estimate_s() / 60).peer_sizes == "from16"
 
@@ -703,7 +703,7 @@ def test_fit_trims_the_quick_large_sweep_to_one_batch_and_never_none() -> None:
 
 
 def test_a_trim_that_leaves_the_peers_no_size_says_none_and_the_plan_no_span(monkeypatch) -> None:
-    monkeypatch.setattr(validation, "QUICK_BATCHES", (1,))
+    monkeypatch.setattr(validate_command, "QUICK_BATCHES", (1,))
     run = sim_run(0.0001, quick=True)
     assert run.trimmed[1] == "the peers measured 0 of 2 sizes (none)"
     assert run.plan_lines()[3:5] == ["  nvbandwidth: 0 runs: about 0.0 min", "  bandwidthTest: 0 runs: about 0.0 min"]
@@ -757,9 +757,9 @@ def machine(monkeypatch, clock) -> Any:
                                   "bandwidthTest": bandwidthtest_says})  # fmt: skip
     sweeps = Sweeps(clock, took_s=60.0)
     plots = Plots()
-    monkeypatch.setattr(validation.shutil, "which", tools.which)
-    monkeypatch.setattr(validation, "_run", tools)
-    monkeypatch.setattr(validation, "run_child_sweep", sweeps)
+    monkeypatch.setattr(validate_command.shutil, "which", tools.which)
+    monkeypatch.setattr(validate_command, "_run", tools)
+    monkeypatch.setattr(validate_command, "run_child_sweep", sweeps)
     monkeypatch.setattr(plot, "figure", plots.figure)
     monkeypatch.setattr(plot, "save", plots.save)
     return SimpleNamespace(clock=clock, tools=tools, sweeps=sweeps, plots=plots)
@@ -774,10 +774,10 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     """The plan, each sweep and peer command echoed as it runs; nvbandwidth shown the validated GPU alone and both
     peers bound to its node; every file in the folder; the verdict made of the run's own files, checks and notes."""
     folder = tmp_path / "not yet" / "validation"
-    run = validation.Validation(folder, "cuda:1", quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT})
+    run = validate_command.Validation(folder, "cuda:1", quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT})
     machine.sweeps.device = "cuda:1"
     echoed: list[str] = []
-    checks, verdict = validation.run(run, echoed.append)
+    checks, verdict = validate_command.run(run, echoed.append)
 
     assert verdict == folder / "verdict.md"
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
@@ -794,11 +794,11 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     assert echoed == [*run.plan_lines(), *(f"$ {shlex.join(sweep_command(run, stem))}" for stem in ("default", "large", "link")),
                       f"nvbandwidth: {NVB}", *(f"  {line.strip()}" for line in log[:5]), f"bandwidthTest: {BT}",
                       *(f"  {line.strip()}" for line in log[5:])]  # fmt: skip
-    assert [(limit, env["PYTHONPATH"]) for _, env, limit in machine.sweeps.calls] == [(None, validation._python_path())] * 3
+    assert [(limit, env["PYTHONPATH"]) for _, env, limit in machine.sweeps.calls] == [(None, validate_command._python_path())] * 3
     shown = {**os.environ, "CUDA_VISIBLE_DEVICES": UUID}
     assert machine.tools.runs == [(["/usr/bin/nvidia-smi", "-q"], 120, None), (["/usr/bin/nvidia-smi", "topo", "-m"], 120, None),
-                                  *((command, validation.PEER_TIMEOUT_S, shown) for command in nvb),
-                                  *((command, validation.PEER_TIMEOUT_S, dict(os.environ)) for command in bt)]  # fmt: skip
+                                  *((command, validate_command.PEER_TIMEOUT_S, shown) for command in nvb),
+                                  *((command, validate_command.PEER_TIMEOUT_S, dict(os.environ)) for command in bt)]  # fmt: skip
 
     files = {stem: load(folder / f"{stem}.json") for stem in ("default", "large", "link")}
     imported = {"nvbandwidth": load(folder / "peer-nvbandwidth.json"), "bandwidthTest": load(folder / "peer-bandwidthtest.json")}
@@ -808,7 +808,7 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     assert checks == checks_of(files, imported, "cuda:1")
     assert [c.status for c in checks][-1] == PASS and checks[-1].figure.startswith("median +0.4% over 2 sizes")
     crash = "nvbandwidth: peers/nvbandwidth.json run 2 (-b 3): no JSON in nvbandwidth's output (exit 139): Segmentation fault (core dumped)"
-    assert verdict.read_text() == validation.verdict_page(run, files, imported, checks, [crash])
+    assert verdict.read_text() == validate_command.verdict_page(run, files, imported, checks, [crash])
     assert f"\n- {crash}\n" in verdict.read_text() and "| 256 MiB (268 MB) | 55,473 | 55,310 | 55,200 | 54,000 |" in verdict.read_text()
 
     assert machine.plots.saved == [(folder / f"{stem}.png", ("figure", [f"{stem}.json"], len(select([folder / f"{stem}.json"])[0]),
@@ -816,7 +816,7 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     report = (folder / "report.md").read_text()
     assert report.startswith("## xferbench GPU validation\n\nTransfer throughput: 35 series from 5 result file(s): default (") and "\n![xferbench plot](default.png)\n" in report
     assert "nvbandwidth/host_to_device_memcpy_ce" in report and "bandwidthTest/pageable" in report
-    assert report.endswith("\n### Validation checks\n\n" + validate.render(checks))
+    assert report.endswith("\n### Validation checks\n\n" + validation_checks.render(checks))
     assert run.took_s == 3 * 60.0 + 19 * 2.0
 
 
@@ -832,9 +832,9 @@ def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> N
     machine.sweeps.took_s = 30.0
     machine.sweeps.codes = {"default": 1, "large": None}  # the large sweep stopped at its limit before it saved
     machine.sweeps.writes = {"default": None, "large": None, "link": sweep_text("link", "cuda:0").replace(UUID, "")}
-    run = validation.Validation(folder, quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT}, max_minutes=3)
+    run = validate_command.Validation(folder, quick=True, peers={"nvbandwidth": NVB, "bandwidthTest": BT}, max_minutes=3)
     echoed: list[str] = []
-    checks, verdict = validation.run(run, echoed.append)
+    checks, verdict = validate_command.run(run, echoed.append)
 
     assert [limit for _, _, limit in machine.sweeps.calls] == [pytest.approx(180 - 30 * at - after(run, stem))
                                                                for at, stem in enumerate(("default", "large", "link"))]  # fmt: skip
@@ -865,7 +865,7 @@ def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> N
     assert imported["nvbandwidth"].environment["peer"]["placement"] == "without NUMA binding (numactl is not on PATH)"
     assert checks == checks_of(files, imported) and checks[0].status == FAIL
     assert checks[-1] == Verdict(  # the sweeps wrote nothing: link.json's 256 MiB stands beside nvbandwidth, whose placement differs
-        validation.peers_check({}, None, "cuda:0").name, PASS,
+        validate_command.peers_check({}, None, "cuda:0").name, PASS,
         "median +0.5% over 1 size (worst +0.5% at 256 MiB (268 MB): xferbench 55,468 (link.json), nvbandwidth 55,200 MB/s); nvbandwidth"
         " did not run on the binding xferbench's workers had; placement: xferbench bound to CPUs 0-15, memory preferred on NUMA node 0;"
         " nvbandwidth without NUMA binding (numactl is not on PATH)")
@@ -873,7 +873,7 @@ def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> N
     d2h = (f"nvbandwidth: nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0: peers/nvbandwidth.json run 1 (-b 16): {errored};"
            f" peers/nvbandwidth.json run 2 (-b 48): {errored}; and 1 more")  # fmt: skip
     notes = [*smi, stopped, every, f"nvbandwidth {unbound}", f"bandwidthTest {unbound}", skipped, d2h, no_figure.replace(f"{folder}{os.sep}", "")]
-    assert verdict.read_text() == validation.verdict_page(run, files, imported, checks, notes)
+    assert verdict.read_text() == validate_command.verdict_page(run, files, imported, checks, notes)
     assert ("\n- Placement: nvbandwidth ran without NUMA binding (numactl is not on PATH); xferbench's workers were bound to CPUs 0-15,"
             " memory preferred on NUMA node 0. Their figures may differ by where the memory sat") in verdict.read_text()
     assert run.took_s == 150.0 and "\nRun within --max-minutes 3 (estimated 2.8 min, took 2.5 min): nvbandwidth took 1 sample" in verdict.read_text()
@@ -888,11 +888,11 @@ def test_a_run_whose_sweeps_wrote_nothing_still_writes_its_verdict(machine, tmp_
     machine.sweeps.codes = {"default": 1, "large": 1, "link": 1}
     machine.sweeps.writes = {"default": None, "large": None, "link": None}
     folder = tmp_path / "validation"
-    run = validation.Validation(folder, quick=True)
+    run = validate_command.Validation(folder, quick=True)
     echoed: list[str] = []
-    checks, verdict = validation.run(run, echoed.append)
+    checks, verdict = validate_command.run(run, echoed.append)
     assert sorted(p.name for p in folder.iterdir()) == ["nvidia-smi-q.txt", "nvidia-smi-topo.txt", "verdict.md"]
     assert checks[0].figure == "default.json: not written; large.json: not written; link.json: not written"
     assert checks == checks_of({"default": None, "large": None, "link": None}, {})
-    assert verdict.read_text() == validation.verdict_page(run, {"default": None, "large": None, "link": None}, {}, checks, [])
+    assert verdict.read_text() == validate_command.verdict_page(run, {"default": None, "large": None, "link": None}, {}, checks, [])
     assert machine.plots.saved == [] and echoed[-1] == f"$ {shlex.join(sweep_command(run, 'link'))}"

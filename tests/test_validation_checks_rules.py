@@ -1,16 +1,16 @@
 """Each GPU validation check, branch by branch: the row it writes (its name, verdict and figure) on
-fixture results shaped as test_validate.py makes them."""
+fixture results shaped as test_validation_checks.py makes them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from test_validate import BOUND, GEN4_X16, NVML, check, good_raw, link_record, result, series
+from test_validation_checks import BOUND, GEN4_X16, NVML, check, good_raw, link_record, result, series
 from xferbench.core import telemetry
 from xferbench.core.results import Point, Result
 from xferbench.core.spec import D2H, STREAMED
 from xferbench.core.verdict import FAIL, INFO, NA, PASS, Verdict
-from xferbench.health import validate
+from xferbench.health import validation_checks
 
 RAW = "raw pinned ceiling within 80%–100% of the theoretical link"
 LINK = "PCIe link at its maximum generation and width under load"
@@ -45,7 +45,7 @@ def test_ceiling_with_no_link_facts_shows_the_peak() -> None:
     """Without NVML facts the ceiling is unknown: n/a, with the peak shown."""
     unsampled = raw({1024: 26_000})
     unsampled.link = {}
-    assert validate.raw_ceiling_check([result(unsampled, environment={})]) == Verdict(
+    assert validation_checks.raw_ceiling_check([result(unsampled, environment={})]) == Verdict(
         RAW, NA, "peak 26,000 MB/s; the link is unknown (no NVML PCIe facts for cuda:0)")
 
 
@@ -105,7 +105,7 @@ def test_a_link_at_its_maximum_passes_with_the_series_counted() -> None:
 
 def test_placement_without_a_cuda_series_is_not_judged() -> None:
     """A file that measured nothing on CUDA: n/a."""
-    assert validate.placement_check([result()]) == Verdict(PLACEMENT, NA, "no CUDA series was measured")
+    assert validation_checks.placement_check([result()]) == Verdict(PLACEMENT, NA, "no CUDA series was measured")
 
 
 def test_an_unbound_worker_with_no_reason_says_so() -> None:
@@ -179,14 +179,14 @@ def test_pinned_into_takes_the_raw_copy_of_its_own_file_else_another_files() -> 
     largest batch, another file's is taken (a check is n/a only where no file has it), and the figure
     names each file."""
     apart = {"large.json": result(torch({1024: 25_500})), "link.json": result(raw({1024: 26_000}))}
-    assert validate.pinned_into_check(apart) == Verdict(
+    assert validation_checks.pinned_into_check(apart) == Verdict(
         PINNED_INTO, PASS, "25,500 / 26,000 MB/s = 98.1% at batch 1024 (1,024 MiB, per-call) (torch from large.json, raw from link.json)")
-    assert validate.pinned_into_check(list(apart.values())).figure.endswith("(1,024 MiB, per-call)")  # no names given: none said
+    assert validation_checks.pinned_into_check(list(apart.values())).figure.endswith("(1,024 MiB, per-call)")  # no names given: none said
     both = {"link.json": result(raw({1024: 20_000})), "large.json": result(torch({1024: 25_500}), raw({1024: 26_000}))}
-    assert validate.pinned_into_check(both).figure.endswith("per-call) (large.json)")  # its own file's, though another came first
+    assert validation_checks.pinned_into_check(both).figure.endswith("per-call) (large.json)")  # its own file's, though another came first
     other_device = result(raw({1024: 26_000}))
     other_device.series[0].device = "cuda:1"
-    assert validate.pinned_into_check({"large.json": result(torch({1024: 25_500})), "link.json": other_device}) == Verdict(
+    assert validation_checks.pinned_into_check({"large.json": result(torch({1024: 25_500})), "link.json": other_device}) == Verdict(
         PINNED_INTO, NA, NO_PAIR)
 
 
@@ -222,7 +222,7 @@ def test_methods_reads_every_file_past_one_without_both_timings() -> None:
     """A file with one timing method does not hide the next file's comparison, and its per-call figure is
     set beside the other file's streamed one at the same size."""
     files = [result(raw({1024: 26_000})), result(*good_raw())]
-    assert validate.methods_check(files) == Verdict(
+    assert validation_checks.methods_check(files) == Verdict(
         METHODS, PASS, "worst +1.2% (streamed vs per call) at batch 256 (268 MB): 26,100 streamed, 25,800 per call MB/s, over 3 sizes")
 
 
@@ -231,14 +231,14 @@ def test_methods_sets_a_per_call_figure_beside_another_files_streamed_one_and_na
     streamed 256 MiB; the file's own streamed figure is preferred where it has one; another device's never counts."""
     large = result(raw({256: 25_000, 1024: 26_000}))
     link = result(raw({256: 26_000}, method=STREAMED))
-    assert validate.methods_check({"large.json": large, "link.json": link}) == Verdict(
+    assert validation_checks.methods_check({"large.json": large, "link.json": link}) == Verdict(
         METHODS, FAIL, "worst +4.0% (streamed vs per call) at batch 256 (268 MB): 26,000 streamed, 25,000 per call MB/s"
                        " (streamed from link.json, per call from large.json), over 1 sizes")
     own = result(raw({256: 25_000}), raw({256: 25_100}, method=STREAMED))
-    assert validate.methods_check({"link.json": link, "large.json": own}).figure == (
+    assert validation_checks.methods_check({"link.json": link, "large.json": own}).figure == (
         "worst +0.4% (streamed vs per call) at batch 256 (268 MB): 25,100 streamed, 25,000 per call MB/s (large.json), over 1 sizes")
     link.series[0].device = "cuda:1"
-    assert validate.methods_check({"large.json": large, "link.json": link}).status == NA
+    assert validation_checks.methods_check({"large.json": large, "link.json": link}).status == NA
 
 
 # bytes NVML counted
@@ -301,7 +301,7 @@ def test_skipped_series_alone_verify_nothing() -> None:
     skipped = Result(GEN4_X16, {}, "2026-11-22T00:00:00+00:00", [], "complete")
     skipped.series = [raw({1024: 26_000}, status="skipped")]
     skipped.series[0].points, skipped.series[0].reason = [], "cupy not installed"
-    assert validate.verified_check([skipped]) == Verdict(VERIFIED, NA, "no series ran")
+    assert validation_checks.verified_check([skipped]) == Verdict(VERIFIED, NA, "no series ran")
 
 
 def test_every_failure_counts_and_a_failed_series_leads() -> None:
@@ -323,10 +323,10 @@ def test_verified_pass_counts_series_and_points() -> None:
 def test_completed_lists_every_file() -> None:
     """The pass lists every file; a short one fails with its status."""
     done = result(raw({1024: 26_000}))
-    assert validate.completed_check({"default.json": done, "large.json": done}) == Verdict(
+    assert validation_checks.completed_check({"default.json": done, "large.json": done}) == Verdict(
         COMPLETED, PASS, "2 file(s) complete: default.json, large.json")
     cut = Result(GEN4_X16, {}, "2026-11-22T00:00:00+00:00", [], "interrupted")
-    assert validate.completed_check({"default.json": done, "large.json": cut}) == Verdict(COMPLETED, FAIL, "large.json: interrupted")
+    assert validation_checks.completed_check({"default.json": done, "large.json": cut}) == Verdict(COMPLETED, FAIL, "large.json: interrupted")
 
 
 # the whole run
@@ -337,13 +337,13 @@ def test_device_to_host_series_are_left_out_of_every_check() -> None:
     back = raw({1024: 70_000}, status="failed")
     back.direction = D2H
     good = result(*good_raw(), torch({64: 19_000, 1024: 25_500}, device_ratio=0.99), back)
-    checks = validate.run_checks([good])
+    checks = validation_checks.run_checks([good])
     assert [c.status for c in checks] == [PASS] * 7 + [INFO], checks
     assert checks[6] == Verdict(VERIFIED, PASS, "3 series, 8 points, every byte of each verified")
 
 
 def test_render_keeps_the_table_intact() -> None:
     """A '|' in a figure would split the row: it is written as '/'."""
-    text = validate.render([Verdict("a check", PASS, "2 | 3"), Verdict("b check", NA, "why")])
+    text = validation_checks.render([Verdict("a check", PASS, "2 | 3"), Verdict("b check", NA, "why")])
     assert text == ("| check | result | figure |\n| --- | --- | --- |\n"
                     "| a check | **PASS** | 2 / 3 |\n| b check | **N/A** | why |\n")  # fmt: skip
