@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fake_nvml import FakeNVML
 from xferbench.measuring.backends import BACKENDS
@@ -26,6 +27,14 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="PyTorch not installed (p
 # The GPU machines have PyTorch and no TensorFlow: a test that needs TensorFlow's own checks skips there.
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed (pip install 'xferbench[tf]')")
+
+
+# Hypothesis: no deadline, since a busy machine must not fail a property test by its timing; "ci" (the
+# default, and what .ci/run uses) is derandomized and bounded so the suite stays fast and repeatable; "long"
+# searches harder on a developer's machine: HYPOTHESIS_PROFILE=long scripts/test.sh tests/test_*_properties.py
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # A shell's background job (`pytest &`, as a CI runner may start the suite) starts with SIGINT ignored,
