@@ -2,7 +2,7 @@
 
 It runs xferbench's validation sweeps, then the same machine's peer tools where they are found
 (NVIDIA's nvbandwidth and the CUDA samples' bandwidthTest), turns their output into result files
-beside xferbench's own (peers.py), saves nvidia-smi's view of the machine, and writes a one-page
+beside xferbench's own (reading/peers/), saves nvidia-smi's view of the machine, and writes a one-page
 verdict: each check PASS, FAIL or n/a with the figure it rests on (validation_checks.py), xferbench's raw
 copy against each peer at the sizes both measured, and the published figures for the GPU's model.
 
