@@ -7,6 +7,7 @@ files under /proc and /sys, its command-line tools and the installed packages; N
 
 from __future__ import annotations
 
+import ctypes
 import importlib.metadata
 import io
 import subprocess
@@ -253,10 +254,42 @@ def test_memory_is_macos_own_figure_on_a_mac_and_pages_times_page_size_elsewhere
     assert env._total_memory() == 4_000_000 * 4096
 
 
+class Kernel32:
+    """GlobalMemoryStatusEx as Windows runs it: it fails (0) and fills nothing unless dwLength is the
+    structure's 64 bytes; else it fills every field (ullTotalPhys at byte 8, ullAvailPhys at 16)."""
+
+    def __init__(self, answer: int = 1, total: int = 34_359_738_368) -> None:
+        self.answer, self.total, self.lengths = answer, total, []
+
+    def GlobalMemoryStatusEx(self, pointer: Any) -> int:  # noqa: N802 (Windows' name)
+        address = ctypes.addressof(pointer._obj)
+        self.lengths.append(ctypes.c_uint32.from_address(address).value)
+        if self.lengths[-1] != 64 or ctypes.sizeof(pointer._obj) != 64:
+            return 0
+        ctypes.c_uint32.from_address(address + 4).value = 37  # dwMemoryLoad
+        for at, value in zip(range(8, 64, 8), (self.total, 12 * 10**9, 39_728_447_488, 15 * 10**9, 2**47, 2**46, 0)):
+            ctypes.c_uint64.from_address(address + at).value = value
+        return self.answer
+
+
+def test_windows_memory_is_global_memory_status_exs_installed_total(monkeypatch) -> None:
+    """Windows has no sysconf: the installed memory is MEMORYSTATUSEX's ullTotalPhys, asked with dwLength set."""
+    simulate(monkeypatch, "win32")
+    kernel32 = Kernel32()
+    monkeypatch.setattr(ctypes, "windll", SimpleNamespace(kernel32=kernel32), raising=False)
+    assert env._total_memory() == 34_359_738_368 and type(env._total_memory()) is int
+    assert env.windows_memory() == (34_359_738_368, 12 * 10**9) and kernel32.lengths == [64] * 3
+    assert env.capture()["memory_bytes"] == 34_359_738_368
+    for refused in (Kernel32(answer=0), Kernel32(total=0)):  # a failed call, or one that says nothing
+        monkeypatch.setattr(ctypes, "windll", SimpleNamespace(kernel32=refused), raising=False)
+        assert env._total_memory() is None
+
+
 @pytest.mark.parametrize("failure", [ValueError("unrecognized configuration name"), OSError(22, "Invalid argument")])
 def test_memory_is_none_where_the_os_cannot_say(monkeypatch, failure) -> None:
-    """No sysconf (Windows) or one that refuses gives None."""
+    """No sysconf and no GlobalMemoryStatusEx (a Windows without the call), or a sysconf that refuses, gives None."""
     simulate(monkeypatch, "win32")
+    monkeypatch.delattr(ctypes, "windll", raising=False)
     assert env._total_memory() is None
 
     def refuse(name: str) -> int:

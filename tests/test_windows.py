@@ -263,6 +263,29 @@ def test_the_simulation_is_windows_to_python() -> None:
     ]  # fmt: skip
 
 
+@on_linux
+def test_the_simulated_memory_call_is_as_strict_as_windows() -> None:
+    """GlobalMemoryStatusEx fails without dwLength set to 64, fills every field with it, and a structure passed
+    by value is a copy the caller never sees filled."""
+    r = run_windows("""
+        import ctypes
+        from xferbench.core import environment
+
+        class MemoryStatus(ctypes.Structure):
+            _fields_ = [("dwLength", ctypes.c_uint32), ("dwMemoryLoad", ctypes.c_uint32)] + [
+                (name, ctypes.c_uint64) for name in ("total", "avail", "page", "page_avail", "virtual", "virtual_avail", "ext")]
+
+        call = ctypes.windll.kernel32.GlobalMemoryStatusEx
+        unset, short, whole = MemoryStatus(), MemoryStatus(dwLength=32), MemoryStatus(dwLength=64)
+        by_value = MemoryStatus(dwLength=64)
+        print(call(ctypes.byref(unset)), unset.total, call(ctypes.byref(short)), short.total)
+        print(call(ctypes.pointer(whole)), whole.dwMemoryLoad, whole.total, whole.avail, whole.page > whole.total)
+        print(call(by_value), by_value.total, environment.windows_memory())
+        """)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["0 0 0 0", f"1 65 {32 * 2**30} {12 * 10**9} True", f"1 0 ({32 * 2**30}, {12 * 10**9})"]
+
+
 def simulated_windows_sweep(tmp_path: Path, *args: str, name: str = "win") -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / f"{name}.json"
     r = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "--device", "cpu", "--batch-sizes", "1,4", "--shape",
@@ -290,6 +313,7 @@ def test_a_sweep_runs_its_workers_on_simulated_windows_and_says_what_it_cannot_c
     assert env["os"].startswith("Windows-") and env["machine"] == "AMD64"
     assert env["process_cpus"] is None and env["load_average"] is None and env["transparent_hugepages"] is None
     assert env["cpu_features"] is None  # no /proc/cpuinfo: what TensorFlow's oneDNN default read is not claimed
+    assert env["memory_bytes"] == 32 * 2**30  # GlobalMemoryStatusEx's ullTotalPhys: Windows has no sysconf
     missing = env["unavailable_checks"]
     assert any(m.startswith("busy-machine detection") for m in missing)
     assert any("no sched_getaffinity" in m for m in missing)

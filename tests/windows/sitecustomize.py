@@ -19,7 +19,8 @@ What changes, as on Windows (from Python's and the C runtime's documentation of 
   group; kill() and terminate() are TerminateProcess (exit status 1); send_signal() takes SIGTERM (that
   same kill), CTRL_C_EVENT and CTRL_BREAK_EVENT only; a process ended by Ctrl-C exits 0xC000013A, one
   that crashed 0xC0000005, one that called abort() 3;
-- ctypes.windll.kernel32.GlobalMemoryStatusEx answers 32 GiB installed, 12 GB available.
+- ctypes.windll.kernel32.GlobalMemoryStatusEx answers 32 GiB installed, 12 GB available, and fails unless the
+  MEMORYSTATUSEX's dwLength is set to its 64 bytes.
 The tests also set PYTHONIOENCODING=cp1252, the ANSI code page of a Western-European Windows console.
 
 What stays Linux, and why:
@@ -300,16 +301,25 @@ subprocess.Popen.send_signal = _send_signal
 # ---- ctypes: the one Windows API call xferbench makes
 
 MEMORY_TOTAL, MEMORY_AVAILABLE = 32 * 2**30, 12 * 10**9
+PAGE_FILE, VIRTUAL = 8 * 2**30, 2**47 - 2**17  # the page file beside the RAM; a 64-bit process's user address space
 
 
 class _Kernel32:
     def GlobalMemoryStatusEx(self, status):  # noqa: N802 (Windows' name)
-        """Fill a MEMORYSTATUSEX as Windows does: only when its dwLength is the structure's size (64 bytes)."""
-        address = ctypes.addressof(status._obj)
+        """MEMORYSTATUSEX as Windows fills it, behind a pointer (ctypes.byref or ctypes.pointer): only when its
+        dwLength is the structure's size (64 bytes), else the call fails (0, ERROR_INVALID_PARAMETER) and
+        leaves it as it was. A structure passed by value reaches Windows as a copy (x64 passes one that
+        large by reference to a temporary): the call works on the copy and the caller's stays as it was."""
+        if isinstance(status, ctypes.Structure):
+            return int(ctypes.c_uint32.from_address(ctypes.addressof(status)).value == 64)
+        target = status.contents if isinstance(status, ctypes._Pointer) else status._obj
+        address = ctypes.addressof(target)
         if ctypes.c_uint32.from_address(address).value != 64:
             return 0
-        ctypes.c_uint64.from_address(address + 8).value = MEMORY_TOTAL  # ullTotalPhys
-        ctypes.c_uint64.from_address(address + 16).value = MEMORY_AVAILABLE  # ullAvailPhys
+        fields = (MEMORY_TOTAL, MEMORY_AVAILABLE, MEMORY_TOTAL + PAGE_FILE, MEMORY_AVAILABLE + PAGE_FILE, VIRTUAL, VIRTUAL, 0)
+        ctypes.c_uint32.from_address(address + 4).value = round(100 * (1 - MEMORY_AVAILABLE / MEMORY_TOTAL))  # dwMemoryLoad
+        for offset, value in zip(range(8, 64, 8), fields):  # ullTotalPhys, ullAvailPhys, the page file's, the virtual's
+            ctypes.c_uint64.from_address(address + offset).value = value
         return 1
 
 

@@ -92,12 +92,35 @@ def package_conflicts(versions: dict[str, str]) -> list[str]:
     return found
 
 
+def windows_memory() -> tuple[int, int] | None:
+    """Windows' installed and available physical memory in bytes (GlobalMemoryStatusEx's ullTotalPhys and
+    ullAvailPhys), read through ctypes as any Windows Python can; None where the call is missing or fails.
+    Windows has no sysconf, so this is its one source of both figures."""
+    import ctypes
+
+    class MemoryStatus(ctypes.Structure):  # MEMORYSTATUSEX: two DWORDs, then seven 64-bit counts
+        _fields_ = [("dwLength", ctypes.c_uint32), ("dwMemoryLoad", ctypes.c_uint32)] + [
+            (name, ctypes.c_uint64) for name in ("ullTotalPhys", "ullAvailPhys", "ullTotalPageFile", "ullAvailPageFile",
+                                                 "ullTotalVirtual", "ullAvailVirtual", "ullAvailExtendedVirtual")]  # fmt: skip
+
+    status = MemoryStatus(dwLength=ctypes.sizeof(MemoryStatus))  # Windows refuses a call without it
+    try:
+        done = ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return None
+    return (int(status.ullTotalPhys), int(status.ullAvailPhys)) if done else None
+
+
 def _total_memory() -> int | None:
-    """The installed memory in bytes: on a Mac, macOS's own figure (sysctl hw.memsize), which the GPU shares."""
+    """The installed memory in bytes: on a Mac, macOS's own figure (sysctl hw.memsize), which the GPU shares;
+    on Windows, GlobalMemoryStatusEx's."""
     if sys.platform == "darwin":
         memsize = sysctl("hw.memsize")
         if memsize and memsize.isdigit():
             return int(memsize)
+    if sys.platform == "win32":
+        memory = windows_memory()
+        return memory[0] or None if memory else None
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from xferbench.core.environment import windows_memory
 from xferbench.core.errors import VerificationError
 
 PATTERN_PERIOD = 65521  # a prime, so the pattern never lines up with image or batch boundaries
@@ -141,19 +142,8 @@ def check_arrived(expected: np.ndarray, got: np.ndarray, what: str) -> None:
 def windows_available_memory() -> int | None:
     """Windows' available physical memory (GlobalMemoryStatusEx's ullAvailPhys, what can be allocated
     without paging, as Linux's MemAvailable), or None where the call is missing or fails."""
-    import ctypes
-
-    class MemoryStatus(ctypes.Structure):  # MEMORYSTATUSEX: two DWORDs, then seven 64-bit counts
-        _fields_ = [("dwLength", ctypes.c_uint32), ("dwMemoryLoad", ctypes.c_uint32)] + [
-            (name, ctypes.c_uint64) for name in ("ullTotalPhys", "ullAvailPhys", "ullTotalPageFile", "ullAvailPageFile",
-                                                 "ullTotalVirtual", "ullAvailVirtual", "ullAvailExtendedVirtual")]  # fmt: skip
-
-    status = MemoryStatus(dwLength=ctypes.sizeof(MemoryStatus))  # Windows refuses a call without it
-    try:
-        done = ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))  # type: ignore[attr-defined]
-    except (AttributeError, OSError):
-        return None
-    return int(status.ullAvailPhys) if done and status.ullAvailPhys else None
+    memory = windows_memory()
+    return memory[1] if memory and memory[1] else None
 
 
 def unavailable_checks() -> list[str]:
