@@ -3,6 +3,7 @@ the figure as it is laid out to be saved, on the committed TensorFlow pair and o
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
-from test_plot_rules import curve, picked, run
+from test_plot_rules import curve, host, picked, run
 from xferbench.core.results import Selection, select
 from xferbench.reading.plot import figure
 
@@ -89,4 +90,51 @@ def test_a_title_that_fits_its_panel_keeps_its_size_and_its_one_line() -> None:
     assert (time.get_title(), time.title.get_fontsize()) == (
         "time per call; dashed: fitted latency + bytes / bandwidth (dotted: poor fit, rms > 20%)", 9)  # fmt: skip
     assert_nothing_stacks(fig)
+    plt.close(fig)
+
+
+def shown_labels(axes: Any, axis: str = "y") -> list[str]:
+    """The texts of an axis's labelled ticks (major and minor) within its limits, as drawn."""
+    low, high = axes.get_ylim() if axis == "y" else axes.get_xlim()
+    labels = (axes.get_yticklabels if axis == "y" else axes.get_xticklabels)
+    place = 1 if axis == "y" else 0
+    return [label.get_text() for minor in (False, True) for label in labels(minor=minor)
+            if label.get_text() and low <= label.get_position()[place] <= high]  # fmt: skip
+
+
+def tight(series: Any, spread: float) -> Any:
+    """The series with each point's p10–p90 band only `spread` either side: samples that all took the same time."""
+    for point in series.points:
+        point.mbps_p10, point.mbps_p90 = point.mbps * (1 - spread), point.mbps * (1 + spread)
+    return series
+
+
+@pytest.mark.parametrize("rates", [{1: 12000.0, 4: 12000.0, 16: 12000.0}, {4: 12000.0}, {170: 12000.0, 171: 12000.1, 172: 12000.2}],
+                         ids=["flat", "one-point", "batches-apart-by-one"])  # fmt: skip
+@pytest.mark.parametrize("spread", [1e-7, 1e-5, 0.02])
+def test_a_log_axis_over_a_narrow_range_labels_distinct_short_values(tmp_path: Path, rates: dict[int, float], spread: float) -> None:
+    """--y-scale log over a flat series or one point, its band a hair wide: every tick of the MB/s axis was labelled
+    1.2×10^4 alike. As saved, each axis (and the time panel's, where calls take one time) shows two labels or more,
+    none repeated, none longer than three digits."""
+    from xferbench.reading.plot import save
+
+    fig = figure(picked(run(tight(host(rates), spread))), y_scale="log")
+    save(fig, tmp_path / "flat.png")
+    fig.canvas.draw()
+    rate, time = fig.axes
+    for axes, axis in ((rate, "y"), (time, "y"), (time, "x")):
+        shown = shown_labels(axes, axis)
+        assert len(shown) >= 2 and len(set(shown)) == len(shown), (axis, shown)
+        digits = [len(re.sub(r"\\times.*|[^0-9]", "", text)) for text in shown]  # the coefficient's digits, not the power's
+        assert max(digits) <= 3, (axis, shown)
+    plt.close(fig)
+
+
+def test_a_log_axis_over_a_wide_range_is_left_as_matplotlib_draws_it() -> None:
+    """Medians across two decades: the limits stay matplotlib's own (autoscaled), labelled at the decades."""
+    fig = figure(picked(run(host({1: 300.0, 4: 3000.0, 16: 30000.0}))), y_scale="log")
+    fig.canvas.draw()
+    rate, time = fig.axes
+    assert rate.get_autoscaley_on() and time.get_autoscalex_on() and time.get_autoscaley_on()
+    assert {"$\\mathdefault{10^{3}}$", "$\\mathdefault{10^{4}}$"} <= set(shown_labels(rate))
     plt.close(fig)

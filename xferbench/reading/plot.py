@@ -212,6 +212,7 @@ SMALL_MULTIPLES = 6  # past this many series, one MB/s panel per framework: a do
 BUSY_KEY = "measured on a busy machine"  # the key's hollow marker is its symbol: the text repeats none
 Y_SCALES = ("auto", "linear", "log")
 LOG_SPAN = 10  # auto: a log MB/s axis once the medians span more than this factor, or the small ones are a sliver
+NARROWEST_LOG = 1.1  # a log axis spans at least this factor: its ticks then differ in the second or third digit
 LABEL_WIDTH = 60  # characters of a legend line: a longer entry wraps, never cut
 
 
@@ -278,6 +279,18 @@ def log_rates(picks: list[Selected], y_scale: str) -> bool:
     return bool(rates) and max(rates) > LOG_SPAN * min(rates)
 
 
+def widen_narrow_log(axes: Any, axis: str = "y") -> None:
+    """Widen a log axis that spans less than NARROWEST_LOG about its geometric middle. Over a flat series or a
+    single point matplotlib puts ticks a hair apart and prints each to 6 digits, so they read alike ("1.2×10^4"
+    five times); a wider axis leaves as it was."""
+    low, high = axes.get_ylim() if axis == "y" else axes.get_xlim()
+    scale = axes.get_yscale() if axis == "y" else axes.get_xscale()
+    if scale != "log" or not 0 < low < high or high >= low * NARROWEST_LOG:
+        return
+    middle, half = math.sqrt(low * high), math.sqrt(NARROWEST_LOG)
+    (axes.set_ylim if axis == "y" else axes.set_xlim)(middle / half, middle * half)
+
+
 def _styles(picks: list[Selected]) -> tuple[list[str], list[str], list[str]]:
     """Each series' colour, line style and marker. From several files: a colour per path (the same
     path in every file), and a line style and marker per file. From one: a colour per series, and
@@ -312,7 +325,7 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
     Past SMALL_MULTIPLES series, panel 1 becomes one panel per framework on shared axes, and panel 2 goes.
     From several files the legend keys each path by colour and each file by line style and what sets it apart.
     Series of different item shapes, or a peer's, put bytes per call on panel 1's x axis (results.by_bytes): batch 512 of 1 MiB buffers is no
-    batch 512 of images. MB/s goes on a log axis as `y_scale` says (auto: log_rates). A point measured on a
+    batch 512 of images. MB/s goes on a log axis as `y_scale` says (auto: log_rates), widened over a flat series (widen_narrow_log). A point measured on a
     busy machine is drawn hollow. Without a title, the figure is titled by its transfer and devices (default_title)."""
     log = log_rates(picks, y_scale)
     in_bytes = by_bytes(picks)
@@ -448,6 +461,11 @@ def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "a
         time_axes.set_title(f"time per call; dashed: fitted latency + bytes / bandwidth (dotted: poor fit, rms > {POOR_FIT:.0%})",
                             fontsize=9)  # fmt: skip
         time_axes.grid(True, which="both", alpha=0.3)
+        widen_narrow_log(time_axes, "x")  # one batch size, or 170, 171, 172
+        widen_narrow_log(time_axes, "y")  # calls that all take the latency
+    if log:
+        for axes in dict.fromkeys(panels.values()):
+            widen_narrow_log(axes)
     fig.suptitle((title or default_title(picks)) + (f"\n{what}, a panel per framework" if multiples else ""))
     # As drawn: each panel's title fitted to it, then, in the final layout, tick labels that would overlap blanked and
     # the cliffs whose batch lost its label noted under their ▼ (a note per cliff on a bytes axis).
