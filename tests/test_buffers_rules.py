@@ -8,7 +8,6 @@ from __future__ import annotations
 import ctypes
 import io
 import math
-import subprocess
 import sys
 from types import SimpleNamespace
 from typing import Any
@@ -46,7 +45,6 @@ Inactive(anon):   130908 kB
 """
 OLD_MEMINFO = "".join(line + "\n" for line in MEMINFO.splitlines() if not line.startswith("MemAvailable:"))
 SYSCONF = {"SC_AVPHYS_PAGES": 3_000_001, "SC_PAGE_SIZE": 4096}  # what os.sysconf answers on a BSD with 12 GB free
-MEMSIZE = "34359738368\n"  # `sysctl -n hw.memsize` on a 32 GiB Mac
 # MEMORYSTATUSEX as Windows fills it: dwLength and dwMemoryLoad (32 bits each), then seven 64-bit counts.
 WINDOWS_FIELDS = {4: 37, 8: 34_359_738_368, 16: 12_000_000_000, 24: 39_728_447_488, 32: 15_000_000_000,
                   40: 140_737_488_224_256, 48: 140_730_000_000_000, 56: 0}  # fmt: skip
@@ -405,27 +403,25 @@ def fake_sysconf(answers: dict[str, int]) -> Any:
     return sysconf
 
 
-def fake_run(calls: list[tuple[Any, dict[str, Any]]], stdout: str = MEMSIZE, error: BaseException | None = None) -> Any:
-    """subprocess.run as it answers `sysctl -n hw.memsize` on a Mac: text only when asked for, nothing captured unless asked."""
+def fake_facts(calls: list[str], memory_bytes: int | None = None) -> Any:
+    """environment.mac_facts as a Mac answers it, its installed memory `memory_bytes` (None: sysctl gave no
+    number); each call recorded, where the real one would have read macOS's tools once per sweep."""
 
-    def run(args: Any, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
-        calls.append((args, kwargs))
-        if error is not None:
-            raise error
-        out: Any = stdout if kwargs.get("text") else stdout.encode()
-        return subprocess.CompletedProcess(args, 0 if stdout else 1, out if kwargs.get("capture_output") else None,
-                                           "" if kwargs.get("capture_output") else None)  # fmt: skip
+    def mac_facts() -> dict[str, Any]:
+        calls.append("mac_facts")
+        return {"chip": "Apple M1 Pro", "memory_bytes": memory_bytes}
 
-    return run
+    return mac_facts
 
 
 def on_platform(monkeypatch: pytest.MonkeyPatch, platform: str, files: dict[str, str], sysconf: Any = None) -> list[Any]:
-    """Pretend to be `platform` with only `files` readable and os.sysconf as given; subprocess.run is recorded and fails."""
+    """Pretend to be `platform` with only `files` readable and os.sysconf as given; the Mac's facts are recorded and
+    hold no memory figure."""
     calls: list[Any] = []
     monkeypatch.setattr(buffers, "sys", SimpleNamespace(platform=platform))
     monkeypatch.setattr(buffers, "open", serve_files(files), raising=False)
     monkeypatch.setattr(buffers, "os", SimpleNamespace(sysconf=sysconf or fake_sysconf(SYSCONF)))
-    monkeypatch.setattr(buffers, "subprocess", SimpleNamespace(run=fake_run(calls, error=FileNotFoundError(2, "No such file", "sysctl"))))
+    monkeypatch.setattr(buffers, "mac_facts", fake_facts(calls))
     monkeypatch.delattr(ctypes, "windll", raising=False)
     return calls
 
@@ -490,26 +486,21 @@ def test_a_system_without_proc_answers_from_sysconf_or_not_at_all(monkeypatch: p
 
 
 def test_macos_reports_sysctls_installed_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No /proc: `sysctl -n hw.memsize` run once, captured as text, read as the installed bytes, not sysconf's figure."""
+    """No /proc: the Mac's installed bytes (sysctl hw.memsize, read once with its other facts), not sysconf's figure."""
     on_platform(monkeypatch, "darwin", {})
-    calls: list[Any] = []
-    monkeypatch.setattr(buffers, "subprocess", SimpleNamespace(run=fake_run(calls)))
+    calls: list[str] = []
+    monkeypatch.setattr(buffers, "mac_facts", fake_facts(calls, 34_359_738_368))
     assert buffers.available_host_memory() == (34_359_738_368, "installed")
-    assert calls == [(["sysctl", "-n", "hw.memsize"], {"capture_output": True, "text": True})]
+    assert calls == ["mac_facts"]
     assert buffers.unavailable_checks() == []
 
 
 def test_macos_without_an_answer_from_sysctl_knows_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An empty answer (ValueError) or no sysctl to run (OSError): None, never the sysconf figure."""
+    """No number from sysctl (None), or a zero: None, never the sysconf figure."""
     calls = on_platform(monkeypatch, "darwin", {})
-    assert buffers.available_host_memory() is None
-    assert calls == [(["sysctl", "-n", "hw.memsize"], {"capture_output": True, "text": True})]
-    empty: list[Any] = []
-    monkeypatch.setattr(buffers, "subprocess", SimpleNamespace(run=fake_run(empty, stdout="")))
-    assert buffers.available_host_memory() is None and len(empty) == 1
-    denied: list[Any] = []
-    monkeypatch.setattr(buffers, "subprocess", SimpleNamespace(run=fake_run(denied, error=PermissionError(13, "Permission denied"))))
-    assert buffers.available_host_memory() is None and len(denied) == 1
+    assert buffers.available_host_memory() is None and calls == ["mac_facts"]
+    monkeypatch.setattr(buffers, "mac_facts", fake_facts(calls, 0))
+    assert buffers.available_host_memory() is None and calls == ["mac_facts"] * 2
 
 
 def test_windows_memory_is_ullavailphys_from_a_64_byte_memorystatusex(monkeypatch: pytest.MonkeyPatch) -> None:

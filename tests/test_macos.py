@@ -106,7 +106,7 @@ def test_macos_memory_is_called_installed_not_available(monkeypatch) -> None:
 
     monkeypatch.setattr("builtins.open", no_proc)
     monkeypatch.setattr(buffers, "sys", SimpleNamespace(platform="darwin"))
-    monkeypatch.setattr(buffers.subprocess, "run", lambda *a, **k: SimpleNamespace(stdout="17179869184\n"))
+    monkeypatch.setattr(buffers, "mac_facts", lambda: dict(M1_PRO))  # sysctl hw.memsize, read with the Mac's other facts
     assert buffers.available_host_memory() == (17179869184, "installed")
 
     monkeypatch.setattr(sweep, "available_host_memory", lambda: (10**9, "installed"))
@@ -152,12 +152,14 @@ def test_missing_checks_are_named_where_the_os_cannot_make_them(monkeypatch) -> 
     assert any(m.startswith("how much memory is free: macOS gives only the installed total") for m in environment.unavailable_checks())
 
 
-def simulated_macos_sweep(tmp_path: Path, *args: str, name: str = "mac", **mac: str) -> tuple[subprocess.CompletedProcess, dict]:
+def simulated_macos_sweep(tmp_path: Path, *args: str, name: str = "mac", tools: Path | None = None,
+                          **mac: str) -> tuple[subprocess.CompletedProcess, dict]:  # fmt: skip
     """A sweep in the simulated macOS; `mac` sets its SIMULATED_MAC* variables (torch="2.14.1": the stand-in
-    PyTorch of that release, with its Apple GPU)."""
+    PyTorch of that release, with its Apple GPU); `tools`, a folder searched before the simulation's bin/."""
     out = tmp_path / f"{name}.json"
+    path = os.pathsep.join(str(folder) for folder in (tools, SIMULATED_MACOS / "bin") if folder)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SIMULATED_MACOS), os.environ.get("PYTHONPATH")])),
-           "PATH": f"{SIMULATED_MACOS / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100",
+           "PATH": f"{path}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "100",
            **{f"SIMULATED_MAC_{k.upper()}" if k != "macos" else "SIMULATED_MACOS": v for k, v in mac.items()}}  # fmt: skip
     r = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "--batch-sizes", "1,4", "--shape", "16x16x3", *FAST_ARGS,
                         *args, "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
@@ -525,6 +527,57 @@ def test_an_older_pytorch_on_a_mac_skips_pinned_modes_and_an_m3_max_is_told_by_i
     assert mps["gpu_cores"] == 30 and mps["gpu_cores_source"].startswith("system_profiler SPDisplaysDataType")
     assert data["environment"]["os"] == "macOS-26.1-arm64-arm-64bit" and data["environment"]["macos"] == "26.1"
     assert link_ceiling(result.series[0], result.environment)[0] == 300.0
+
+
+def counted_tools(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder of sysctl, ioreg and system_profiler that each write their command line to a log, then run
+    the simulated Mac's own; the folder and the log."""
+    folder, log = tmp_path / "counted", tmp_path / "tools.log"
+    folder.mkdir()
+    for tool in ("sysctl", "ioreg", "system_profiler"):
+        script = folder / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\nexec "{SIMULATED_MACOS / "bin" / tool}" "$@"\n')
+        script.chmod(0o755)
+    return folder, log
+
+
+@pytest.mark.slow
+def test_macos_tools_run_once_per_sweep_however_many_workers_it_starts(tmp_path) -> None:
+    """Each series gets a worker of its own, and each would read the Mac again (ioreg for the GPU cores,
+    sysctl for the chip and memory): the sweep reads it once and hands its facts to every worker."""
+    tools, log = counted_tools(tmp_path)
+    r, data = simulated_macos_sweep(tmp_path, "-f", "host", "-m", "numpy", *SWEEP_MPS, torch="2.14.1", tools=tools)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    torch_series = [s for s in data["series"] if s["framework"] == "torch"]
+    assert len(torch_series) == 3 and all(s["status"] == "ok" for s in torch_series)  # three workers, one per series
+    assert sorted(log.read_text().splitlines()) == ["ioreg -rc AGXAccelerator", "sysctl -n hw.memsize",
+                                                    "sysctl -n machdep.cpu.brand_string"]  # fmt: skip
+    env = data["environment"]
+    (mps,) = [d for d in env["devices"] if d["id"] == "mps"]
+    assert (mps["name"], env["cpu"], env["memory_bytes"]) == ("Apple M1 Pro (16-core GPU)", "Apple M1 Pro", 17179869184)
+    assert all(s["device_name"] == "Apple M1 Pro (16-core GPU)" for s in torch_series)  # each worker named the GPU from them
+
+
+def test_a_worker_takes_the_macs_facts_the_sweep_handed_it_and_runs_no_tool(monkeypatch) -> None:
+    """The facts travel as JSON in the worker's environment; one the worker cannot read is gathered afresh."""
+    from xferbench.core import environment
+
+    ran = macos_tools(monkeypatch, {**SYSCTL, "ioreg -rc AGXAccelerator": IOREG})
+    handed = environment.facts_for_workers()
+    assert json.loads(handed[environment.MAC_FACTS_ENV]) == M1_PRO and len(ran) == 3
+    environment.mac_facts.cache_clear()
+    environment.cpu_name.cache_clear()
+    ran.clear()
+    monkeypatch.setenv(environment.MAC_FACTS_ENV, handed[environment.MAC_FACTS_ENV])
+    assert environment.mac_facts() == M1_PRO and environment.cpu_name() == "Apple M1 Pro" and environment._total_memory() == 17179869184
+    assert environment.apple_gpu_name() == "Apple M1 Pro (16-core GPU)" and ran == []
+    for unreadable in ("{", "[]", "{}"):
+        monkeypatch.setenv(environment.MAC_FACTS_ENV, unreadable)
+        environment.mac_facts.cache_clear()
+        assert environment.mac_facts() == M1_PRO and len(ran) == 3
+        ran.clear()
+    monkeypatch.setattr(environment, "sys", SimpleNamespace(platform="linux"))
+    assert environment.facts_for_workers() == {}  # nothing to hand on where no tool is run
 
 
 def test_an_intel_macs_gpu_is_no_unified_memory(monkeypatch) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import json
 import os
 import platform
 import re
@@ -53,11 +54,11 @@ def sysctl(name: str) -> str | None:
 @functools.cache
 def cpu_name() -> str:
     """The CPU's marketing name, which platform.processor() often leaves empty. On a Mac, the chip's:
-    "Apple M1 Pro" (sysctl machdep.cpu.brand_string)."""
+    "Apple M1 Pro" (sysctl machdep.cpu.brand_string, read once with the Mac's other facts)."""
     if sys.platform == "darwin":
-        chip = sysctl("machdep.cpu.brand_string")
+        chip = mac_facts().get("chip")
         if chip:
-            return chip
+            return str(chip)
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
@@ -115,12 +116,17 @@ def _total_memory() -> int | None:
     """The installed memory in bytes: on a Mac, macOS's own figure (sysctl hw.memsize), which the GPU shares;
     on Windows, GlobalMemoryStatusEx's."""
     if sys.platform == "darwin":
-        memsize = sysctl("hw.memsize")
-        if memsize and memsize.isdigit():
-            return int(memsize)
+        memsize = mac_facts().get("memory_bytes")
+        if isinstance(memsize, int):
+            return memsize
     if sys.platform == "win32":
         memory = windows_memory()
         return memory[0] or None if memory else None
+    return _physical_pages_memory()
+
+
+def _physical_pages_memory() -> int | None:
+    """The installed memory as POSIX's sysconf counts it (physical pages times the page size); None without sysconf."""
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -147,17 +153,47 @@ def apple_gpu_cores() -> tuple[int | None, str]:
     return None, "neither ioreg (AGXAccelerator gpu-core-count) nor system_profiler SPDisplaysDataType gave the GPU's core count"
 
 
+def _memsize() -> int | None:
+    """The Mac's installed memory in bytes, as macOS counts it (sysctl hw.memsize), or None where it says no number."""
+    memsize = sysctl("hw.memsize")
+    return int(memsize) if memsize and memsize.isdigit() else None
+
+
+# The Mac's facts as the sweep read them (JSON), handed to each worker it starts: a worker per series
+# would otherwise run ioreg and sysctl again, each time, for the same answers.
+MAC_FACTS_ENV = "XFERBENCH_MAC_FACTS"
+
+
+def _handed_facts() -> dict[str, Any] | None:
+    """The facts the sweep handed this worker (MAC_FACTS_ENV), or None where it handed none it could read."""
+    try:
+        facts = json.loads(os.environ.get(MAC_FACTS_ENV) or "null")
+    except ValueError:
+        return None
+    return facts if isinstance(facts, dict) and facts else None
+
+
 @functools.cache
 def mac_facts() -> dict[str, Any]:
-    """The Mac, read once from macOS itself rather than from a framework (torch and TensorFlow name the
-    Apple GPU each in their own words): its chip, GPU core count, installed memory and macOS version.
+    """The Mac, read once per sweep from macOS itself rather than from a framework (torch and TensorFlow
+    name the Apple GPU each in their own words): its chip, GPU core count, installed memory and macOS
+    version. A worker takes the sweep's reading (facts_for_workers) rather than run the tools again.
     {} off macOS."""
     if sys.platform != "darwin":
         return {}
+    handed = _handed_facts()
+    if handed is not None:
+        return handed
     cores, source = apple_gpu_cores()
     return {"chip": sysctl("machdep.cpu.brand_string"), "gpu_cores": cores, "gpu_cores_source": source,
-            "memory_bytes": _total_memory(), "macos": platform.mac_ver()[0] or None,
+            "memory_bytes": _memsize() or _physical_pages_memory(), "macos": platform.mac_ver()[0] or None,
             "apple_silicon": platform.machine() == "arm64"}  # fmt: skip
+
+
+def facts_for_workers() -> dict[str, str]:
+    """What a worker's environment carries so that it gathers no machine facts of its own: on a Mac, the
+    sweep's one reading of macOS's tools (mac_facts); nothing elsewhere, where no tool is run."""
+    return {MAC_FACTS_ENV: json.dumps(mac_facts())} if sys.platform == "darwin" else {}
 
 
 def apple_silicon() -> bool:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 
 import numpy as np
 
-from xferbench.core.environment import windows_memory
+from xferbench.core.environment import mac_facts, windows_memory
 from xferbench.core.errors import VerificationError
 
 PATTERN_PERIOD = 65521  # a prime, so the pattern never lines up with image or batch boundaries
@@ -165,11 +164,9 @@ def available_host_memory() -> tuple[int, str] | None:
                     return int(line.split()[1]) * 1024, "available"
     except OSError:
         pass
-    if sys.platform == "darwin":
-        try:
-            return int(subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True).stdout), "installed"
-        except (OSError, ValueError):
-            return None
+    if sys.platform == "darwin":  # sysctl hw.memsize, read once per sweep with the Mac's other facts
+        installed = mac_facts().get("memory_bytes")
+        return (installed, "installed") if isinstance(installed, int) and installed > 0 else None
     if sys.platform == "win32":
         available = windows_available_memory()
         return (available, "available") if available is not None else None

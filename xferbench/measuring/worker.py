@@ -43,6 +43,7 @@ from typing import IO, Any, Protocol
 import xferbench
 from xferbench.measuring import contention
 from xferbench.measuring.backends import Backend, get_backend
+from xferbench.core.environment import facts_for_workers
 from xferbench.core.errors import XferbenchError
 from xferbench.measuring.measure import OnPoint, OnStart, first_line, measure_series
 from xferbench.core.numa import BIND_ENV, Binding, apply_binding
@@ -236,6 +237,7 @@ class WorkerRunner:
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), os.environ.get("PYTHONPATH")]))}
         # The worker's log is read as UTF-8: on Windows its stderr would otherwise be in the ANSI code page.
         self.env.setdefault("PYTHONIOENCODING", "utf-8")
+        self.env.update(facts_for_workers())  # the machine as the sweep read it once: no worker runs macOS's tools again
         self.first_hello: dict[str, Any] | None = None  # the framework as the first worker saw it
         self.startup_errors: list[str] = []  # error lines the first worker logged before it was ready
         self._spawn(binding)  # a concurrent run's worker is bound from the start: it measures one device only
