@@ -110,9 +110,9 @@ def test_macos_memory_is_called_installed_not_available(monkeypatch) -> None:
     assert buffers.available_host_memory() == (17179869184, "installed")
 
     monkeypatch.setattr(sweep, "available_host_memory", lambda: (10**9, "installed"))
-    backend = SimpleNamespace(host_bytes=lambda spec: 2 * 10**9)
+    backend = SimpleNamespace(host_bytes_for=lambda spec, params: 2 * 10**9)
     key = SeriesKey("torch", "pageable", "copy", "mps", SHAPE)
-    plan = SimpleNamespace(config=SimpleNamespace(batch_sizes=(1, 2)), runnable=[SimpleNamespace(backend=backend, key=key)])
+    plan = SimpleNamespace(config=sweep.SweepConfig(batch_sizes=(1, 2)), runnable=[SimpleNamespace(backend=backend, key=key)])
     from xferbench.core.errors import XferbenchError
 
     with pytest.raises(XferbenchError, match=r"needs 2.0 GB of host memory but 1.0 GB is installed; lower --batch-sizes"):

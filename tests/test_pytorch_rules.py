@@ -770,6 +770,9 @@ def test_a_loaders_host_estimate_counts_items_batches_in_flight_pinned_copies_an
     assert pytorch.loader_host_bytes(key("loader_pin").at(BATCH), 3) == items + 3 * N * 2 + 256
     monkeypatch.setattr(pytorch, "DEFAULT_LOADER_WORKERS", 1)
     assert TorchBackend().host_bytes(key("loader_workers").at(BATCH)) == 2 * items + 4 * N + 256
+    # what the sweep checks: the workers --loader-workers starts, not the default
+    assert TorchBackend().host_bytes_for(key("loader_workers").at(BATCH), {"loader_workers": 3}) == 4 * items + 8 * N + 256
+    assert TorchBackend().host_bytes_for(key("loader_pin").at(BATCH), {"loader_workers": 3}) == items + 3 * N * 2 + 256
 
 
 # The DataLoader's settings and descriptions ------------------------------------------------------------------------------

@@ -604,6 +604,40 @@ def test_host_memory_is_checked_at_the_largest_batch_of_each_runnable_series(reg
     sweep._check_host_memory(plan)  # the big one is skipped: only the small one is sized
 
 
+def test_a_dataloaders_memory_check_counts_the_workers_the_sweep_starts(monkeypatch) -> None:
+    """--loader-workers 16 at batch 512 of 1024x1024x3 holds 32 batches of 1.6 GB ahead: 58.1 GB, refused
+    with 24 GB available, though the default 4 workers would fit; the refusal says which worker count fits."""
+    from xferbench.measuring.backends import pytorch
+
+    monkeypatch.setattr(pytorch, "DEFAULT_LOADER_WORKERS", 4)
+    monkeypatch.setattr(pytorch, "sys", types.SimpleNamespace(platform="linux"))  # workers start by fork: no copy of the items each
+    monkeypatch.setattr(sweep, "available_host_memory", lambda: (24 * GB, "available"))
+    backend = pytorch.TorchBackend()
+
+    def check(mode: str, workers: int, batch_sizes: tuple[int, ...] = (128, 256, 512)) -> str | None:
+        config = SweepConfig(frameworks=("torch",), pipeline=True, loader_workers=workers, batch_sizes=batch_sizes, shape=(1024, 1024, 3))
+        plan = Plan(config, "cuda:0", [PlannedSeries(SeriesKey("torch", mode, "copy", "cuda:0", config.shape), backend)])
+        try:
+            sweep._check_host_memory(plan)
+        except XferbenchError as error:
+            return str(error)
+        return None
+
+    assert check("loader_workers", 4) is None and check("loader_workers", 5) is None  # 19.4 and 22.6 GB
+    assert check("loader_workers", 16) == (
+        "batch 512 of torch/loader_workers/copy@cuda:0 needs 58.1 GB of host memory with --loader-workers 16 (each worker"
+        " holds 2 batches ahead) but 24.0 GB is available; lower --loader-workers to 5, or --batch-sizes (the largest"
+        " that fits is 128)")  # fmt: skip
+    assert check("loader_workers", 16, (512,)).endswith("is available; lower --loader-workers to 5, or --batch-sizes")
+    pinned = check("loader_pin_workers", 6)  # each batch again in pinned memory: 6 workers are 48.4 GB, 2 are 22.6
+    assert pinned is not None and pinned.endswith("lower --loader-workers to 2, or --batch-sizes (the largest that fits is 128)")
+    # without workers the count changes nothing, and the message names none
+    assert check("loader", 16, (2048,)) == (
+        "batch 2048 of torch/loader/copy@cuda:0 needs 32.3 GB of host memory but 24.0 GB is available; lower --batch-sizes or --shape")
+    assert check("loader_workers", 16, (4096,)).endswith("(each worker holds 2 batches ahead) but 24.0 GB is available;"
+                                                          " lower --batch-sizes or --shape")  # fmt: skip
+
+
 def test_host_memory_messages_round_to_a_tenth_of_a_gigabyte(monkeypatch) -> None:
     """Sizes in GB (10**9 bytes) to one place; the largest batch that fits is the last one that fits exactly or less."""
     key = SeriesKey("big", "a", "copy", "cpu", (1,))

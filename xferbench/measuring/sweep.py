@@ -20,7 +20,7 @@ from xferbench.core.errors import XferbenchError
 from xferbench.measuring.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
 from xferbench.core.numa import Binding, plan_binding
 from xferbench.core.results import Point, Result, Series
-from xferbench.measuring.backends.pipeline import DEFAULT_LOADER_WORKERS
+from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS
 from xferbench.core.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, PIPELINE_MODES, STREAMED, TIMING_METHODS, SeriesKey, is_pipeline
 from xferbench.measuring.sampler import INTERVAL_S, LinkSampler
 from xferbench.core.timing import TimingConfig
@@ -390,20 +390,34 @@ def make_plan(config: SweepConfig) -> Plan:
 
 
 def _check_host_memory(plan: Plan) -> None:
+    """Refuse, before anything is measured, a series whose largest batch needs more host memory than there
+    is, sized with the parameters it will run with (a DataLoader's --loader-workers), saying what to lower."""
     memory = available_host_memory()
     if memory is None:
         return
     available, what = memory
     largest = max(plan.config.batch_sizes)
     for planned in plan.runnable:
-        needed = planned.backend.host_bytes(planned.key.at(largest))
-        if needed > available:
-            fits = [b for b in plan.config.batch_sizes if planned.backend.host_bytes(planned.key.at(b)) <= available]
-            hint = f"the largest that fits is {fits[-1]}" if fits else "lower --batch-sizes or --shape"
-            raise XferbenchError(
-                f"batch {largest} of {planned.key.label()} needs {needed / 1e9:.1f} GB of host memory"
-                f" but {available / 1e9:.1f} GB is {what}; {hint}"
-            )
+        params = plan.config.params(planned.key.framework, planned.key.concurrent)
+
+        def need(batch_size: int, **changed: Any) -> int:
+            return planned.backend.host_bytes_for(planned.key.at(batch_size), {**params, **changed})
+
+        needed = need(largest)
+        if needed <= available:
+            continue
+        fits = [b for b in plan.config.batch_sizes if need(b) <= available]
+        hint = f"the largest that fits is {fits[-1]}" if fits else "lower --batch-sizes or --shape"
+        workers, held = params.get("loader_workers"), ""
+        if workers and need(largest, loader_workers=1) < needed:  # its workers' batches count
+            held = f" with --loader-workers {workers} (each worker holds {BUFFER_BATCHES} batches ahead)"
+            fewer = [w for w in range(workers - 1, 0, -1) if need(largest, loader_workers=w) <= available]
+            if fewer:
+                hint = f"lower --loader-workers to {fewer[0]}, or --batch-sizes" + (f" (the largest that fits is {fits[-1]})" if fits else "")
+        raise XferbenchError(
+            f"batch {largest} of {planned.key.label()} needs {needed / 1e9:.1f} GB of host memory{held}"
+            f" but {available / 1e9:.1f} GB is {what}; {hint}"
+        )
 
 
 def new_result(plan: Plan, environment: dict[str, Any], argv: Sequence[str] = ()) -> Result:

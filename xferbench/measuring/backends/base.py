@@ -140,6 +140,11 @@ class Backend(ABC):
     def host_bytes(self, spec: Spec) -> int:
         """Host memory one prepared transfer needs, checked before anything is allocated."""
 
+    def host_bytes_for(self, spec: Spec, params: dict[str, Any]) -> int:
+        """Host memory one transfer prepared with the sweep's parameters (those prepare() gets) needs: what the
+        sweep checks. The same as host_bytes unless a parameter changes it, as --loader-workers does a DataLoader's."""
+        return self.host_bytes(spec)
+
     @abstractmethod
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer: ...
 

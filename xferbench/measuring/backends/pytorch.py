@@ -522,7 +522,10 @@ def describe_loader(key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
 
 def loader_host_bytes(spec: Spec, workers: int) -> int:
     """The dataset's items, the batches in flight (collated, pinned, moved), and where worker processes
-    start by spawn (macOS, Windows) each worker's own copy of the items."""
+    start by spawn (macOS, Windows) each worker's own copy of the items. With workers, the DataLoader keeps
+    prefetch_factor batches per worker asked for (torch/utils/data/dataloader.py: _try_put_index caps the
+    tasks outstanding at prefetch_factor * num_workers, and a batch that arrives out of order waits in
+    _task_info within that cap), each in shared memory until taken, then pinned where the mode pins."""
     items = item_count(spec.batch_size) * (spec.nbytes // spec.batch_size)
     pinned = "_pin" in spec.series.mode
     ahead = BUFFER_BATCHES * workers if spec.series.mode.endswith("_workers") else 1
@@ -651,8 +654,12 @@ class TorchBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
+        return self.host_bytes_for(spec, {})
+
+    def host_bytes_for(self, spec: Spec, params: dict[str, Any]) -> int:
+        """A DataLoader's need with the workers it will really start (--loader-workers, else the default)."""
         if spec.series.mode in PIPELINE_MODES["torch"]:
-            return loader_host_bytes(spec, DEFAULT_LOADER_WORKERS)
+            return loader_host_bytes(spec, loader_settings(spec.series.mode, params)["num_workers"])
         return self._copy_host_bytes(spec)
 
     def _copy_host_bytes(self, spec: Spec) -> int:
