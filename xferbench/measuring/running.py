@@ -22,6 +22,7 @@ from xferbench.core import concurrency
 from xferbench.measuring.buffers import unavailable_checks as memory_unavailable
 from xferbench.measuring.measure import unavailable_checks as faults_unavailable
 from xferbench.core.numa import unavailable_checks as numa_unavailable
+from xferbench.core.errors import stop_behind
 from xferbench.core.results import STOP_SIGNALS, OutputFile, Point, Result, SaveFailed, Series, csv_path
 from xferbench.measuring.sweep import OUT_OF_MEMORY, Plan, absent_frameworks, new_result, run_plan
 from xferbench.measuring.sampler import INTERVAL_S
@@ -48,15 +49,6 @@ KILL_SIGNALS = tuple(signum for signum in STOP_SIGNALS if signum != signal.SIGIN
 def how_stopped(stop: KeyboardInterrupt) -> tuple[str, int]:
     """A stop's word and exit status: 130 for Ctrl-C, 143 for a kill, as a shell reports them."""
     return ("terminated", 143) if isinstance(stop, Terminated) else ("interrupted", 130)
-
-
-def stop_behind(error: BaseException) -> KeyboardInterrupt | None:
-    """The Ctrl-C or kill an error was raised while handling, if any: the save that marks a stopped run's
-    file interrupted can fail too, and the exit status is still the stop's."""
-    cause = error.__context__
-    while cause is not None and not isinstance(cause, KeyboardInterrupt):
-        cause = cause.__context__
-    return cause
 
 
 def save_failed(error: SaveFailed, output: OutputFile, result: Result, err: Console) -> Stopped:
