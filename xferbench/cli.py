@@ -425,6 +425,7 @@ def plot(
     """Draw MB/s by batch size and time by bytes from result files (several files overlay)."""
     from xferbench.reading import plot as plotting
 
+    written: list[Path] = []
     try:
         path = output_path(out_path, plotting.default_path(files).name)[0]  # no --out: plot's own default, runs/STEM.png
         refuse_overwriting_input(path, files, "--out")
@@ -433,9 +434,11 @@ def plot(
         for left_out in empty:
             err.print(f"[yellow]warning:[/] {escape(left_out.why_empty())}", highlight=False)
         warn_damaged(picks)
-        path = plotting.save(plotting.figure(picks, title, y_scale=y_scale), path)
+        written.append(plotting.save(plotting.figure(picks, title, y_scale=y_scale), path))
     except XferbenchError as error:
         raise fail(str(error)) from None
+    except KeyboardInterrupt:  # a figure cut short is never written: the file there stays as it was
+        raise interrupted(written) from None
     err.print(f"saved {path} ({len(picks)} series)", highlight=False)  # stderr, as report's "wrote": stdout is for data
 
 

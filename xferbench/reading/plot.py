@@ -5,10 +5,13 @@ Built on matplotlib's object API (no pyplot), so it needs no display and leaves 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from matplotlib.transforms import Bbox
 
 from xferbench.reading.display import POOR_FIT, binary_size
 from xferbench.core.environment import device_entry, pcie_ceiling
-from xferbench.core.errors import XferbenchError
+from xferbench.core.errors import XferbenchError, stop_behind
 from xferbench.reading.pairs import TAG_WIDTH, Difference, differences, file_names, path_name
 from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED
 from xferbench.core.results import DEFAULT_FOLDER, Point, Result, Selected, Series, by_bytes, refuse_unless_regular, why_unwritable, write_whole
@@ -319,6 +322,39 @@ def _file_keys(picks: list[Selected], colours: list[str], files: list[tuple[Path
                                      marker=MARKERS[i % len(MARKERS)], label=name) for i, name in enumerate(named))]  # fmt: skip
 
 
+@contextlib.contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Ctrl-C while matplotlib draws or saves ends as KeyboardInterrupt, whatever matplotlib does with it. Cut short,
+    a figure can be left half laid out, and matplotlib's own cleanup, or its next step where it swallowed the
+    interrupt, then raises in its place (ValueError: Invalid bounding box): a traceback where the user pressed
+    Ctrl-C. So an error raised once SIGINT has come, or while a KeyboardInterrupt was being handled, is raised as
+    that interrupt, and an interrupt swallowed is raised when the block ends. Only the main thread gets signals."""
+    pressed: list[int] = []
+    watched = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if watched:
+
+        def noted(number: int, frame: Any) -> None:
+            pressed.append(number)
+            signal.default_int_handler(number, frame)
+
+        signal.signal(signal.SIGINT, noted)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        stop = stop_behind(error)
+        if stop is None and not pressed:
+            raise
+        raise (stop or KeyboardInterrupt()) from None
+    finally:
+        if watched:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
+
+
+@interrupts_kept()  # a Ctrl-C while it is drawn ends as Ctrl-C
 def figure(picks: list[Selected], title: str | None = None, *, y_scale: str = "auto") -> Figure:
     """Panel 1: MB/s against batch size with the p10-p90 band, saturation and cliff markers and link ceiling.
     Panel 2: time per call against bytes, log-log, with each curve's latency + bandwidth fit.
@@ -501,7 +537,8 @@ def save(fig: Figure, path: Path, option: str = "--out") -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         drawn = io.BytesIO()
-        fig.savefig(drawn, dpi=130, format=path.suffix.lower().lstrip("."))
+        with interrupts_kept():  # a Ctrl-C in savefig stops here, before the file is touched
+            fig.savefig(drawn, dpi=130, format=path.suffix.lower().lstrip("."))
         write_whole(path, drawn.getvalue())  # a Ctrl-C mid-write leaves the last figure whole
     except OSError as error:
         raise XferbenchError(f"cannot write the plot to {path}: {why_unwritable(path, error)}; choose another {option}") from None
