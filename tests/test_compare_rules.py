@@ -355,14 +355,19 @@ def test_fail_on_change_also_fails_a_speed_up_but_not_one_between_unlike_copies(
 
 
 def test_the_summary_counts_each_verdict_and_says_what_else_happened() -> None:
-    """One line: the count of each verdict at the threshold, then failures, unlike copies and unmatched points."""
+    """One line: the points between unlike copies first, then each verdict's count over the like pairs at the
+    threshold, then failures and unmatched points."""
     rows = [row(1, 0.5, SLOWER), row(2, 0.5, SLOWER, series="q"), row(4, 2.0, FASTER), row(8, 1.0, NO_CHANGE),
             dataclasses.replace(row(16, 3.0, INCONCLUSIVE), unlike=True)]  # fmt: skip
     full = Comparison(0.125, 0.01, rows=rows, failed=[Failure("p", 32, "x"), Failure("q", None, "y")],
                       unmatched=[Unmatched("p", 64, "base")])  # fmt: skip
-    assert full.summary() == ("2 slower, 1 faster, 1 no change, 1 inconclusive at threshold 12.5%; 2 failed in NEW;"
-                              " 1 between unlike copies (reported, not judged a regression); 1 measured in one file only")  # fmt: skip
+    assert full.summary() == ("1 point between unlike copies (reported, not counted as slower or faster); like pairs: 2 slower,"
+                              " 1 faster, 1 no change, 0 inconclusive at threshold 12.5%; 2 failed in NEW; 1 measured in one"
+                              " file only")  # fmt: skip
+    assert full.counts() == {SLOWER: 2, FASTER: 1, NO_CHANGE: 1, INCONCLUSIVE: 0} and full.unlike_rows == rows[-1:]
     assert comparison([row(8, 1.0, NO_CHANGE)]).summary() == "0 slower, 0 faster, 1 no change, 0 inconclusive at threshold 5%"
+    only_unlike = comparison([dataclasses.replace(row(4, 2.0, FASTER), unlike=True), dataclasses.replace(row(8, 2.0, FASTER), unlike=True)])
+    assert only_unlike.summary() == "2 points between unlike copies (reported, not counted as slower or faster); no like pair compared"
     assert [r.batch_size for r in full.slower] == [1, 2] and [r.batch_size for r in full.faster] == [4]
 
 
@@ -547,7 +552,7 @@ def test_unlike_copies_are_compared_and_marked_never_a_regression() -> None:
                                                              "a host-to-device transfer over the GPU's link (CUDA)"]}  # fmt: skip
     assert [(r.verdict, r.unlike) for r in found.rows] == [(SLOWER, True), (SLOWER, True)]
     assert not found.regressed and not found.fails("change")
-    assert found.summary().endswith("; 2 between unlike copies (reported, not judged a regression)")
+    assert found.summary() == "2 points between unlike copies (reported, not counted as slower or faster); no like pair compared"
 
 
 def test_damaged_points_and_differences_are_kept_for_each_side() -> None:
@@ -624,9 +629,10 @@ def test_compare_json_carries_every_figure_verdict_and_run() -> None:
                   " Failed in NEW at batch 16, measured before.")  # fmt: skip
     assert data == {
         "base": "a.json", "new": "b.json", "threshold": 0.05, "alpha": 0.01, "regressed": True, "fail_on": "slower", "exit_status": 1,
-        "summary": "2 slower, 1 faster, 0 no change, 1 inconclusive at threshold 5%; 1 failed in NEW;"
-                   " 2 between unlike copies (reported, not judged a regression); 1 measured in one file only",
-        "counts": {"slower": 2, "faster": 1, "no change": 0, "inconclusive": 1},
+        "summary": "2 points between unlike copies (reported, not counted as slower or faster); like pairs: 1 slower, 1 faster,"
+                   " 0 no change, 0 inconclusive at threshold 5%; 1 failed in NEW; 1 measured in one file only",
+        "counts": {"slower": 1, "faster": 1, "no change": 0, "inconclusive": 0},
+        "unlike_copies": {"points": 2, "paths": ["q@cpu→cuda:0"]},
         "busy_points": {"base": 0, "new": 1, "compared": 4, "every_point": False},
         "paths": [
             {"path": "p@cpu", "sentence": "NEW is 0.50× slower at batch 1 (1 busy); 2.00× faster at batch 2. Largest change: 2.00× faster at"

@@ -131,7 +131,7 @@ def test_compare_json_parses_and_carries_the_same_verdicts(two) -> None:
     assert slow["ratio"] == pytest.approx(0.5, rel=0.02) and slow["p_value"] < 1e-6 and slow["method"] == "mann-whitney"
     # every field a script reads, by name (docs/usage.md lists them)
     assert list(data) == ["base", "new", "threshold", "alpha", "regressed", "fail_on", "exit_status", "summary", "counts",
-                          "busy_points", "paths", "differences", "rows", "failed", "unmatched", "damaged", "caveat"]  # fmt: skip
+                          "unlike_copies", "busy_points", "paths", "differences", "rows", "failed", "unmatched", "damaged", "caveat"]  # fmt: skip
     assert [p["path"] for p in data["paths"] if p["regressed"]] == ["tf/eager/copy@cpu", "tf/function/copy@cpu"]
     assert (data["base"], data["new"], data["threshold"], data["alpha"]) == (str(two[1]), str(two[0]), 0.05, 0.01)
     assert data["summary"] == comparison.summary() and data["caveat"] == comparing.CAVEAT

@@ -167,12 +167,24 @@ class Comparison:
     def _with(self, verdict: str) -> list[Row]:
         return [r for r in self.rows if r.verdict == verdict]
 
+    def counts(self) -> dict[str, int]:
+        """Each verdict's count over the like pairs: a point between unlike copies (an M1's unified memory
+        against a GPU's link) is no slowdown or speed-up of one copy, and is counted apart (unlike_rows)."""
+        return {v: sum(1 for r in self.rows if r.verdict == v and not r.unlike) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE)}
+
+    @property
+    def unlike_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.unlike]
+
     def summary(self) -> str:
-        counts = ", ".join(f"{len(self._with(v))} {v}" for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE))
-        line = f"{counts} at threshold {self.threshold * 100:g}%"
+        """One line: the points between unlike copies first, where there are any (so no count of slower or
+        faster is read as theirs), then each verdict's count over the like pairs, failures and unmatched points."""
+        line = ", ".join(f"{n} {v}" for v, n in self.counts().items()) + f" at threshold {self.threshold * 100:g}%"
+        unlike = len(self.unlike_rows)
+        if unlike:
+            like = f"like pairs: {line}" if unlike < len(self.rows) else "no like pair compared"
+            line = f"{unlike} {'point' if unlike == 1 else 'points'} between unlike copies (reported, not counted as slower or faster); {like}"
         line += f"; {len(self.failed)} failed in NEW" if self.failed else ""
-        unlike = sum(1 for r in self.rows if r.unlike)
-        line += f"; {unlike} between unlike copies (reported, not judged a regression)" if unlike else ""
         return line + (f"; {len(self.unmatched)} measured in one file only" if self.unmatched else "")
 
 
@@ -424,6 +436,7 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
     paths = {"base": str(base_path), "new": str(new_path)}  # a line about what one file holds names the file to open
     titled = [path if label == str(path) else f"{label} ({path})" for label, path in ((base_name, base_path), (new_name, new_path))]
     lines: list[RenderableType] = [Text(f"{titled[0]} → {titled[1]}: median MB/s", style="bold")]  # a title would wrap at the table's width
+    lines += [Text(line, style="bold yellow") for line in unlike_lines(comparison)]  # before any verdict is read as a change
     lines += [Text(line, style="cyan") for line in difference_lines(comparison.differences)]
     lines.append(table)
     for failure in comparison.failed:
@@ -455,6 +468,17 @@ def render(comparison: Comparison, base_path: str | os.PathLike[str], new_path: 
     colour = "bold red" if comparison.fails(fail_on) else "bold green"
     lines.append(Text(comparison.summary() + f" (alpha {comparison.alpha:g})", style=colour))
     return Group(*lines)
+
+
+def unlike_lines(comparison: Comparison) -> list[str]:
+    """A line per path whose BASE and NEW make unlike copies: what each copies, and that its points are
+    neither slower nor faster, only the time until a batch is usable on each device."""
+    lines = []
+    for path, kinds in comparison.unlike.items():
+        points = sum(1 for r in comparison.rows if r.series == path)
+        lines.append(f"unlike copies: {path}: BASE makes {kinds[0]}, NEW {kinds[1]}; its {points} {'point' if points == 1 else 'points'}"
+                     " compare the time until a batch is usable on each device and are not counted as slower or faster")  # fmt: skip
+    return lines
 
 
 def unlike_prefix(kinds: Sequence[str] | None) -> str:
@@ -514,7 +538,8 @@ def to_dict(comparison: Comparison, base_path: str | os.PathLike[str], new_path:
         "fail_on": fail_on,
         "exit_status": 1 if comparison.fails(fail_on) else 0,
         "summary": comparison.summary(),
-        "counts": {v: len(comparison._with(v)) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE)},
+        "counts": comparison.counts(),  # over the like pairs
+        "unlike_copies": {"points": len(comparison.unlike_rows), "paths": list(comparison.unlike)},
         "busy_points": comparison.busy_points,
         "paths": paths,
         "differences": [{"field": d.field, "base": d.values[0], "new": d.values[1]} for d in comparison.differences],

@@ -3,14 +3,15 @@ runs (two GPUs, a setting changed, before and after) turns on.
 
 Two series are counterparts when they ran the same path the same way (framework, mode, op, item shape,
 host buffer, timing method, direction, devices at once), whatever device they ran on: "GPU A vs GPU B"
-pairs tf/eager on cuda:0 of one machine with tf/eager on cuda:0, or cuda:1, of the other.
+pairs tf/eager on cuda:0 of one machine with tf/eager on cuda:0, or cuda:1, of the other. Like devices pair
+first (the same id, then the same kind), so a file's cuda:0 series never loses its counterpart to its mps one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ def path_name(series: Series) -> str:
 def copy_kind(series: Series) -> str:
     """What one call of the series really moves, in words: two series pair across devices, and a copy
     within Apple silicon's one memory is no PCIe transfer, nor a CPU's memory copy."""
-    device = series.device.split(":")[0]
+    device = device_kind(series)
     if series.transfer == SIMULATED or device == "sim":
         return "a simulated link (no data moves)"
     if device == "mps" and (series.params or {}).get("unified_memory") is False:  # an Intel Mac's GPU, as its backend said
@@ -98,27 +99,53 @@ class Pair:
         return sum(m is not None for m in self.members) >= 2
 
 
+def device_kind(series: Series) -> str:
+    """The kind of device a series ran on: cuda for cuda:0 and cuda:3, mps, cpu."""
+    return series.device.split(":")[0]
+
+
+# How closely two counterparts' devices agree, closest first: the same device id, the same kind of device
+# (one GPU against another), then any (a copy within an Apple GPU's memory against one over a GPU's link).
+LIKENESS: tuple[Callable[[Series, Series], bool], ...] = (
+    lambda a, b: a.device == b.device,
+    lambda a, b: device_kind(a) == device_kind(b),
+    lambda a, b: True,
+)
+
+
+def _matches(anchors: Sequence[Series], others: Sequence[Series], used: set[int]) -> dict[int, Series]:
+    """Each anchor's counterpart among `others` not yet used, by id of the anchor: every pair on one device
+    is made first, then every pair of one kind of device, and only then across kinds, so that a like
+    counterpart is never taken by an unlike one that comes first in the file."""
+    found: dict[int, Series] = {}
+    for alike in LIKENESS:
+        for series in anchors:
+            if id(series) in found:
+                continue
+            match = next((s for s in others if id(s) not in used and pair_key(s) == pair_key(series) and alike(series, s)), None)
+            if match is not None:
+                used.add(id(match))
+                found[id(series)] = match
+    return found
+
+
 def pair(files: Sequence[Sequence[Series]]) -> list[Pair]:
     """Pair each file's series with its counterpart in every other file, in the order they first appear.
 
-    Within one path, a series takes the counterpart on the same device id where there is one, else the
-    first one left (one GPU per file: any device). A series with no counterpart gets a pair of its own,
-    so nothing is dropped."""
+    Within one path, a series takes the counterpart on the same device id where there is one, else one on
+    the same kind of device, else the first one left (one GPU per file: any device). A series with no
+    counterpart gets a pair of its own, so nothing is dropped."""
     used: set[int] = set()
     pairs: list[Pair] = []
     for anchor_file, anchor_series in enumerate(files):
-        for series in anchor_series:
-            if id(series) in used:
-                continue
-            used.add(id(series))
+        anchors = [s for s in anchor_series if id(s) not in used]
+        used.update(id(s) for s in anchors)
+        matches = [_matches(anchors, files[other], used) for other in range(anchor_file + 1, len(files))]
+        for series in anchors:
             members: list[Series | None] = [None] * len(files)
             members[anchor_file] = series
-            for other in range(anchor_file + 1, len(files)):
-                candidates = [s for s in files[other] if id(s) not in used and pair_key(s) == pair_key(series)]
-                match = next((s for s in candidates if s.device == series.device), candidates[0] if candidates else None)
-                if match is not None:
-                    used.add(id(match))
-                    members[other] = match
+            for other, found in zip(range(anchor_file + 1, len(files)), matches):
+                members[other] = found.get(id(series))
             pairs.append(Pair(path_name(series), members))
     counts: dict[str, int] = {}
     for p in pairs:
@@ -270,5 +297,5 @@ def tags(labels: Sequence[str], found: Sequence[Difference], most: int = 2) -> l
     return named
 
 
-__all__ = ["Difference", "Pair", "copy_kind", "differences", "distinct_parts", "facts", "file_names", "framework_version", "pair",
+__all__ = ["Difference", "Pair", "copy_kind", "device_kind", "differences", "distinct_parts", "facts", "file_names", "framework_version", "pair",
            "pair_key", "path_name", "placement", "tags", "unlike"]  # fmt: skip
