@@ -379,16 +379,45 @@ def test_a_series_cut_short_by_a_dead_worker_makes_the_exit_status_1() -> None:
 
 
 def _fake_python(tmp_path, body: str):
-    """An executable that runs `body` as a Python script in place of `python -m xferbench.measuring.worker FRAMEWORK`."""
+    """An executable that runs `body` as a Python script in place of `python -m xferbench.measuring.worker FRAMEWORK`,
+    and answers code given with -c as this Python does (the sweep asks an interpreter its version so)."""
     script = tmp_path / "fake_worker.py"
     script.write_text(body)
     launcher = tmp_path / "python"
-    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {script} \"$@\"\n")
+    launcher.write_text(f"#!/bin/sh\n[ \"$1\" = -c ] && exec {sys.executable} \"$@\"\nexec {sys.executable} {script} \"$@\"\n")
     launcher.chmod(0o755)
     return launcher
 
 
 HELLO = 'import json, sys\nprint(json.dumps({"hello": {"devices": ["cpu"], "environment": {}}}), flush=True)\n'
+
+# Python 3.8 as the sweep meets it: code given with -c runs with sys.version_info saying 3.8.18; the worker,
+# started with -m, fails importing as 3.8 does (PEP 585's subscripted collections.abc types came in 3.9).
+PYTHON_38 = """import collections, os, sys
+args = sys.argv[1:]
+if args[:1] == ["-c"]:
+    sys.version_info = collections.namedtuple("version_info", "major minor micro releaselevel serial")(3, 8, 18, "final", 0)
+    sys.argv = ["-c", *args[2:]]
+    exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})
+    sys.exit(0)
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker-started"), "w").close()
+sys.exit("Traceback (most recent call last): ... TypeError: 'ABCMeta' object is not subscriptable")
+"""
+
+
+def test_a_python_too_old_for_the_worker_is_named_before_the_worker_starts(tmp_path) -> None:
+    """--python pointing at Python 3.8: one line naming it, its version, the version the worker needs and what
+    to do; its worker never starts, and nothing is written."""
+    (tmp_path / "python38.py").write_text(PYTHON_38)
+    python = tmp_path / "python3.8"
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'python38.py'} \"$@\"\n")
+    python.chmod(0o755)
+    out = tmp_path / "r.json"
+    r = invoke("sweep", "-f", "host", "-f", "torch", "--device", "cpu", "--python", f"torch={python}", "-o", str(out), *FAST_ARGS)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert r.stderr == (f"error: --python torch={python}: that is Python 3.8.18, and the torch worker needs Python 3.10 or newer;"
+                        " give --python torch= a Python 3.10 or newer that has numpy and torch installed\n")  # fmt: skip
+    assert not (tmp_path / "worker-started").exists() and not out.exists()
 
 
 def test_a_torn_message_from_a_worker_fails_its_series_not_the_sweep(tmp_path) -> None:

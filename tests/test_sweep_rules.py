@@ -334,6 +334,31 @@ def test_a_worker_that_fails_to_start_stops_everything_unless_failures_are_kept(
     assert [w.closed for w in FakeWorker.made] == [0, 1]
 
 
+def test_an_interpreter_too_old_for_a_worker_is_refused_before_any_worker_starts(monkeypatch) -> None:
+    """Each --python is asked its version once, whichever frameworks share it; one too old stops the sweep before
+    its worker starts, or, where failures are kept (a default sweep), leaves only its frameworks out."""
+    asked: list[str] = []
+
+    def version(python: str) -> tuple[int, ...] | None:
+        asked.append(python)
+        return {"/py/old": (3, 8, 18), "/py/new": (3, 12, 1)}.get(python)
+
+    monkeypatch.setattr(sweep, "python_version", version)
+    old, also_old, new, unknown = (Stub(name, isolated=True) for name in ("old", "also", "new", "unknown"))
+    pythons = {"old": "/py/old", "also": "/py/old", "new": "/py/new", "unknown": "/py/silent"}
+    with pytest.raises(XferbenchError, match=r"^--python old=/py/old: that is Python 3\.8\.18, and the old worker needs Python 3\.10 or newer;"):
+        sweep.start_runners([new, old, also_old, unknown], pythons)
+    assert [w.backend.name for w in FakeWorker.made] == ["new"] and FakeWorker.made[0].closed == 1 and asked == ["/py/new", "/py/old"]
+    FakeWorker.made, asked[:] = [], []
+    failed: dict[str, str] = {}
+    runners = sweep.start_runners([old, new, also_old, unknown], pythons, failed)
+    assert list(runners) == ["new", "unknown"] and asked == ["/py/old", "/py/new", "/py/silent"]  # an interpreter that says no version: its worker tells
+    assert failed == {"old": "--python old=/py/old: that is Python 3.8.18, and the old worker needs Python 3.10 or newer; give"
+                             " --python old= a Python 3.10 or newer that has numpy installed",
+                      "also": "--python also=/py/old: that is Python 3.8.18, and the also worker needs Python 3.10 or newer; give"
+                              " --python also= a Python 3.10 or newer that has numpy installed"}  # fmt: skip
+
+
 def test_a_worker_that_cannot_even_be_made_closes_those_made_before() -> None:
     """An error while starting the workers closes every runner already started."""
     FakeWorker.script = {("ctor", 1): True}

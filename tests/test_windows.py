@@ -334,13 +334,15 @@ def test_a_sweep_runs_its_workers_on_simulated_windows_and_says_what_it_cannot_c
 
 
 FAKE_PYTHON = """#!/bin/sh
+[ "$1" = -c ] && exec {python} "$@"
 exec {python} -c {code!r} "$@"
 """
 
 
 def fake_python(tmp_path: Path, code: str) -> Path:
     """An interpreter that runs `code` in place of `python -m xferbench.measuring.worker FRAMEWORK` (in the simulated
-    Windows too: it inherits the sweep's PYTHONPATH)."""
+    Windows too: it inherits the sweep's PYTHONPATH), and code given with -c as this Python does (the sweep asks an
+    interpreter its version so)."""
     launcher = tmp_path / "python"
     launcher.write_text(FAKE_PYTHON.format(python=sys.executable, code=code))
     launcher.chmod(0o755)

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import types
@@ -398,6 +399,46 @@ def test_replies_wait_in_slices_until_the_deadline(monkeypatch):
 
 
 # --- the worker runner -------------------------------------------------------------------------------------
+
+
+def test_an_interpreter_says_its_version_or_nothing(tmp_path, monkeypatch):
+    """python_version runs the interpreter's -c probe with no stdin: this Python's own version; None from one that is
+    missing, fails, answers something else, or does not answer in time."""
+    assert worker.python_version(sys.executable) == tuple(sys.version_info[:3])
+    assert worker.python_version(str(tmp_path / "missing")) is None
+
+    def interpreter(name: str, script: str) -> str:
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\n{script}\n")
+        path.chmod(0o755)
+        return str(path)
+
+    assert worker.python_version(interpreter("says", "printf '3.8.18'")) == (3, 8, 18)
+    assert worker.python_version(interpreter("fails", "printf '3.8.18'; exit 1")) is None
+    assert worker.python_version(interpreter("other", "echo hello")) is None
+    assert worker.python_version(interpreter("reads", "cat; printf '3.9.1'")) == (3, 9, 1)  # stdin is empty, never the caller's
+    monkeypatch.setattr(worker, "PROBE_TIMEOUT_S", 0.2)
+    assert worker.python_version(interpreter("hangs", "exec sleep 30")) is None
+
+
+def test_an_interpreter_older_than_the_worker_needs_is_refused_in_one_line():
+    """Below WORKER_PYTHON: which interpreter, its version, the version needed, what to install; else, or unknown, nothing."""
+    with pytest.raises(XferbenchError) as refused:
+        worker.check_python("/opt/py/bin/python", StandIn(), (3, 9, 18))
+    assert str(refused.value) == ("--python standin=/opt/py/bin/python: that is Python 3.9.18, and the standin worker needs Python"
+                                  " 3.10 or newer; give --python standin= a Python 3.10 or newer that has numpy installed")  # fmt: skip
+    torch = types.SimpleNamespace(name="torch", module="torch")
+    with pytest.raises(XferbenchError, match="that is Python 2.7.18, .* that has numpy and torch installed$"):
+        worker.check_python("python2", torch, (2, 7, 18))
+    for fine in ((3, 10, 0), (3, 14, 2), None):
+        worker.check_python("python", torch, fine)
+
+
+def test_the_worker_needs_the_python_the_package_says_it_needs():
+    """WORKER_PYTHON is pyproject.toml's requires-python: the worker imports the package's own modules."""
+    pyproject = (Path(xferbench.__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    found = re.search(r'^requires-python = ">=(\d+)\.(\d+)"$', pyproject, re.MULTILINE)
+    assert found and worker.WORKER_PYTHON == (int(found.group(1)), int(found.group(2)))
 
 
 def test_worker_starts_with_its_python_folder_and_environment(spawn):

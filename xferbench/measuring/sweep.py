@@ -24,7 +24,7 @@ from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER
 from xferbench.core.spec import BIDIR, DIRECTIONS, H2D, HOST_BUFFERS, PER_CALL, PIPELINE_MODES, STREAMED, TIMING_METHODS, SeriesKey, is_pipeline
 from xferbench.measuring.sampler import INTERVAL_S, LinkSampler
 from xferbench.core.timing import TimingConfig
-from xferbench.measuring.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner
+from xferbench.measuring.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner, check_python, python_version
 
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
@@ -211,13 +211,26 @@ def start_runners(backends: Sequence[Backend], pythons: dict[str, str] | None = 
     A framework that cannot start (an import that raises, as a plugin built for another TensorFlow
     does) stops everything with its one-line error, unless `failed` is given: then it is left out,
     its error kept there by name, and the others go on (a default sweep must not lose torch to a
-    broken tensorflow)."""
+    broken tensorflow). An interpreter given with --python is asked its version first, once: one older
+    than a worker runs on is refused so, before its worker starts."""
     pythons = pythons or {}
     runners: dict[str, Runner] = {}
+    versions: dict[str, tuple[int, ...] | None] = {}  # each interpreter asked once, however many frameworks it runs
     try:
         for backend in backends:
-            if backend.isolated or backend.name in pythons:
-                runners[backend.name] = WorkerRunner(backend, pythons.get(backend.name))
+            python = pythons.get(backend.name)
+            if python is not None:
+                if python not in versions:
+                    versions[python] = python_version(python)
+                try:
+                    check_python(python, backend, versions[python])
+                except XferbenchError as error:
+                    if failed is None:
+                        raise
+                    failed[backend.name] = str(error)
+                    continue
+            if backend.isolated or python is not None:
+                runners[backend.name] = WorkerRunner(backend, python)
             else:
                 runners[backend.name] = LocalRunner(backend)
         for name, runner in list(runners.items()):

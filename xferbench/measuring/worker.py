@@ -54,6 +54,14 @@ from xferbench.core.timing import TimingConfig
 HEADER_FIELDS = ("device_name", "transfer", "clock", "sync", "device_clock", "params", "note", "status", "reason", "numa")
 
 
+# The oldest Python a worker runs on: xferbench's own, pyproject.toml's requires-python, as the worker imports
+# the package's modules, written for it. Python 3.8 fails at their first import (timing.Clock subscripts
+# collections.abc.Callable: PEP 585, 3.9); 3.9 may get further, but nothing keeps that code free of what
+# came in 3.10 (a `X | None` evaluated at import, PEP 604).
+WORKER_PYTHON = (3, 10)
+# Asks an interpreter its version, in code any Python runs (2.7 too, so an old one is named rather than failing)
+VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
+PROBE_TIMEOUT_S = 60.0  # an interpreter that has not said its version by then is left to the worker's own start
 STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
 STALL_TIMEOUT_S = 300.0  # the longest a worker may go without a message beyond one point's timing caps
 DEATH_WAIT_S = 30.0  # how long a dying worker may take to exit before it is reported as stuck
@@ -178,6 +186,31 @@ def how_ended(code: int, killed: bool = False) -> str:
         meaning = WINDOWS_STATUS.get(code)
         return f"ended with Windows status 0x{code:08X}" + (f" ({meaning})" if meaning else "")
     return f"exited with status {code}"
+
+
+def python_version(python: str) -> tuple[int, ...] | None:
+    """The version an interpreter says it is, or None where it does not run or answers with no version (the
+    worker's own start then says what is wrong)."""
+    try:
+        done = subprocess.run([python, "-c", VERSION_PROBE], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)  # fmt: skip
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    found = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", done.stdout.strip()) if done.returncode == 0 else None
+    return tuple(int(part) for part in found.groups()) if found else None
+
+
+def check_python(python: str, backend: Backend, version: tuple[int, ...] | None) -> None:
+    """Refuse, before its worker starts, an interpreter older than the worker runs on (`version`, as
+    python_version read it): there its first import would fail with a traceback that does not say the
+    Python is too old."""
+    if version is not None and version < WORKER_PYTHON:
+        needed, name = ".".join(map(str, WORKER_PYTHON)), backend.name
+        packages = " and ".join(["numpy", *([backend.module] if backend.module else [])])
+        raise XferbenchError(
+            f"--python {name}={python}: that is Python {'.'.join(map(str, version))}, and the {name} worker needs"
+            f" Python {needed} or newer; give --python {name}= a Python {needed} or newer that has {packages} installed"
+        )
 
 
 class Replies:
