@@ -1,54 +1,101 @@
 """The CUDA samples' bandwidthTest output as a result: its `--csv` lines or its readable tables, one run
-or several kept under '### ' lines, a series per memory kind, direction and GPU."""
+or several (kept under '### ' lines, or pasted one after another), a series per memory kind, direction
+and GPU."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL, STREAMED
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, command_words, one_line, option, peer_environment,
-                                            peer_facts, peer_result, read_text)  # fmt: skip
+from xferbench.reading.peers.common import (DECIMAL, DEFAULT_SHAPE, NOT_A_FIGURE, WHOLE, Builder, Peer, command_words, one_line, option,
+                                            peer_environment, peer_facts, peer_result, read_text, refusal, split_lines)  # fmt: skip
 
 BT_COPIES = 100  # bandwidthTest: MEMCOPY_ITERATIONS, one aggregate per size
 BT_BANNER = "[CUDA Bandwidth Test]"
-BT_LINE = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = (\S+) GB/s,"
-                     r" Time = (\S+) s, Size = (\d+) bytes, NumDevsUsed = (\d+)\s*$")  # fmt: skip
-BT_DEVICE = re.compile(r"^\s*Device (\d+): (.+?)\s*$")
-BT_COMMAND = re.compile(r"(?:^|[\s/$#>])(bandwidthTest(?:\s+-\S+)+)\s*$")  # a shell line that ran it, in a pasted log
+# printResultsCSV; the samples before v10.1 print MB/s in the same line.
+BT_LINE = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = (\S+) (GB|MB)/s,"
+                     r" Time = (\S+) s, Size = ([0-9]+) bytes, NumDevsUsed = ([0-9]+)\s*$")  # fmt: skip
+BT_FIELDS = 5  # the CSV line's fields, between ", ": the test, Bandwidth, Time, Size, NumDevsUsed
+BT_FIGURE = re.compile(r"-?[0-9]+\.[0-9]")  # printf's %.1f, as both the CSV line and the table print a figure
+BT_DEVICE = re.compile(r"^\s*Device ([0-9]+): (.*\S)")
 
 
-def _bandwidthtest_runs(path: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class _Printed:
+    """One figure as bandwidthTest printed it, from a CSV line or a table row."""
+
+    label: str  # the CSV line's test name, such as bandwidthTest-H2D-Pinned
+    kind: str  # H2D, D2H or D2D
+    memory: str | None  # -Pinned, -Paged, or None (a copy within the GPU)
+    wc: str  # "wc" for write-combined pinned memory
+    printed: str  # the figure's text
+    unit: str  # GB or MB
+    used: int  # NumDevsUsed: the GPUs whose figures it sums
+    nbytes: str
+    seconds: str | None = None  # the CSV's Time, printed with more digits than its GB/s at large sizes
+    cut: bool = False  # on the last line of a text that stops without a line end
+
+
+def _bandwidthtest_command(line: str) -> str | None:
+    """The shell line that ran bandwidthTest with options, where a pasted log holds it: the first
+    'bandwidthTest' (after a blank, '/', '$', '#' or '>') that ends a word and is followed by options
+    only. Read word by word, so a line of many such words takes one pass."""
+    words = list(re.finditer(r"\S+", line))
+    options = len(words)  # the first of the options that run to the line's end
+    while options > 0 and words[options - 1].group().startswith("-"):
+        options -= 1
+    for at in range(max(options - 1, 0), len(words) - 1):
+        word = words[at].group()
+        found = word.rfind("bandwidthTest")
+        if found >= 0 and word.endswith("bandwidthTest") and (found == 0 or word[found - 1] in "/$#>"):
+            return line[words[at].start() + found: words[-1].end()]
+    return None
+
+
+def _bandwidthtest_runs(path: Path, text: str) -> list[dict[str, Any]]:
     """Each run a file holds: bandwidthTest's own output (one run), or several, each under '### NAME',
-    '### $ COMMAND' and '### exit N' lines (as peers/run.sh and `xferbench validate` keep them)."""
-    text = read_text(path)
+    '### $ COMMAND' and '### exit N' lines (as peers/run.sh and `xferbench validate` keep them), or
+    pasted one after another (each from its banner, with the shell line just above it)."""
+    lines, ended = split_lines(text)
     runs: list[dict[str, Any]] = []
 
     def start(name: str | None = None, command: str | None = None) -> dict[str, Any]:
-        runs.append({"name": name, "command": command, "exit": None, "lines": [], "where": f"{path} run {len(runs) + 1}"})
+        runs.append({"name": name, "command": command, "exit": None, "lines": [], "banner": False, "cut": False})
         return runs[-1]
 
     current: dict[str, Any] | None = None
-    for line in text.splitlines():
+    for line in lines:
         if line.startswith("### $ "):
             if current is None or current["command"] is not None or current["lines"]:
                 current = start()
             current["command"] = line[6:].strip()
         elif line.startswith("### exit ") and current is not None:
             code = line[9:].strip()
-            current["exit"] = int(code) if code.lstrip("-").isdigit() else code
+            current["exit"] = int(code) if re.fullmatch(r"-?[0-9]+", code) else code
         elif line.startswith("### "):
             current = start(name=line[4:].strip())
+        elif BT_BANNER in line and current is not None and current["banner"]:
+            before = current["lines"]
+            while before and not before[-1].strip():
+                before.pop()
+            # the shell line just above this banner ran this run, not the one before
+            moved = [before.pop()] if before and _bandwidthtest_command(before[-1]) else []
+            current = start()
+            current["lines"], current["banner"] = [*moved, line], True
         elif current is not None or line.strip():
             current = current or start()
             current["lines"].append(line)
-    if len(runs) == 1 and runs[0]["command"] is None and runs[0]["name"] is None:
-        runs[0]["where"] = str(path)
+            current["banner"] = current["banner"] or BT_BANNER in line
+    if runs and not ended and lines and not lines[-1].startswith("### "):
+        runs[-1]["cut"] = True  # the text stops inside its last line, which is this run's
+    for number, run in enumerate(runs, 1):
+        run["where"] = f"{path} run {number}" if len(runs) > 1 or run["command"] is not None or run["name"] is not None else str(path)
     return runs
 
 
@@ -58,85 +105,78 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
     per memory kind, direction and GPU, from every CSV line and table row of every run. `mb`: the bytes
     an MB/s figure's MB stands for, which output from before cuda-samples v10.1 does not state."""
     if not paths:
-        raise XferbenchError("give at least one bandwidthTest output file")
+        raise refusal("give at least one bandwidthTest output file")
     if mb is not None and mb <= 0:
-        raise XferbenchError(f"--mb {mb}: give the bytes in one of the output's MB, such as {MB_CUTIL} or {MB_SDK}")
-    build = Builder("bandwidthTest", shape)
+        raise refusal(f"--mb {mb}: give the bytes in one of the output's MB, such as {MB_CUTIL} or {MB_SDK}")
+    runs: list[dict[str, Any]] = []
+    for path in paths:
+        found = _bandwidthtest_runs(Path(path), read_text(Path(path)))
+        if not any(run["command"] or any(BT_BANNER in line or line.lstrip().startswith("bandwidthTest-") or BT_HEADING.match(line)
+                                         for line in run["lines"]) for run in found):  # fmt: skip
+            raise refusal(f"{path}: not bandwidthTest's output (no '{BT_BANNER}' banner, CSV line or table); run bandwidthTest"
+                          " with --csv and save what it prints")  # fmt: skip
+        runs.extend(found)
+    build = Builder("bandwidthTest", shape, runs=len(runs))
     devices: dict[int, dict[str, Any]] = {}
     commands: list[str] = []
     sizes: list[int] = []
     errors: list[str] = []
-    for path in paths:
-        runs = _bandwidthtest_runs(Path(path))
-        if not any(run["command"] or any(BT_BANNER in line or line.startswith("bandwidthTest-") or BT_HEADING.match(line) for line in run["lines"])
-                   for run in runs):  # fmt: skip
-            raise XferbenchError(f"{path}: not bandwidthTest's output (no '{BT_BANNER}' banner, CSV line or table); run bandwidthTest"
-                                 " with --csv and save what it prints")  # fmt: skip
-        for run in runs:
-            where = run["where"] + (f" ({run['name']})" if run["name"] else "")
-            pasted = next((m.group(1) for m in map(BT_COMMAND.search, run["lines"]) if m), None)
-            words = command_words(run["command"] or pasted)
-            if run["command"] or pasted:
-                commands.append(run["command"] or pasted)
-            named = {int(m.group(1)): m.group(2) for m in (BT_DEVICE.match(line) for line in run["lines"]) if m}
-            for index, name in named.items():
-                devices.setdefault(index, {"name": name})
-            failure = _bandwidthtest_failure(run, where)
-            if failure:
-                errors.append(failure)
-            chosen = option(words, ("--device", "-device"))
-            single = min(named) if len(named) == 1 else int(chosen) if chosen and chosen.isdigit() else min(named, default=0)
-            timing = "cpu" if "--cputiming" in words or "-cputiming" in words else "events"
-            lines = [line.strip() for line in run["lines"] if line.strip().startswith("bandwidthTest-")]
-            tables = _bandwidthtest_tables(run["lines"], where, mb)
-            if not lines and not tables:
-                said = one_line(" ".join(run["lines"]))[-80:]
-                build.not_imported.append(f"{where}: no CSV line or table: run bandwidthTest again with --csv{': ' + said if said else ''}")
-            figures: list[tuple[str, str, str | None, str, str, int, str]] = []
-            times: dict[tuple[str, str], str] = {}  # the CSV's Time, printed with more digits than its GB/s at large sizes
-            for line in lines:
-                match = BT_LINE.match(line)
-                if match is None and (old := BT_LINE_MB.match(line)):
-                    if mb is None:
-                        raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
-                    kind, memory, wc, printed, _, nbytes, used = old.groups()  # its Time is left: its arithmetic is not stated
-                    figures.append((line.split(",")[0], kind, memory, wc or "", _mb_to_gbps(printed, mb), int(used), nbytes))
-                    continue
-                if match is None:
-                    build.not_imported.append(f"{where}: a line not understood: {line[:200]}")
-                    continue
-                kind, memory, wc, printed, seconds, nbytes, used = match.groups()
-                figures.append((line.split(",")[0], kind, memory, wc or "", printed, int(used), nbytes))
-                times[(line.split(",")[0], nbytes)] = seconds
-            for label, kind, memory, wc, printed, used, nbytes in [*figures, *tables]:
-                if kind == "D2D":
-                    build.not_imported.append(f"{where}: {label} at {nbytes} B: a copy within the GPU, not host<->device")
-                    continue
-                nbytes = int(nbytes)
-                if nbytes <= 0:
-                    build.not_imported.append(f"{where}: {label} at {nbytes} B: no bytes moved")
-                    continue
-                sizes.append(nbytes)
-                device = "cuda:all" if used > 1 else f"cuda:{single}"
-                mode = "pageable" if memory == "-Paged" else "pinned_wc" if wc else "pinned"
-                direction = H2D if kind == "H2D" else D2H
-                fields = _bandwidthtest_fields(mode, direction, used, timing)
-                try:
-                    gbps = float(printed)
-                except ValueError:
-                    gbps = math.nan
-                gbps = _more_precise(gbps, times.get((label, str(nbytes))), nbytes)
-                if not math.isfinite(gbps) or gbps <= 0:
-                    why = f"bandwidthTest printed {printed} GB/s" + (": below its 0.1 GB/s resolution" if gbps == 0 else "")
-                    build.gap(mode, device, direction, nbytes, fields, "skipped", why)
-                    continue
-                build.figure(mode, device, direction, nbytes, fields, gbps, 1, BT_COPIES)
-            build.end_run(failure)
+    for run in runs:
+        where = run["where"] + (f" ({one_line(run['name'], 100)})" if run["name"] else "")
+        pasted = next(filter(None, map(_bandwidthtest_command, run["lines"])), None)
+        command = one_line(run["command"] or pasted, 1000) if run["command"] or pasted else None
+        words = command_words(command)
+        if command:
+            commands.append(command)
+        named = {int(m.group(1)): one_line(m.group(2), 200) for m in (BT_DEVICE.match(line) for line in run["lines"]) if m}
+        build.start_run(where, None, {index: (name, None) for index, name in named.items()})
+        for index, name in named.items():
+            devices.setdefault(index, {"name": name})
+        failure = _bandwidthtest_failure(run, where)
+        if failure:
+            errors.append(one_line(failure))
+        chosen = option(words, ("--device", "-device"))
+        single = min(named) if len(named) == 1 else int(chosen) if chosen and WHOLE.fullmatch(chosen) else min(named, default=0)
+        timing = "cpu" if "--cputiming" in words or "-cputiming" in words else "events"
+        noted = len(build.not_imported)
+        figures = [*_bandwidthtest_csv(run, where, mb, build), *_bandwidthtest_tables(run, where, mb, build)]
+        if not figures and len(build.not_imported) == noted:
+            said = one_line(" ".join(run["lines"]), 80, last=True)
+            build.note(f"{where}: no CSV line or table: run bandwidthTest again with --csv{': ' + said if said else ''}")
+        for found in figures:
+            at = f"{where}: {found.label} at {found.nbytes} B"
+            if found.kind == "D2D":
+                build.note(f"{at}: a copy within the GPU, not host<->device")
+                continue
+            nbytes = int(found.nbytes)
+            if nbytes <= 0:
+                build.note(f"{at}: no bytes moved")
+                continue
+            whole = bool(BT_FIGURE.fullmatch(found.printed)) or found.printed.lower() in NOT_A_FIGURE
+            if found.cut and not BT_FIGURE.fullmatch(found.printed):
+                build.note(f"{at}: the paste ends inside its row ({found.printed!r}): it was cut short there, and the row is left out")
+                continue
+            if not whole:
+                build.note(f"{at}: {one_line(found.printed, 40)!r} is not a figure (bandwidthTest prints {found.unit}/s to 0.1):"
+                           " left out")  # fmt: skip
+                continue
+            sizes.append(nbytes)
+            device = "cuda:all" if found.used > 1 else f"cuda:{single}"
+            mode = "pageable" if found.memory == "-Paged" else "pinned_wc" if found.wc else "pinned"
+            direction = H2D if found.kind == "H2D" else D2H
+            fields = _bandwidthtest_fields(mode, direction, found.used, timing)
+            gbps = float(found.printed) * (mb or 0) / 1e9 if found.unit == "MB" else _more_precise(float(found.printed), found.seconds, nbytes)
+            if not math.isfinite(gbps) or gbps <= 0:
+                why = f"bandwidthTest printed {found.printed} {found.unit}/s" + (": below its 0.1 GB/s resolution" if gbps == 0 else "")
+                build.gap(mode, device, direction, nbytes, fields, "skipped", why)
+                continue
+            build.figure(mode, device, direction, nbytes, fields, gbps, 1, BT_COPIES)
+        build.end_run(failure)
     series = build.done()
     if not any(s.ok_points() for s in series):
-        listed = "; ".join([*errors, *build.not_imported][:3]) or "nothing to read"
-        raise XferbenchError(f"no host<->device figure in the bandwidthTest output ({one_line(listed)}); run bandwidthTest --htod --csv"
-                             " and give what it printed")  # fmt: skip
+        listed = "; ".join([*errors, *build.unmeasured(), *build.not_imported][:3]) or "nothing to read"
+        raise refusal(f"no host<->device figure in the bandwidthTest output ({listed}); run bandwidthTest --htod --csv and give what it"
+                      " printed")  # fmt: skip
     for s in series:
         if s.device != "cuda:all":
             s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
@@ -144,14 +184,38 @@ def read_bandwidthtest(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
     return peer_result(peer_environment(environment, None, devices, {}, peer), series, paths)
 
 
+def _bandwidthtest_csv(run: dict[str, Any], where: str, mb: int | None, build: Builder) -> list[_Printed]:
+    """The figures of one run's CSV lines; a line the paste ends inside, or one of another shape, is
+    named and left out."""
+    found = []
+    for number, raw in enumerate(run["lines"], 1):
+        line = raw.strip()
+        if not line.startswith("bandwidthTest-"):
+            continue
+        if run["cut"] and number == len(run["lines"]):  # its NumDevsUsed, or any field, may have lost its end
+            build.note(f"{where}: the paste ends inside this line: it was cut short there, and the line is left out: {one_line(line, 200)}")
+            continue
+        match = BT_LINE.match(line)
+        if match is None:
+            fields = len(line.split(", "))
+            shape = f"a CSV line of {fields} fields where bandwidthTest prints {BT_FIELDS} (another version's output?)" \
+                if fields != BT_FIELDS else "a line not understood"  # fmt: skip
+            build.note(f"{where}: {shape}: {one_line(line, 200)}")
+            continue
+        kind, memory, wc, printed, unit, seconds, nbytes, used = match.groups()
+        if unit == "MB" and mb is None:
+            raise refusal(f"{where}: {BT_MB_REFUSAL}")
+        # an MB line's Time is left: its arithmetic is not stated
+        found.append(_Printed(line.split(",")[0], kind, memory, "wc" if wc else "", printed, unit, int(used), nbytes,
+                              seconds if unit == "GB" else None))  # fmt: skip
+    return found
+
+
 def _more_precise(gbps: float, seconds: str | None, nbytes: int) -> float:
     """bandwidthTest's CSV prints GB/s to 0.1 and, from the same unrounded figure, Time = bytes / GB/s
     to 10 µs (printResultsCSV): at large sizes Time holds more digits. The figure from whichever was
     printed with the smaller relative rounding."""
-    try:
-        time_s = float(seconds) if seconds is not None else math.nan
-    except ValueError:
-        time_s = math.nan
+    time_s = float(seconds) if seconds is not None and DECIMAL.fullmatch(seconds) else math.nan
     if not (math.isfinite(gbps) and gbps > 0 and math.isfinite(time_s) and time_s > 0):
         return gbps
     # Time only where its rounding is clearly the finer (at 1 GiB about 4x): near a tie, the printed GB/s stands
@@ -161,12 +225,10 @@ def _more_precise(gbps: float, seconds: str | None, nbytes: int) -> float:
 # bandwidthTest's readable table (printResultsReadable, cuda-samples v10.1 to v12.8): a heading, the
 # memory kind, then "Transfer Size (Bytes)<TAB>Bandwidth(GB/s)" (after the write-combined line, which
 # ends without a newline) and a row per size, to 0.1 GB/s.
-BT_HEADING = re.compile(r"^\s*(Host to Device|Device to Host|Device to Device) Bandwidth, (\d+) Device\(s\)\s*$")
+BT_HEADING = re.compile(r"^\s*(Host to Device|Device to Host|Device to Device) Bandwidth, ([0-9]+) Device\(s\)\s*$")
 BT_MEMORY = re.compile(r"^\s*(PINNED|PAGEABLE) Memory Transfers\s*$")
 BT_COLUMNS = re.compile(r"^\s*(Write-Combined Memory Writes are Enabled)?\s*Transfer Size \(Bytes\)\s+Bandwidth\((GB|MB)/s\)\s*$")
-BT_ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s*$")
-BT_LINE_MB = re.compile(r"^bandwidthTest-(H2D|D2H|D2D)(-Paged|-Pinned)?(-WriteCombined)?, Bandwidth = (\S+) MB/s,"
-                        r" Time = (\S+) s, Size = (\d+) bytes, NumDevsUsed = (\d+)\s*$")  # fmt: skip
+BT_ROW = re.compile(r"^\s*([0-9]+)\s+(\S+)\s*$")
 MB_CUTIL, MB_SDK = 2**20, 1_024_000  # an MB in the cutil-era samples; in the sdkTimer era, bytes x 1000/1024 per 2^20
 BT_KINDS = {"Host to Device": "H2D", "Device to Host": "D2H", "Device to Device": "D2D"}
 # The samples before v10.1 print MB/s and define it by their arithmetic alone (bytes x 1024/1000 / 2^20 per second):
@@ -176,30 +238,30 @@ BT_MB_REFUSAL = (f"bandwidthTest printed MB/s, as cuda-samples before v10.1 did,
                  " or run a bandwidthTest from v10.1 or later (GB/s, 10^9 B/s) with --csv")  # fmt: skip
 
 
-def _mb_to_gbps(printed: str, mb: int) -> str:
-    """An MB/s figure as the GB/s text the rest of the import reads, with the MB the user settled."""
-    try:
-        return repr(float(printed) * mb / 1e9)
-    except ValueError:
-        return printed
-
-
-def _bandwidthtest_tables(lines: list[str], where: str, mb: int | None = None) -> list[tuple[str, str, str | None, str, str, int, str]]:
-    """The figures of bandwidthTest's readable tables in one run, as (label, kind, memory, wc, printed
-    GB/s, devices summed, bytes), the same as its CSV lines give them."""
-    found: list[tuple[str, str, str | None, str, str, int, str]] = []
+def _bandwidthtest_tables(run: dict[str, Any], where: str, mb: int | None, build: Builder) -> list[_Printed]:
+    """The figures of bandwidthTest's readable tables in one run, the same as its CSV lines give them;
+    a table of another shape than bandwidthTest prints is named and left out."""
+    found: list[_Printed] = []
     heading: re.Match[str] | None = None
     memory: str | None = None
-    table: tuple[str, str | None, str, int] | None = None  # kind, memory, wc, devices of the table under way
-    in_mb = False  # the table under way prints MB/s
-    for line in lines:
+    table: tuple[str, str | None, str, int, str] | None = None  # kind, memory, wc, devices and unit of the table under way
+    lines = run["lines"]
+    for number, line in enumerate(lines, 1):
         if table is not None:
             row = BT_ROW.match(line)
             if row:
-                kind, mem, wc, used = table
-                printed = _mb_to_gbps(row.group(2), mb) if in_mb and mb else row.group(2)
-                found.append((f"bandwidthTest-{kind}{mem or ''}{'-WriteCombined' if wc else ''}", kind, mem, wc, printed, used,
-                              row.group(1)))  # fmt: skip
+                kind, mem, wc, used, unit = table
+                found.append(_Printed(f"bandwidthTest-{kind}{mem or ''}{'-WriteCombined' if wc else ''}", kind, mem, wc, row.group(2), unit,
+                                      used, row.group(1), cut=run["cut"] and number == len(lines)))  # fmt: skip
+                continue
+            if WHOLE.fullmatch((line.split() or [""])[0]):  # a row, of another shape
+                if run["cut"] and number == len(lines):
+                    build.note(f"{where}: the paste ends inside a table row ({one_line(line, 200)}): it was cut short there, and the row"
+                               " is left out")  # fmt: skip
+                else:
+                    columns = len(line.split())
+                    build.note(f"{where}: a table row of {columns} column{'s' * (columns != 1)} where bandwidthTest prints 2 (bytes and"
+                               f" {unit}/s): {one_line(line, 200)}; left out")  # fmt: skip
                 continue
             table = None
         if match := BT_HEADING.match(line):
@@ -207,11 +269,16 @@ def _bandwidthtest_tables(lines: list[str], where: str, mb: int | None = None) -
         elif (match := BT_MEMORY.match(line)) and heading is not None:
             memory = "-Pinned" if match.group(1) == "PINNED" else "-Paged"
         elif (match := BT_COLUMNS.match(line)) and heading is not None:
-            in_mb = match.group(2) == "MB"
-            if in_mb and mb is None:
-                raise XferbenchError(f"{where}: {BT_MB_REFUSAL}")
+            unit = match.group(2)
+            if unit == "MB" and mb is None:
+                raise refusal(f"{where}: {BT_MB_REFUSAL}")
             kind = BT_KINDS[heading.group(1)]
-            table = (kind, None if kind == "D2D" else memory, "wc" if match.group(1) else "", int(heading.group(2)))
+            table = (kind, None if kind == "D2D" else memory, "wc" if match.group(1) else "", int(heading.group(2)), unit)
+            heading = None
+        elif heading is not None and "Transfer Size" in line:
+            named = [c for c in re.split(r"\t+| {2,}", line.replace("Write-Combined Memory Writes are Enabled", "").strip()) if c]
+            build.note(f"{where}: a table heading of {len(named)} columns where bandwidthTest prints 2 (Transfer Size (Bytes),"
+                       f" Bandwidth(GB/s)): {one_line(line, 200)}; its table left out (another version's output?)")  # fmt: skip
             heading = None
     return found
 

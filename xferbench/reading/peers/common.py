@@ -22,8 +22,9 @@ import codecs
 import dataclasses
 import json
 import math
+import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,8 +59,52 @@ def item_for(sizes: Sequence[int], shape: tuple[int, ...] = DEFAULT_SHAPE) -> tu
     return next(item for item in (tuple(shape), *ITEMS) if all(nbytes % math.prod(item) == 0 for nbytes in sizes))
 
 
-def one_line(text: Any) -> str:
-    return " ".join(str(text).split())
+# Terminal controls a paste may carry: CSI sequences (SGR colours `ESC[1;32m`, erasing `ESC[K`), OSC sequences
+# (window titles, hyperlinks), and the charset switch `tput sgr0` writes (`ESC(B`). None is content.
+TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]")
+# The figures the tools print, in ASCII digits: Python's float() and int() also take "5_5", "٥٥" and " 5 ".
+DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+WHOLE = re.compile(r"[0-9]+")
+NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+NOT_A_FIGURE = {"nan", "-nan", "+nan", "inf", "-inf", "+inf"}  # what printf and iostreams write for NaN and infinities
+
+
+def one_line(text: Any, limit: int | None = None, last: bool = False) -> str:
+    """Text as one line that a terminal shows as it stands: blanks and line ends collapsed, every
+    control or format character (ESC, BEL, C1, bidi overrides) written as an escape such as \\x1b, so
+    nothing a paste holds can drive the terminal an error is printed to. `limit`: at most that many
+    characters of the text, its last ones where `last`."""
+    flat = " ".join(str(text).split())
+    if limit is not None and len(flat) > limit:
+        flat = flat[-limit:] if last else flat[:limit]
+    if flat.isprintable():
+        return flat
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000
+                   else f"\\U{ord(c):08x}" for c in flat)  # fmt: skip
+
+
+def refusal(message: str) -> XferbenchError:
+    """The one-line error a reader raises, its pasted parts made safe to print."""
+    return XferbenchError(one_line(message))
+
+
+def figure(text: Any) -> float | None:
+    """A printed figure as a number; None for what no tool prints as one (words, N/A, other digits, a
+    bool or null in JSON). NaN and infinities, which the tools do print, stay as they are."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    if not isinstance(text, str):
+        return None
+    if DECIMAL.fullmatch(text) or text.lower() in NOT_A_FIGURE:
+        return float(text)
+    return None
+
+
+def host_name(text: Any) -> str | None:
+    """A host's name as a tool printed it; None where it is empty or a number (digits, perhaps with a
+    sign or decimals), which no host is named: such a line above a device list is something else."""
+    name = one_line(text, 255) if isinstance(text, str) else ""
+    return None if not name or NUMBER.fullmatch(name) else name
 
 
 def now() -> str:
@@ -76,16 +121,53 @@ class _Entry:
     notes: dict[str, None] = field(default_factory=dict)
 
 
+@dataclass
+class _Machine:
+    """What the runs read so far say of the machine: its host, and each GPU by index, with the run that said it."""
+
+    host: tuple[str, str] | None = None  # (name, where)
+    gpus: dict[int, tuple[str | None, str | None, str]] = field(default_factory=dict)  # index: (name, PCI address, where)
+
+
 class Builder:
     """A tool's series keyed by (mode, device, direction), filled run by run; each run's failure marks
-    every series that run touched. Batches are set at the end, once every size of a series is known."""
+    every series that run touched. Batches are set at the end, once every size of a series is known.
+    Runs from other machines or GPUs, or two runs of one test at one size, are refused: one result
+    file holds one machine, and a size once per series."""
 
-    def __init__(self, tool: str, shape: tuple[int, ...]) -> None:
-        self.tool, self.shape = tool, tuple(shape)
+    def __init__(self, tool: str, shape: tuple[int, ...], runs: int = 1) -> None:
+        self.tool, self.shape, self.runs = tool, tuple(shape), runs
         self.entries: dict[tuple[str, str, str], _Entry] = {}
         self.touched: set[tuple[str, str, str]] = set()
         self.failed_here: set[int] = set()  # ids of the entries that failed on their own in the run under way
         self.not_imported: list[str] = []
+        self.where = ""  # the run under way
+        self.sizes: dict[tuple[str, str, str, int], str] = {}  # each size of each series: the run that gave it
+        self.machine = _Machine()
+
+    def start_run(self, where: str, host: str | None, gpus: dict[int, tuple[str | None, str | None]]) -> None:
+        """A run begins: its machine must be the one the runs before it described."""
+        self.where = where
+        many = f"the output holds {self.runs} runs" if self.runs > 1 else "the output holds more than one run"
+        if host:
+            if self.machine.host and self.machine.host[0] != host:
+                raise refusal(f"{many} from different machines ({self.machine.host[1]} on {self.machine.host[0]}, {where} on {host});"
+                              " import them one at a time, one file per machine")  # fmt: skip
+            self.machine.host = self.machine.host or (host, where)
+        for index, (name, pci) in sorted(gpus.items()):
+            seen = self.machine.gpus.get(index)
+            if seen is None:
+                self.machine.gpus[index] = (name, pci, where)
+                continue
+            if (name and seen[0] and name != seen[0]) or (pci and seen[1] and pci != seen[1]):
+                before, this = " ".join(filter(None, seen[:2])), " ".join(filter(None, (name, pci)))
+                raise refusal(f"{many} from different GPUs (cuda:{index} is {before} in {seen[2]} and {this} in {where});"
+                              " import them one at a time, one file per machine")  # fmt: skip
+            self.machine.gpus[index] = (seen[0] or name, seen[1] or pci, seen[2])
+
+    def note(self, text: str) -> None:
+        """Something of the output not imported, and why."""
+        self.not_imported.append(one_line(text))
 
     def entry(self, mode: str, device: str, direction: str, nbytes: int, fields: dict[str, Any],
               notes: Sequence[str] = ()) -> _Entry:  # fmt: skip
@@ -98,9 +180,23 @@ class Builder:
         self.touched.add(key)
         return found
 
+    def _size(self, mode: str, device: str, direction: str, nbytes: int) -> None:
+        """A size of a series, given once: a second time means runs pasted together."""
+        key = (mode, device, direction, nbytes)
+        before = self.sizes.get(key)
+        if before is None:
+            self.sizes[key] = self.where
+            return
+        what = f"{mode} on {device} at {nbytes:,} B"
+        if before == self.where:
+            raise refusal(f"{self.where} holds {what} twice, as runs pasted one after another do; import them one at a time")
+        raise refusal(f"the output holds {self.runs} runs that each measured {what} ({before} and {self.where}); import them one"
+                      " at a time")  # fmt: skip
+
     def figure(self, mode: str, device: str, direction: str, nbytes: int, fields: dict[str, Any], gbps: float,
                samples: int, copies: int, notes: Sequence[str] = ()) -> None:  # fmt: skip
         """A printed figure as a point: the time per copy it implies, and the figure itself."""
+        self._size(mode, device, direction, nbytes)
         entry = self.entry(mode, device, direction, nbytes, fields, notes)
         median_s = nbytes / (gbps * 1e9)
         entry.series.points.append(Point(0, nbytes, n=samples, median_s=median_s, mbps=gbps * 1e3, batches_per_s=1 / median_s,
@@ -109,23 +205,31 @@ class Builder:
     def gap(self, mode: str, device: str, direction: str, nbytes: int, fields: dict[str, Any], status: str, why: str,
             notes: Sequence[str] = ()) -> _Entry:  # fmt: skip
         """A size the tool did not measure (skipped) or failed at (error), with why."""
+        self._size(mode, device, direction, nbytes)
         entry = self.entry(mode, device, direction, nbytes, fields, notes)
-        entry.series.points.append(Point(0, nbytes, status=status, error=why))
+        entry.series.points.append(Point(0, nbytes, status=status, error=one_line(why)))
         return entry
 
     def fail(self, entry: _Entry, reason: str) -> None:
         """A series failed in the run under way, for a reason of its own."""
-        entry.failures.append(reason)
+        entry.failures.append(one_line(reason))
         self.failed_here.add(id(entry))
 
     def end_run(self, failure: str | None) -> None:
         """A run is over: where it failed, every series it touched failed with it (its figures kept),
         unless the series already failed in it for a reason of its own."""
+        failure = one_line(failure) if failure else None
         for key in self.touched if failure else ():
             entry = self.entries[key]
             if id(entry) not in self.failed_here and failure not in entry.failures:
                 entry.failures.append(failure)
         self.touched, self.failed_here = set(), set()
+
+    def unmeasured(self) -> list[str]:
+        """Why each size the tool did not measure has no figure, as its point says: for a refusal to name
+        (a size it failed at is named with its series' reason)."""
+        return [f"{e.series.mode} on {e.series.device}: {p.error}" for e in self.entries.values() for p in e.series.points
+                if p.status == "skipped" and p.error]  # fmt: skip
 
     def done(self) -> list[Series]:
         found = []
@@ -157,7 +261,7 @@ class Builder:
 def _device_order(device: str) -> tuple[int, int, str]:
     """cuda:2 before cuda:10, and cuda:all last."""
     index = device.partition(":")[2]
-    return (0, int(index), "") if index.isdigit() else (1, 0, device)
+    return (0, int(index), "") if WHOLE.fullmatch(index) else (1, 0, device)
 
 
 # Byte-order marks of the encodings a tool's output may be saved in besides UTF-8: PowerShell 5's `>`
@@ -166,34 +270,131 @@ MARKS = ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"), (code
 
 
 def read_text(path: Path) -> str:
-    """A tool's saved output: UTF-8, or what its byte-order mark says; line ends as on Linux."""
+    """A tool's saved output: UTF-8, or what its byte-order mark says; line ends as on Linux, and
+    without the codes of a coloured terminal, so a coloured paste reads as the plain one."""
     if Path(path).is_dir():  # Windows refuses to open a folder with "Permission denied", not IsADirectoryError
-        raise XferbenchError(f"{path} is a folder; give the file the tool's output was saved in")
+        raise refusal(f"{path} is a folder; give the file the tool's output was saved in")
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        raise XferbenchError(f"{path}: no such file; give the file the tool's output was saved in") from None
+        raise refusal(f"{path}: no such file; give the file the tool's output was saved in") from None
     except IsADirectoryError:
-        raise XferbenchError(f"{path} is a folder; give the file the tool's output was saved in") from None
+        raise refusal(f"{path} is a folder; give the file the tool's output was saved in") from None
     except OSError as error:
-        raise XferbenchError(f"{path}: cannot read: {error.strerror or error}") from None
+        raise refusal(f"{path}: cannot read: {error.strerror or error}") from None
     codec = next((codec for mark, codec in MARKS if data.startswith(mark)), "utf-8")
-    return data.decode(codec, errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    return plain(data.decode(codec, errors="replace"))
+
+
+def plain(text: str) -> str:
+    """Output as the tool printed it: a terminal's colour and title codes taken out, line ends as on Linux."""
+    if "\x1b" in text:
+        text = TERMINAL_CODES.sub("", text)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    """The lines of an output, at line feeds only (a form feed or NEL inside a line is not a line end),
+    and whether the last one is whole: a text that stops without a line end may have been cut in it."""
+    lines = text.split("\n")
+    ended = lines[-1] == ""
+    if ended:
+        lines.pop()
+    return lines, ended
+
+
+DECODER = json.JSONDecoder()
+# Characters of the output given to the decoder at first from a brace, doubled while what it reads runs
+# past them: a failed decode costs its error's line count from the start of what it was given, so
+# giving it the whole rest of the output from every brace would cost the square of the output's size.
+WINDOW = 64
+TOKEN = 16  # the longest token a window can cut so that the decoder stops inside it (-Infinity, with room)
+
+
+def json_values(text: str) -> Iterator[tuple[dict[str, Any] | None, int, int]]:
+    """Each JSON object in a tool's output, whatever was printed around it, as (object, start, end); the
+    object None where what starts at a brace does not parse (cut short, or not JSON), and end then where
+    the decoder stopped. What lies before a failure belongs to the value that failed, objects inside it
+    included: a document cut short is not read in part, since its parts lose what it says of them (a
+    run's size). One pass: a decode resumes where the one before stopped, so each character is decoded
+    a few times at most, however many braces the output holds."""
+    start = text.find("{")
+    while start >= 0:
+        value, end = _decoded(text, start)
+        yield value, start, end
+        start = text.find("{", end)
+
+
+def _decoded(text: str, start: int) -> tuple[dict[str, Any] | None, int]:
+    """The object that starts at `start` and where it ends, or None and where the decoder stopped."""
+    size = WINDOW
+    while True:
+        piece = text[start: start + size]
+        try:
+            value, end = DECODER.raw_decode(piece)
+            return value, start + end
+        except json.JSONDecodeError as error:
+            unterminated = error.msg.startswith("Unterminated string")
+            if start + size < len(text) and (unterminated or error.pos >= len(piece) - TOKEN):
+                size *= 2  # the window, not the text, may have cut it
+                continue
+            # an unterminated string was read to the end of the text
+            return None, len(text) if unterminated else start + max(error.pos, 1)
+        except RecursionError:  # nested deeper than the decoder goes, as no tool's output is
+            return None, _past_nesting(text, start)
+
+
+def json_objects(text: str, keys: Sequence[str]) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """Each JSON object in a tool's output that holds one of `keys` (the outermost first, else the first
+    inside it in printed order), with where the value that holds it starts and ends."""
+    for value, start, end in json_values(text):
+        found = first_with(value, keys) if value is not None else None
+        if found is not None:
+            yield found, start, end
 
 
 def json_object(text: str, keys: Sequence[str]) -> Any:
     """The first JSON object in a tool's output that holds one of `keys`, whatever was printed around
     it; None if there is none."""
-    start = text.find("{")
-    while start >= 0:
-        try:
-            found = json.JSONDecoder().raw_decode(text, start)[0]
-            if isinstance(found, dict) and any(key in found for key in keys):
-                return found
-        except ValueError:
-            pass
-        start = text.find("{", start + 1)
+    return next((found for found, _, _ in json_objects(text, keys)), None)
+
+
+def first_with(value: Any, keys: Sequence[str]) -> dict[str, Any] | None:
+    """The first object in a decoded value, in printed order, that holds one of `keys`."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any(key in item for key in keys):
+                return item
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
     return None
+
+
+STRUCTURE = re.compile(r'[{}\[\]"\\]')  # what nesting and strings turn on
+
+
+def _past_nesting(text: str, start: int) -> int:
+    """Where the brackets opened at `start` close (strings skipped), or the end of the text: one pass."""
+    depth, inside, escaped = 0, False, -1
+    for found in STRUCTURE.finditer(text, start):
+        char, at = found.group(), found.start()
+        if inside:
+            if char == "\\" and escaped != at:
+                escaped = at + 1  # the character after a backslash is taken as it stands
+            elif char == '"' and escaped != at:
+                inside = False
+        elif char == '"':
+            inside = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return at + 1
+    return len(text)
 
 
 def option(words: Sequence[str], names: Sequence[str]) -> str | None:
@@ -208,9 +409,10 @@ def option(words: Sequence[str], names: Sequence[str]) -> str | None:
 
 
 def as_int(text: Any) -> int | None:
+    """A whole number as a tool or its command line gives one: a JSON integer, or ASCII digits."""
     if isinstance(text, int) and not isinstance(text, bool):
         return text
-    return int(text) if isinstance(text, str) and text.isdigit() else None
+    return int(text) if isinstance(text, str) and WHOLE.fullmatch(text) else None
 
 
 def command_words(command: Any) -> list[str]:
@@ -221,7 +423,7 @@ def command_words(command: Any) -> list[str]:
 
 
 def peer_environment(given: dict[str, Any] | None, host: str | None, devices: dict[int, dict[str, Any]],
-                 facts: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+                     facts: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     """The measuring machine as the peer described it, over the same machine's own capture where one
     is given (the validate command passes its sweep's): NVML's facts then travel with the figures,
     matched to each GPU by its PCI address."""
@@ -254,7 +456,7 @@ def peer_environment(given: dict[str, Any] | None, host: str | None, devices: di
 
 
 def peer_facts(tool: str, versions: Sequence[str | None], git_versions: Sequence[str | None], commands: list[str],
-          paths: Sequence[Path], sizes: Sequence[int], not_imported: list[str], **extra: Any) -> dict[str, Any]:  # fmt: skip
+               paths: Sequence[Path], sizes: Sequence[int], not_imported: list[str], **extra: Any) -> dict[str, Any]:  # fmt: skip
     from xferbench import __version__
 
     def joined(values: Sequence[str | None]) -> str | None:
