@@ -8,6 +8,7 @@ estimate and out-of-memory rule word for word; the devices and environment; and 
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -208,7 +209,7 @@ class WorkerBatches(Batches):
 
 class DataLoader:
     def __init__(self, torch: CudaTorch, dataset: Any, batch_size: int = 1, sampler: Any = None, num_workers: int = 0,
-                 pin_memory: bool = False, prefetch_factor: int | None = None) -> None:  # fmt: skip
+                 pin_memory: bool = False, worker_init_fn: Any = None, prefetch_factor: int | None = None) -> None:  # fmt: skip
         if prefetch_factor is not None and num_workers == 0:
             raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to enable"
                              " multiprocessing.")  # fmt: skip
@@ -353,7 +354,8 @@ class CudaTorch:
         return a._like(a.array @ b.array)
 
     def _data_loader(self, dataset: Any, **kwargs: Any) -> DataLoader:
-        self.log.append(("DataLoader", type(dataset).__name__, {k: v if k != "sampler" else type(v).__name__ for k, v in kwargs.items()}))
+        named = {"sampler": lambda v: type(v).__name__, "worker_init_fn": lambda v: v.__name__}  # what each is, not its object
+        self.log.append(("DataLoader", type(dataset).__name__, {k: named.get(k, lambda v: v)(v) for k, v in kwargs.items()}))
         return DataLoader(self, dataset, **kwargs)
 
 
@@ -776,6 +778,20 @@ def test_a_loaders_host_estimate_counts_items_batches_in_flight_pinned_copies_an
 
 
 # The DataLoader's settings and descriptions ------------------------------------------------------------------------------
+
+
+def test_a_dataloader_process_takes_back_pytorchs_own_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked from the xferbench worker, a DataLoader process would keep its stop-once handlers: SIGTERM (how PyTorch
+    ends a stuck one) goes back to ending it, Ctrl-C back to Python's KeyboardInterrupt; an ignored Ctrl-C stays so."""
+    handlers: dict[int, Any] = {signal.SIGINT: lambda signum, frame: None, signal.SIGTERM: lambda signum, frame: None}
+    fake = SimpleNamespace(SIGINT=signal.SIGINT, SIGTERM=signal.SIGTERM, SIG_DFL=signal.SIG_DFL, default_int_handler=signal.default_int_handler,
+                           getsignal=handlers.get, signal=handlers.__setitem__)  # fmt: skip
+    monkeypatch.setattr(pytorch, "signal", fake)
+    pytorch.pytorchs_own_stops(0)
+    assert handlers == {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    handlers[signal.SIGINT] = signal.SIG_IGN
+    pytorch.pytorchs_own_stops(1)
+    assert handlers == {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL}
 
 
 def test_a_loaders_settings_follow_its_mode_and_loader_workers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1323,7 +1339,8 @@ def test_a_loader_makes_its_kernel_before_its_workers_start_and_passes_the_setti
     assert since(torch) == [("set_device", CUDA0), ("manual_seed", 0), ("randn", (4, 4), 0), ("qr", "cpu"), ("to", "cpu", (CUDA0,), {}),
                             ("zeros", (1,), {"dtype": U8, "device": CUDA0}), ("time_kernel",),
                             ("DataLoader", "ItemDataset", {"batch_size": 4, "sampler": "CycledSampler", "num_workers": 2,
-                                                           "pin_memory": True, "prefetch_factor": 2}), ("iter",)]  # fmt: skip
+                                                           "pin_memory": True, "prefetch_factor": 2,
+                                                           "worker_init_fn": "pytorchs_own_stops"}), ("iter",)]  # fmt: skip
     matrix = transfer.matrix.array
     assert transfer.matrix.device == CUDA0 and np.allclose(matrix.T @ matrix, np.eye(4), atol=1e-5)
     assert transfer.resident.device == CUDA0 and transfer.resident.array.tolist() == [0]

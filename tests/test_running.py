@@ -7,11 +7,13 @@ import io
 import os
 import re
 import signal
+import subprocess
+import sys
 
 import pytest
 from rich.console import Console
 
-from conftest import unwrapped
+from conftest import needs_torch, unwrapped, wait_for
 from xferbench.measuring import running
 from xferbench.core import results
 from xferbench.measuring.backends import SimLink
@@ -175,3 +177,60 @@ def test_validate_stops_a_sweep_that_did_not_see_the_ctrl_c(tmp_path, monkeypatc
     monkeypatch.setattr(validate_command, "SAVE_GRACE_S", 0.2)
     stop, saved, _ = child_sweep(tmp_path, [("self", signal.SIGINT)])
     assert type(stop) is KeyboardInterrupt and saved == "SIGTERM"
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from Linux's /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:  # it ended while the folder was read
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def still_running(pid: int) -> bool:
+    """Whether process `pid` has not ended (a zombie has: it only waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@needs_torch
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="finds the DataLoader's processes in Linux's /proc")
+def test_a_terminated_sweep_stops_its_dataloader_workers_before_it_exits(tmp_path) -> None:
+    """A kill reaches the sweep alone; its worker's DataLoader processes must not outlive it (PyTorch's own
+    watchdog would end them seconds later): by the time the sweep has exited, each of them has, and what was
+    measured is saved."""
+    out = tmp_path / "r.json"
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "xferbench", "sweep", "-f", "torch", "-m", "loader_workers", "--loader-workers", "2", "--device",
+         "cpu", "--batch-sizes", "1,2,4,8,16,32", "--shape", "32x32x3", "--min-time", "2", "--max-samples", "1000000", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    loaders: list[int] = []
+
+    def loading_after_a_point() -> bool:
+        """A point is saved and the next one's DataLoader has its two processes."""
+        loaders[:] = [pid for worker in children_of(sweep.pid) for pid in children_of(worker)]
+        return len(loaders) >= 2 and '"points": [\n' in (out.read_text() if out.exists() else "")
+
+    try:
+        wait_for(loading_after_a_point, 180)
+        os.kill(sweep.pid, signal.SIGTERM)  # kill, or a CI job's timeout: the sweep alone is told
+        _, stderr = sweep.communicate(timeout=120)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+    assert sweep.returncode == 143 and "terminated: " in stderr and "Traceback" not in stderr, stderr
+    assert [pid for pid in loaders if still_running(pid)] == []
+    saved = load(out)
+    assert saved.status == "interrupted" and saved.series[0].points[0].status == "ok"

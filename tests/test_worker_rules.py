@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import types
@@ -95,6 +96,7 @@ class Process:
         self.code, self.pid, self.alive, self.stuck, self.log = code, pid, alive, stuck, log
         self.waits: list[float | None] = []
         self.kills = 0
+        self.signals: list[int] = []
 
     def poll(self) -> int | None:
         return None if self.alive else self.code
@@ -108,6 +110,9 @@ class Process:
 
     def kill(self) -> None:
         self.kills += 1
+
+    def send_signal(self, signum: int) -> None:
+        self.signals.append(signum)
 
 
 HELLO = {"hello": {"devices": ["cpu", "cuda:0"], "environment": {"python": "3"}}}
@@ -703,8 +708,10 @@ def test_measure_series_done_without_points_meets_for_every_batch(spawn):
     assert line.meets == [303.0, 303.0]
 
 
-def test_stop_asks_an_idle_worker_to_quit_and_kills_a_busy_one(spawn):
-    """Idle: quit and wait 10 s; busy or deaf: killed and waited for; stdin and log closed."""
+def test_stop_asks_an_idle_worker_to_quit_and_a_busy_one_to_stop(spawn, monkeypatch):
+    """Idle: quit and wait 10 s. Busy: SIGTERM (the worker's Ctrl-C, so it closes what it holds) and wait
+    STOP_WAIT_S; on Windows, where no such signal can be sent, killed. Deaf or stuck: killed and waited for.
+    Stdin and log closed."""
     idle = runner(spawn, Process([]))
     idle._stop()
     assert idle.process.stdin.sent() == [{"quit": True}] and idle.process.waits == [10] and idle.process.kills == 0
@@ -712,13 +719,23 @@ def test_stop_asks_an_idle_worker_to_quit_and_kills_a_busy_one(spawn):
     busy = runner(spawn, Process([], stdin=Stdin(close_fails=True)))
     busy.busy = True
     busy._stop()
-    assert busy.process.stdin.sent() == [] and busy.process.kills == 1 and busy.killed and busy.process.waits == [30.0]
+    assert busy.process.stdin.sent() == [] and busy.process.signals == [signal.SIGTERM] and busy.process.waits == [15.0]
+    assert busy.process.kills == 0 and not busy.killed and busy.log.closed
+    stuck = runner(spawn, Process([], stuck=(15.0,)))
+    stuck.busy = True
+    stuck._stop()
+    assert stuck.process.signals == [signal.SIGTERM] and stuck.process.kills == 1 and stuck.killed and stuck.process.waits == [15.0, 30.0]
     deaf = runner(spawn, Process([], stuck=(10, 30.0)))
     deaf._stop()
     assert deaf.process.kills == 1 and deaf.process.waits == [10, 30.0] and deaf.log.closed
     gone = runner(spawn, Process([], alive=False))
     gone._stop()
     assert gone.process.stdin.sent() == [] and gone.process.waits == [] and gone.process.stdin.was_closed
+    windows = runner(spawn, Process([]))
+    windows.busy = True
+    monkeypatch.setattr(worker, "sys", types.SimpleNamespace(platform="win32"))
+    windows._stop()
+    assert windows.process.signals == [] and windows.process.kills == 1 and windows.killed and windows.process.waits == [30.0]
 
 
 def test_close_stops_the_worker_and_removes_the_folder(spawn):
@@ -851,7 +868,17 @@ def entry(monkeypatch):
     monkeypatch.setattr(worker, "apply_binding", lambda text: record["applied"].append(text) or {"node": 0})
     monkeypatch.setattr(worker, "contention", types.SimpleNamespace(count_tree_of=record["count"].append))
     monkeypatch.setattr(worker, "serve", lambda *a: record["serve"].append(a) or 0)
-    return types.SimpleNamespace(record=record, sys=fake_sys, os=fake_os, Exit=Exit)
+    handlers = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    record["signals"] = []
+
+    def set_handler(signum, handler):
+        record["signals"].append((signum, handler))
+        handlers[signum] = handler
+
+    fake_signal = types.SimpleNamespace(SIGINT=signal.SIGINT, SIGTERM=signal.SIGTERM, SIG_IGN=signal.SIG_IGN,
+                                        default_int_handler=signal.default_int_handler, getsignal=handlers.get, signal=set_handler)  # fmt: skip
+    monkeypatch.setattr(worker, "signal", fake_signal)  # the test process keeps its own handlers
+    return types.SimpleNamespace(record=record, sys=fake_sys, os=fake_os, Exit=Exit, handlers=handlers)
 
 
 def test_main_moves_stdout_applies_the_binding_and_serves(entry):
@@ -863,6 +890,23 @@ def test_main_moves_stdout_applies_the_binding_and_serves(entry):
     assert entry.os.environ == {"OTHER": "x"} and record["count"] == [55]
     assert record["serve"] == [("standin", "STDIN", ("replies", 11, "w", "utf-8"), {"node": 0})]
     assert record["exit"] == [0] and record["_exit"] == []
+    assert record["signals"] == [(signal.SIGTERM, worker.stop_once), (signal.SIGINT, worker.stop_once)]
+
+
+def test_a_worker_takes_the_sweeps_sigterm_as_its_ctrl_c_and_either_only_once(entry):
+    """SIGTERM and Ctrl-C raise KeyboardInterrupt, so every close runs; after one, both are ignored, lest a second
+    cut a close short. A Ctrl-C ignored from the start (a background job) stays ignored."""
+    with pytest.raises(entry.Exit):
+        worker.main()
+    entry.record["signals"].clear()
+    with pytest.raises(KeyboardInterrupt):
+        worker.stop_once(signal.SIGTERM, None)
+    assert entry.record["signals"] == [(signal.SIGINT, signal.SIG_IGN), (signal.SIGTERM, signal.SIG_IGN)]
+    entry.handlers[signal.SIGINT] = signal.SIG_IGN
+    entry.record["signals"].clear()
+    with pytest.raises(entry.Exit):
+        worker.main()
+    assert entry.record["signals"] == [(signal.SIGTERM, worker.stop_once)]
 
 
 def test_main_without_binding_and_with_wrong_arguments(entry, monkeypatch):
@@ -883,7 +927,7 @@ def test_main_without_binding_and_with_wrong_arguments(entry, monkeypatch):
 
 
 def test_main_ends_at_once_on_ctrl_c(entry, monkeypatch):
-    """Ctrl-C in the worker exits with 130 without cleanup."""
+    """Ctrl-C (or the sweep's SIGTERM) in the worker exits with 130, without the interpreter's own cleanup."""
 
     def interrupted(*a):
         raise KeyboardInterrupt

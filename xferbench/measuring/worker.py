@@ -24,6 +24,7 @@ applies before it imports the framework, so every buffer it allocates lands on t
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import platform
@@ -65,6 +66,9 @@ PROBE_TIMEOUT_S = 60.0  # an interpreter that has not said its version by then i
 STARTUP_TIMEOUT_S = 300.0  # a cold TensorFlow import on a slow disk takes a minute; a wedged driver forever
 STALL_TIMEOUT_S = 300.0  # the longest a worker may go without a message beyond one point's timing caps
 DEATH_WAIT_S = 30.0  # how long a dying worker may take to exit before it is reported as stuck
+# How long a worker told to stop mid-series may take to close what it holds before it is killed: a DataLoader
+# waits up to 5 s (MP_STATUS_CHECK_INTERVAL) for each of its processes to leave before it terminates it.
+STOP_WAIT_S = 15.0
 WAIT_SLICE_S = 0.2  # the longest a wait for a worker blocks at once: Windows delivers Ctrl-C between waits only
 
 
@@ -451,14 +455,26 @@ class WorkerRunner:
             logged = f"{self.backend.name} logged errors during this series: {said}"
             series.note = f"{series.note}; {logged}" if series.note else logged
 
+    def _interrupt(self) -> None:
+        """Tell a worker still measuring (an interrupted sweep) to stop as Ctrl-C stops it: SIGTERM, which the
+        worker takes for one (main), so it closes what it holds, a DataLoader's processes among them, and exits.
+        Windows has no signal one process can send another but TerminateProcess: there it is killed, and a
+        DataLoader's processes, which watch their parent, end once they see it gone."""
+        if sys.platform == "win32":
+            raise WorkerDied("interrupted")
+        self.process.send_signal(signal.SIGTERM)
+
     def _stop(self) -> None:
-        """End the process: ask an idle worker to quit; kill one still measuring (an interrupted sweep)."""
+        """End the process: ask an idle worker to quit; tell one still measuring (an interrupted sweep) to stop,
+        so nothing it started outlives it; kill either where it has not exited in time."""
         if self.process.poll() is None:
             try:
                 if self.busy:
-                    raise WorkerDied("interrupted")
-                self._send({"quit": True})
-                self.process.wait(timeout=10)
+                    self._interrupt()
+                    self.process.wait(timeout=STOP_WAIT_S)
+                else:
+                    self._send({"quit": True})
+                    self.process.wait(timeout=10)
             except (WorkerDied, subprocess.TimeoutExpired):
                 self._kill()
                 try:
@@ -557,18 +573,35 @@ def serve(framework: str, requests: IO[str], replies: IO[str], numa: dict[str, A
     return 0
 
 
+def stop_once(signum: int, frame: object) -> None:
+    """A worker's Ctrl-C, or the sweep's SIGTERM (WorkerRunner._interrupt): stop as Ctrl-C stops it, unwinding
+    through each close (a DataLoader's shuts its processes down), once: a second stop, as the sweep's SIGTERM
+    after a Ctrl-C that reached both, must not cut a close short."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(stop) is stop_once:
+            signal.signal(stop, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit("usage: python -m xferbench.measuring.worker FRAMEWORK (started by xferbench sweep)")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything else printed, by Python or by a C library, goes to the log instead
+    signal.signal(signal.SIGTERM, stop_once)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it started ignored (a background job)
+        signal.signal(signal.SIGINT, stop_once)
     binding = os.environ.pop(BIND_ENV, None)  # applied before the framework is imported, so before it allocates
     numa = apply_binding(binding) if binding else None
     contention.count_tree_of(os.getppid())  # the sweep and its other workers are this run, not competition
     try:
         sys.exit(serve(sys.argv[1], sys.stdin, replies, numa))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the main process reports it
-        os._exit(130)
+        pass
+    # Past the handler the stop's frames are gone: whatever they alone held (a DataLoader being set up when the
+    # stop came) is let go now, its processes shut down, rather than left behind by an exit that skips it.
+    gc.collect()
+    os._exit(130)
 
 
 if __name__ == "__main__":

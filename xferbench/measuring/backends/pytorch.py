@@ -29,6 +29,7 @@ compiled, holds a stream of its own while the copies and their events are queued
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from typing import Any
@@ -398,6 +399,15 @@ class CycledSampler:
         return cycled_indices(self.count)
 
 
+def pytorchs_own_stops(worker_id: int) -> None:
+    """A DataLoader process's SIGTERM and Ctrl-C as PyTorch expects them. Forked, it would keep the xferbench
+    worker's (worker.stop_once), which turns the SIGTERM PyTorch ends a stuck process with into a Ctrl-C that
+    process may then ignore; spawned, it has Python's own already."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if callable(signal.getsignal(signal.SIGINT)):  # one the worker set; not one ignored from the start
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def loader_settings(mode: str, params: dict[str, Any]) -> dict[str, Any]:
     """DataLoader's arguments for a loader mode: pin_memory from the mode, num_workers from
     --loader-workers where the mode has workers."""
@@ -431,8 +441,9 @@ class TorchLoader(PipelineTransfer, _TorchCopy):
         if params.get("overlap"):
             self.time_kernel()  # before the loader's workers start
         settings = loader_settings(key.mode, params)
+        own_stops = {"worker_init_fn": pytorchs_own_stops} if settings["num_workers"] else {}
         loader = torch.utils.data.DataLoader(ItemDataset(self.items), batch_size=spec.batch_size,
-                                             sampler=CycledSampler(len(self.items)), **settings)  # fmt: skip
+                                             sampler=CycledSampler(len(self.items)), **settings, **own_stops)  # fmt: skip
         self.batches = iter(loader)
         self.depth = settings["num_workers"] * BUFFER_BATCHES + 1  # the workers' batches in flight, and one pinned
         self.transfers = 0
