@@ -47,7 +47,8 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     assert steps["peers-build"] == f"skipped                                      no nvcc at {tmp_path / 'no-nvcc'} to build them with;" \
                                    " validate uses the peers on PATH, if any"  # fmt: skip
     assert not (tmp_path / "built").exists()
-    assert steps["validate"].startswith("failed") and "exit 1 " in steps["validate"]  # a memmove is no Gen5 link
+    validate_log = (out / "validate.log").read_text()
+    assert steps["validate"].startswith("failed") and "exit 1 " in steps["validate"], validate_log[-3000:]  # a memmove is no Gen5 link
     assert steps["gpu-tests"].startswith("timed out after 3 s (partial output kept)") and "exit 124" in steps["gpu-tests"]
     assert "KeyboardInterrupt" in (out / "gpu-tests.txt").read_text()  # stopped by INT: pytest wrote what it had
     assert steps["sweep-small"].startswith("ok") and steps["sweep"].startswith("skipped") and "NAME=ARGUMENTS" in steps["sweep"]
@@ -64,11 +65,15 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     verdict = (folder / "verdict.md").read_text()
     took = float(re.search(r"Run within --max-minutes 3 \(estimated [\d.]+ min, took ([\d.]+) min\)", verdict).group(1))
     assert took <= 3
-    # The plan the validation printed counts what it ran: every point, every peer command.
-    log = (out / "validate.log").read_text()
+    # The plan the validation printed counts what it ran: every point, every peer command. On a busy machine
+    # a sweep can outrun its share of the budget: it is then stopped, keeping what it measured, and the log says so.
+    log = validate_log
     for stem in ("default", "large", "link"):
-        points = int(re.search(rf"^  {stem}\.json: \d+ series x \d+ batches = (\d+) points", log, re.MULTILINE).group(1))
-        assert points == sum(len(s.points) for s in load(folder / f"{stem}.json").series if s.status != "skipped"), stem
+        planned = int(re.search(rf"^  {stem}\.json: \d+ series x \d+ batches = (\d+) points", log, re.MULTILINE).group(1))
+        path = folder / f"{stem}.json"
+        measured = sum(len(s.points) for s in load(path).series if s.status != "skipped") if path.exists() else 0
+        cut = re.search(rf"^warning: {stem}\.json was (stopped after \d+ s|not started)", log, re.MULTILINE)
+        assert measured == planned or (cut is not None and measured < planned), (stem, planned, measured, log[-3000:])
     runs = {name: int(n) for name, n in re.findall(r"^  (nvbandwidth|bandwidthTest): (\d+) runs", log, re.MULTILINE)}
     commands = (folder / "peers" / "commands.txt").read_text().splitlines()
     assert runs["nvbandwidth"] == sum("nvbandwidth -j" in c for c in commands)

@@ -64,6 +64,14 @@ def tables(series: list[Series], result: Result, width: int = 120) -> str:
     return text(like)
 
 
+def busy(series: list[Series], width: int = 120) -> str:
+    """The busy block a sweep prints under its tables: empty on a quiet machine, and on a busy one (a
+    laptop, a shared CI runner) the points the file itself marks busy, so the test holds on either."""
+    like = console(width)
+    display.print_busy(like, [s for s in series if s.points or s.status == "failed"])
+    return text(like)
+
+
 @pytest.fixture
 def env(monkeypatch):
     """What the machine says, fixed: the devices the plan's workers report, one check of each kind
@@ -167,6 +175,7 @@ def test_a_complete_run_says_what_it_runs_prints_every_point_and_table_and_where
         + said("[dim]left out: sim \\[absent] for sim[/]", "[dim]skipping sim/link/copy@cuda:0: no \\[GPU] here[/]", highlight=False)
         + "\n"
         + tables(kept.series[:3], kept)
+        + busy(kept.series)
         + said(f"saved {path} and {csv_path(path)}", highlight=False)
     )  # fmt: skip
     assert text(err) == said(CONFLICT, width=60, highlight=False) + plain(*point_lines(kept), width=60)
@@ -258,6 +267,7 @@ def test_a_stop_saves_with_ctrl_c_and_kills_ignored_prints_what_was_measured_and
         said("[dim]skipping sim/link/copy@cuda:0: no \\[GPU] here[/]", highlight=False)
         + "\n"
         + tables(kept.series, kept)
+        + busy(kept.series)
         + said("[yellow]note: sim/link/copy/d2h@sim: stopped after 2 of 3 batch sizes[/]", "[yellow]not started: sim/link/copy/bidir@sim[/]")
     )  # fmt: skip
     assert text(err) == said(CONFLICT, width=60, highlight=False) + plain(*point_lines(kept), width=60)
@@ -506,6 +516,7 @@ def test_a_run_on_gpus_names_them_says_their_numa_placement_and_reads_their_heal
         + said("[dim]left out: fake \\[absent] for cuda:0+cuda:1[/]", highlight=False)
         + "\n"
         + tables(kept.series, kept)
+        + busy(kept.series)
         + said(numa, highlight=False)
         + said(f"saved {path}", highlight=False)
     )  # fmt: skip
@@ -519,7 +530,8 @@ def test_a_binding_alone_is_not_repeated_under_the_tables(env, gpus, tmp_path) -
     running.run_sweep(plan, OutputFile(path), out, err, link_sampling=False)
     assert gpus["interval"] is None
     assert text(out).startswith(header(plan, path, "cuda:0 (Fake GPU)"))
-    assert text(out).endswith(tables(load(path).series, load(path)) + said(f"saved {path}", highlight=False))
+    kept = load(path)
+    assert text(out).endswith(tables(kept.series, kept) + busy(kept.series) + said(f"saved {path}", highlight=False))
     assert said("[dim]binding cuda:0 workers (bind=False)[/]", highlight=False) in text(err)
 
 
