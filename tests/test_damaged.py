@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -223,3 +224,53 @@ def damaged_points_of(path: Path) -> list[str]:
     from xferbench.core.results import damaged_points
 
     return damaged_points(load(path))
+
+
+def retyped(path: Path, series: int | None, field: str, value: object) -> Path:
+    """A real-shaped file with one series' field (every series' where `series` is None) set to a value of another JSON type."""
+    data = json.loads(path.read_text())
+    for number, found in enumerate(data["series"]):
+        if series is None or number == series:
+            found[field] = value
+    path.write_text(json.dumps(data))
+    return path
+
+
+def readers(tmp_path: Path, base: Path, path: Path) -> dict[str, Any]:
+    """compare --json (each way), report and plot on a file: what each said, through the command line."""
+    runner = CliRunner()
+    return {"compare": runner.invoke(app, ["compare", str(base), str(path), "--json"]),
+            "compare back": runner.invoke(app, ["compare", str(path), str(base), "--json"]),
+            "report": runner.invoke(app, ["report", str(path)]),
+            "plot": runner.invoke(app, ["plot", str(path), "-o", str(tmp_path / "p.png")])}  # fmt: skip
+
+
+@pytest.mark.parametrize(("field", "value", "what"), [
+    ("device", None, "null"), ("device", 3, "3"), ("device", ["cuda:0"], "a list"), ("mode", None, "null"), ("mode", 3, "3"),
+    ("mode", ["eager"], "a list"), ("device_name", 3, "3"), ("device_name", ["GPU"], "a list"), ("device_name", {}, "an object"),
+])  # fmt: skip
+def test_a_series_field_of_the_wrong_type_is_named_and_its_series_left_out_never_a_traceback(tmp_path, field, value, what) -> None:
+    base = sweep_file(tmp_path / "base.json", {}, seed=1)
+    path = retyped(sweep_file(tmp_path / "new.json", {}, seed=2), 1, field, value)
+    key = field != "device_name"  # a key field: the series cannot be named, so it is left out; a description is read as absent
+    named = (f"series 1 '{field}' is {what}, expected a string; the series is left out" if key
+             else f"tf/eager/copy@cpu '{field}' is {what}, expected a string, or null; read as absent")  # fmt: skip
+    said = readers(tmp_path, base, path)
+    for command, result in said.items():
+        assert result.exit_code in (0, 1), (command, result.output)
+        assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    data = json.loads(said["compare"].stdout)
+    assert named in data["damaged"]["new"] and json.loads(said["compare back"].stdout)["damaged"]["base"] == data["damaged"]["new"]
+    assert any(r["series"] == "tf/eager/copy@cpu" for r in data["rows"]) is not key  # left out of every verdict, or kept whole
+    assert f"- **damaged** {path}: 1 point(s) left out, their samples cannot be what a run wrote: {named}" in said["report"].stdout
+    assert f"{path}: left out 1 damaged point(s): {named}" in " ".join(said["plot"].stderr.split())
+
+
+@pytest.mark.parametrize(("value", "what"), [(None, "null"), (3, "3"), (["cuda:0"], "a list")])
+def test_a_file_whose_every_series_is_damaged_is_refused_in_one_line(tmp_path, value, what) -> None:
+    base = sweep_file(tmp_path / "base.json", {}, seed=1)
+    path = retyped(sweep_file(tmp_path / "a.json", {}, seed=2), None, "device", value)
+    for command, result in readers(tmp_path, base, path).items():
+        assert result.exit_code == 2, (command, result.output)
+        assert result.stderr == (f"error: {path}: series 0 'device' is {what}, expected a string; nothing in it can be used:"
+                                 " measure again\n"), command  # fmt: skip

@@ -79,17 +79,22 @@ def test_saved_after_every_point(tmp_path) -> None:
         ('[1, 2]', "not an xferbench result"),
         ('{"schema": "xferbench/2"}', "newer than this xferbench"),
         ('{"schema": "xferbench/2", "xferbench_version": "0.4.0"}', "written by xferbench 0.4.0 with schema xferbench/2"),
-        ('{"schema": "xferbench/1", "series": []}', "malformed"),
-        ('{"schema": "xferbench/1", "series": "x"}', "'series' is not a list"),
-        ('{"schema": "xferbench/1", "environment": null, "config": {}, "created": ""}', "'environment' is not an object"),
+        ('{"schema": "xferbench/1", "series": []}', "'environment' is missing, expected an object"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": "x"}',
+         "'series' is a string, expected a list"),
+        ('{"schema": "xferbench/1", "environment": null, "config": {}, "created": ""}', "'environment' is null, expected an object"),
         ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"points": "x"}]}',
-         "series 0: 'points' is not a list of objects"),
-        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"summary": null}]}',
-         "series 0: 'summary' is not an object"),
-        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "",'
-         ' "series": [{"points": [{"batch_size": "8", "bytes": 1}]}]}', "a point's 'batch_size' is not an integer"),
-        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "",'
-         ' "series": [{"points": [{"batch_size": 8, "bytes": 1, "times_s": [null]}]}]}', "'times_s' is not a list of numbers"),
+         "series 0 'framework' is missing, expected a string; nothing in it can be used"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"framework": "tf",'
+         ' "mode": "eager", "op": "copy", "device": "cpu", "shape": [3], "points": "x"}]}',
+         "series 0 'points' is a string, expected a list; nothing in it can be used"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"framework": "tf",'
+         ' "mode": "eager", "op": "copy", "device": "cpu", "shape": [3], "points": [{"batch_size": "8", "bytes": 1}]}]}',
+         "tf/eager/copy@cpu point 0 'batch_size' is a string, expected a whole number; nothing in it can be used"),
+        ('{"schema": "xferbench/1", "environment": {}, "config": {}, "created": "", "series": [{"framework": "tf",'
+         ' "mode": "eager", "op": "copy", "device": "cpu", "shape": [3], "points": [{"batch_size": 8, "bytes": 24,'
+         ' "times_s": [null]}]}]}', "every measured point is damaged \\(damaged in the file: 'times_s' is a list holding null,"
+         " expected a list of numbers\\)"),
     ],
 )
 def test_load_rejects_bad_files(tmp_path, content, message) -> None:

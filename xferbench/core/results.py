@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from xferbench.core.errors import XferbenchError
+from xferbench.core.schema import POINT, RUN, SERIES, Unfit, printable
 from xferbench.core.spec import BIDIR, H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
 from xferbench.core.stats import Overlap, Summary, overlap_stats, point_stats, summarize
 from xferbench.core.timing import Samples
@@ -189,25 +191,58 @@ class Result:
     schema: str = SCHEMA
     xferbench_version: str = ""
     check: dict[str, Any] | None = None  # xferbench check's verdicts per GPU (check.to_dict); None for a sweep
+    # Not in the file: what reading it left out (a series or point that does not fit the schema) and read as
+    # absent (an optional field that does not), each named, as damaged_points gives them to readers
+    left_out: list[str] = field(default_factory=list, compare=False, repr=False)
+    read_as_absent: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def measured_points(self) -> int:
         """The points measured so far: what a save holds and what a stopped run reports, counted one way."""
         return sum(p.status == "ok" for s in self.series for p in s.points)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        del data["left_out"], data["read_as_absent"]  # what a reader made of a file, not part of it
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        """Build from a loaded file, ignoring fields added by later minor versions of the schema."""
+        """Build from a loaded file, each field checked against the schema (xferbench.core.schema) and fields
+        added by later minor versions ignored. A series or point that does not fit is left out, an optional
+        field that does not fit is read as absent, each named in `left_out` and `read_as_absent`; a run-level
+        field that does not fit raises a one-line XferbenchError naming it."""
+        run_notes: list[Unfit] = []
+        try:
+            run = RUN.read(data, run_notes)
+        except Unfit as unfit:
+            raise XferbenchError(str(unfit)) from None
+        absent = [f"{note}{READ_AS_ABSENT}" for note in run_notes]
+        left_out: list[str] = []
         series = []
-        for s in data.get("series", []):
-            points = [_known(Point, p) for p in s.get("points", [])]
-            summary = _known(Summary, s.get("summary", {}))
-            series.append(_known(Series, {**s, "points": points, "summary": summary}))
-            if series[-1].ok_points():  # derived figures are recomputed from the points: a reader trusts no cached summary
-                series[-1].refresh_summary()
-        return _known(cls, {**data, "series": series})
+        for index, record in enumerate(run.get("series", [])):
+            notes: list[Unfit] = []
+            try:
+                found = SERIES.read(record, notes)
+            except Unfit as unfit:
+                left_out.append(f"series {index} {unfit}{LEFT_OUT}")
+                continue
+            summary = _known(Summary, found.get("summary", {}))
+            series.append(_known(Series, {**found, "points": [], "summary": summary}))
+            label = series[-1].label()
+            absent += [f"{label} {note}{READ_AS_ABSENT}" for note in notes]
+            for number, item in enumerate(found.get("points", [])):
+                point, unreadable, notes = _read_point(item)
+                if point is None:
+                    left_out.append(f"{label} point {number} {unreadable}{POINT_LEFT_OUT}")
+                    continue
+                series[-1].points.append(point)
+                absent += [f"{label} batch {point.batch_size} {note}{READ_AS_ABSENT}" for note in notes]
+            _mark_damaged(series[-1])
+            if series[-1].ok_points() or any(p.status == DAMAGED for p in series[-1].points):
+                series[-1].refresh_summary()  # derived figures are recomputed from the points: a reader trusts no cached summary
+        result = _known(cls, {**run, "series": series})
+        result.left_out, result.read_as_absent = left_out, absent
+        return result
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, allow_nan=False)
@@ -251,9 +286,52 @@ class Result:
         return pd.DataFrame(rows)
 
 
+@functools.cache
+def _field_names(cls: Any) -> frozenset[str]:
+    """The fields a file may set on a class (a Result's record of what reading left out is not one)."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.name not in ("left_out", "read_as_absent"))
+
+
 def _known(cls: Any, data: dict[str, Any]) -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _mark_damaged(series: Series) -> None:
+    """Mark each point whose samples cannot be what a run wrote DAMAGED, saying why, so that it is named and
+    left out of every figure and verdict (and of the summary, recomputed after)."""
+    item = math.prod(series.shape) if series.shape else None
+    ways = 2 if series.direction == BIDIR else 1
+    seen = [p.batch_size for p in series.points]
+    for point in series.points:
+        why = _damage(point, item, ways) if point.status == "ok" else None
+        if seen.count(point.batch_size) > 1:  # which of two is the run's? neither can be trusted
+            why = f"batch {point.batch_size} appears {seen.count(point.batch_size)} times in this series"
+        if why:
+            point.status, point.error = DAMAGED, f"damaged in the file: {why}"
+
+
+def _read_point(item: Any) -> tuple[Point | None, Unfit | None, list[Unfit]]:
+    """A point of a file, as the schema allows it: (point, None, fields read as absent); a point whose
+    samples or status do not fit comes back damaged (status DAMAGED, error saying why); one whose batch or
+    bytes cannot be read at all is (None, why, []): it cannot even be named by its batch."""
+    notes: list[Unfit] = []
+    try:
+        return _known(Point, POINT.read(item, notes)), None, notes
+    except Unfit as unfit:
+        first = unfit
+    kept = dict(item) if isinstance(item, dict) else {}
+    while True:  # what does fit stays, so the damaged point keeps its batch and whatever else it can
+        notes = []
+        try:
+            point = _known(Point, POINT.read(kept, notes))
+            break
+        except Unfit as unfit:
+            if unfit.field in ("", "batch_size", "bytes") or unfit.field not in kept:
+                return None, first, []
+            del kept[unfit.field]
+    point.status, point.error = DAMAGED, f"damaged in the file: {first}"
+    return point, None, notes
 
 
 FileIdentity = tuple[int, int, int, int]
@@ -552,15 +630,22 @@ def _megabytes(size: int) -> str:
 
 
 def load(path: str | os.PathLike[str]) -> Result:
-    """Read a result file; a one-line XferbenchError says what is wrong with a bad one. Its size is
-    checked before it is parsed (parsed JSON takes many times the file's size in memory)."""
-    path = Path(path)
+    """Read a result file; a one-line XferbenchError says what is wrong with a bad one, its control
+    characters escaped (a file's name, or a field of it, may hold any). Its size is checked before it is
+    parsed (parsed JSON takes many times the file's size in memory), and every field against the schema."""
+    try:
+        return _load(Path(path))
+    except XferbenchError as error:
+        raise XferbenchError(printable(str(error))) from None
+
+
+def _load(path: Path) -> Result:
     try:
         limit = max_file_bytes()
         if path.stat().st_size > limit:
             raise XferbenchError(f"{path}: {_megabytes(path.stat().st_size)} MB, larger than the {_megabytes(limit)} MB a result"
                                  f" file is read up to; if it really is one, set {MAX_FILE_MB_ENV} higher")  # fmt: skip
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_bytes().decode("utf-8-sig"))  # a sweep writes UTF-8; an editor may add a BOM
     except RecursionError:  # nested thousands deep: no sweep writes that
         raise XferbenchError(f"{path}: not an xferbench result file (JSON nested too deeply)") from None
     except FileNotFoundError:
@@ -571,11 +656,13 @@ def load(path: str | os.PathLike[str]) -> Result:
         raise XferbenchError(f"{path}: cannot read: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
         raise XferbenchError(f"{path}: not an xferbench result file (not JSON: {error.msg} at line {error.lineno})") from None
+    except ValueError as error:  # a number of thousands of digits, which Python refuses to convert
+        raise XferbenchError(f"{path}: not an xferbench result file (not JSON as a sweep writes it: {error})") from None
     schema = data.get("schema") if isinstance(data, dict) else None
-    name, _, version = str(schema).partition("/")
-    if name != SCHEMA_NAME or not version.isdigit():
+    name, _, version = schema.partition("/") if isinstance(schema, str) else ("", "", "")
+    if name != SCHEMA_NAME or not (version.isascii() and version.isdigit()):
         raise XferbenchError(f"{path}: not an xferbench result file (no 'schema': '{SCHEMA}' field)")
-    if int(version) > SCHEMA_VERSION:
+    if int(version[:9]) > SCHEMA_VERSION or len(version) > 9:
         from xferbench import __version__
 
         writer = data.get("xferbench_version")
@@ -584,32 +671,30 @@ def load(path: str | os.PathLike[str]) -> Result:
             f"{path}: written{by} with schema {schema}, newer than this xferbench ({__version__}) reads ({SCHEMA});"
             " update xferbench to read it (in a checkout: git pull, then pip install -e .)"
         )
-    problem = _malformed(data)
-    if problem:
-        raise XferbenchError(f"{path}: malformed xferbench result: {problem}")
     try:
         result = Result.from_dict(data)
-    except (TypeError, ValueError, AttributeError) as error:
-        raise XferbenchError(f"{path}: malformed xferbench result: {error}") from None
-    measured = [p for s in result.series for p in s.points if p.status == "ok"]
-    for series in result.series:  # a damaged point is left out of every figure and verdict, and named
-        item = math.prod(series.shape) if series.shape else None
-        ways = 2 if series.direction == BIDIR else 1
-        seen = [p.batch_size for p in series.points]
-        for point in series.points:
-            why = _damage(point, item, ways) if point.status == "ok" else None
-            if seen.count(point.batch_size) > 1:  # which of two is the run's? neither can be trusted
-                why = f"batch {point.batch_size} appears {seen.count(point.batch_size)} times in this series"
-            if why:
-                point.status, point.error = DAMAGED, f"damaged in the file: {why}"
-        if any(p.status == DAMAGED for p in series.points):
-            series.refresh_summary()
-    if measured and all(p.status == DAMAGED for p in measured):
-        raise XferbenchError(f"{path}: every measured point is damaged ({measured[0].error}); nothing in it can be"
-                             " used: measure again")  # fmt: skip
+    except XferbenchError as error:
+        raise XferbenchError(f"{path}: {error}") from None
+    _refuse_unusable(path, result)
     return result
 
 
+def _refuse_unusable(path: Path, result: Result) -> None:
+    """A file whose every measured point is damaged, or whose every series was left out, gives nothing a
+    reader may use: refused in one line naming the first damage, never turned into a verdict."""
+    if any(p.status == "ok" for s in result.series for p in s.points):
+        return
+    damaged = [p for s in result.series for p in s.points if p.status == DAMAGED]
+    if damaged:
+        raise XferbenchError(f"{path}: every measured point is damaged ({damaged[0].error}); nothing in it can be used:"
+                             " measure again")  # fmt: skip
+    if result.left_out:
+        first = result.left_out[0].removesuffix(LEFT_OUT).removesuffix(POINT_LEFT_OUT)
+        raise XferbenchError(f"{path}: {first}; nothing in it can be used: measure again")
+
+
+LEFT_OUT, POINT_LEFT_OUT = "; the series is left out", "; the point is left out"  # a series or point the schema could not read
+READ_AS_ABSENT = "; read as absent"  # how an optional field the schema could not read is named
 DAMAGED = "damaged"  # a point's status set when a file is read: its samples cannot be what a run wrote
 
 
@@ -624,7 +709,7 @@ def _damage(point: Point, item_bytes: int | None = None, ways: int = 1) -> str |
         return f"{point.bytes:,} bytes, not {each}batch {point.batch_size} × {item_bytes:,} bytes per item"
     for name in ("times_s", "device_times_s"):
         values = getattr(point, name)
-        if any(not math.isfinite(v) or v <= 0 for v in values):
+        if values and (not all(map(math.isfinite, values)) or min(values) <= 0):
             return f"a time in '{name}' is not a positive number"
     if point.compute is not None:
         record = point.compute
@@ -650,48 +735,12 @@ def _damage(point: Point, item_bytes: int | None = None, ways: int = 1) -> str |
 
 
 def damaged_points(result: Result) -> list[str]:
-    """Each damaged point of a loaded file as "series batch N (why)": what readers name and leave out."""
-    return [f"{s.label()} batch {p.batch_size} ({p.error.removeprefix('damaged in the file: ') if p.error else 'damaged'})"
-            for s in result.series for p in s.points if p.status == DAMAGED]  # fmt: skip
-
-
-# A point's figures that are one number each (or absent): a string or a list there would end a reader in a traceback.
-POINT_NUMBERS = tuple(f.name for f in dataclasses.fields(Point) if f.type in ("int", "float | None", "int | None")
-                      and f.name not in ("batch_size", "bytes"))  # fmt: skip
-
-
-def _malformed(data: dict[str, Any]) -> str | None:
-    """The first part of a tagged file whose type is wrong, so a hand-edited or torn file gets one
-    line, not a traceback from deep inside plot or report."""
-    for name in ("environment", "config"):
-        if not isinstance(data.get(name, {}), dict):
-            return f"'{name}' is not an object"
-    if not isinstance(data.get("series", []), list):
-        return "'series' is not a list"
-    for i, series in enumerate(data.get("series", [])):
-        if not isinstance(series, dict):
-            return f"series {i} is not an object"
-        if not isinstance(series.get("points", []), list) or not all(isinstance(p, dict) for p in series.get("points", [])):
-            return f"series {i}: 'points' is not a list of objects"
-        for name in ("summary", "params", "link", "numa"):
-            if not isinstance(series.get(name, {}), dict):
-                return f"series {i}: '{name}' is not an object"
-        shape = series.get("shape", [])
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            return f"series {i}: 'shape' is not a list of whole numbers"
-        for point in series.get("points", []):
-            for name in ("batch_size", "bytes"):
-                if not isinstance(point.get(name), int) or isinstance(point.get(name), bool):
-                    return f"series {i}: a point's '{name}' is not an integer"
-            for name in POINT_NUMBERS:
-                value = point.get(name)
-                if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-                    return f"series {i}: a point's '{name}' is not a number"
-            for name in ("times_s", "device_times_s"):
-                values = point.get(name, [])
-                if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
-                    return f"series {i}: a point's '{name}' is not a list of numbers"
-    return None
+    """What a loaded file held that readers cannot use, each named: every damaged point as "series batch N
+    (why)", then each series or point left out as the schema could not read it, then each field read as
+    absent. Readers name these and leave them out of every figure and verdict."""
+    points = [f"{s.label()} batch {p.batch_size} ({p.error.removeprefix('damaged in the file: ') if p.error else 'damaged'})"
+              for s in result.series for p in s.points if p.status == DAMAGED]  # fmt: skip
+    return points + result.left_out + result.read_as_absent
 
 
 @dataclass(frozen=True)
