@@ -23,6 +23,7 @@ from nodes import node, write
 from xferbench import __version__
 from xferbench.core import results
 from xferbench.core.errors import XferbenchError
+from xferbench.core.schema import printable
 from xferbench.core.results import (
     DAMAGED,
     DEFAULT_FOLDER,
@@ -1154,3 +1155,69 @@ def test_select_says_why_nothing_is_left_to_show(tmp_path: Path) -> None:
         with pytest.raises(XferbenchError) as error:
             select(paths, selection)
         assert str(error.value) == message
+
+
+LINK_RUN = Path(__file__).resolve().parent.parent / "results" / "nvidia-h200" / "2026-11-26" / "run-3" / "validation" / "link.json"
+
+
+def _cut_link(data: dict[str, Any]) -> None:
+    del data["series"][0]["link"]["width"]
+
+
+def _one_sided_load(data: dict[str, Any]) -> None:
+    data["series"][0]["link"]["summary"]["gen_under_load"] = [5]
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (_cut_link, "cuda/raw_pinned/copy/streamed@cuda:0 'link' holds sample lists of different lengths (t_s 38, gen 38, width absent,"
+                " rx_kbps 38, tx_kbps 38); read as absent"),
+    (_one_sided_load, "cuda/raw_pinned/copy/streamed@cuda:0 'link.summary.gen_under_load' is a list, expected a list of two whole"
+                      " numbers, lowest then highest, or null; read as absent"),
+])  # fmt: skip
+def test_a_link_record_a_reader_would_have_ended_in_a_traceback_on_is_named_and_the_rest_read(tmp_path: Path, change: Any,
+                                                                                               named: str) -> None:  # fmt: skip
+    """A link record whose samples lost one list (report indexed one list by another), a load range of one
+    value (compare read its second): read as absent and named, and report and compare read the rest."""
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    data = json.loads(LINK_RUN.read_text())
+    change(data)
+    path = tmp_path / "link.json"
+    path.write_text(json.dumps(data))
+    assert named in damaged_points(load(path))
+    for args in (["report", str(path)], ["compare", str(LINK_RUN), str(path), "--json"]):
+        said = CliRunner().invoke(app, args)
+        assert said.exception is None or isinstance(said.exception, SystemExit), (args, repr(said.exception))
+        assert said.exit_code in (0, 1), said.output
+
+
+@pytest.mark.parametrize(("name", "content", "problem"), [
+    ("digits.json", b'{"schema": "xferbench/1", "n": 1' + b"0" * 5000 + b"}", "not an xferbench result file (not JSON as a sweep writes it: "),
+    ("digit.json", '{"schema": "xferbench/\u00b2"}'.encode(), "not an xferbench result file (no 'schema': 'xferbench/1' field)"),
+    ("a\x1b[31mred\n.json", b"{", "not an xferbench result file (not JSON: Expecting property name enclosed in double quotes at line 1)"),
+])  # fmt: skip
+def test_a_file_python_cannot_read_as_numbers_or_a_name_holding_control_characters_is_one_printable_line(
+        tmp_path: Path, name: str, content: bytes, problem: str) -> None:  # fmt: skip
+    path = tmp_path / name
+    path.write_bytes(content)
+    message = refusal(path)
+    assert message.isprintable() and message.startswith(f"{printable(str(path))}: {problem}"), message
+
+
+def test_a_lone_point_of_negative_bytes_is_judged_before_its_summary_is_recomputed(tmp_path: Path) -> None:
+    """Its MB/s is negative, and a summary of it alone has no saturation batch: the point is damaged first, and
+    the file, with nothing else measured, refused in one line."""
+    data = json.loads(LINK_RUN.read_text())
+    data["series"][0]["points"][0]["bytes"] = -1
+    path = tmp_path / "link.json"
+    path.write_text(json.dumps(data))
+    assert refusal(path) == (f"{path}: every measured point is damaged (damaged in the file: batch 256 of -1 bytes); nothing in it"
+                             " can be used: measure again")  # fmt: skip
+
+
+def test_a_file_an_editor_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + result_of(curve({1: 100.0})).to_json().encode())
+    assert load(path).series[0].points[0].status == "ok"
