@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import fake_cupy
-from conftest import FAST
+from conftest import FAST, unwrapped
 from xferbench.measuring.backends.cuda import CudaBackend
 from xferbench.measuring.backends.cupy import CupyBackend
 from xferbench.measuring.backends.jax import JaxBackend
@@ -79,7 +79,7 @@ def test_a_sweep_of_every_direction_shows_each_and_compare_matches_by_direction(
                      "--min-time", "0.01", "--warmup-time", "0")
     assert result.exit_code == 0, result.output
     assert "sim/link/copy/bidir@sim" in result.output and "h2d MB/s" in result.output and "d2h MB/s" in result.output
-    assert "MB/s is both directions together" in result.output
+    assert unwrapped("MB/s is both directions together") in unwrapped(result.output)  # a busy machine's note can fold it
     saved = load(out)
     assert [s.direction for s in saved.series] == [H2D, D2H, BIDIR]
     frame = saved.to_frame()
