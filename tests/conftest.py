@@ -159,3 +159,35 @@ def _children_run_the_code_as_it_is_under_mutmuts_first_pass(monkeypatch) -> Non
     mutmut configuration, and fail. Later passes leave the variable alone: each child runs the planted bug."""
     if os.environ.get("MUTANT_UNDER_TEST") == "stats":
         monkeypatch.delenv("MUTANT_UNDER_TEST")
+
+
+# --simulate-busy: every reading of the machine in the test processes says it was busy, so a test that
+# expects a quiet machine's output fails at once rather than on the afternoon the machine is loaded
+# (scripts/busy_tests.sh gives real load, which also reaches the workers and tools tests start).
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--simulate-busy", action="store_true",
+                     help="every contention reading in the test processes says the machine was busy")  # fmt: skip
+
+
+REAL_USAGE: list[Callable[..., Any]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--simulate-busy"):
+        from xferbench.measuring import contention
+
+        def busy(before: Any, after: Any) -> Any:
+            cpus = (after.cpus if after is not None else None) or 2
+            return contention.Usage(float(cpus), 0.9, cpus)  # others hold every CPU this process may use
+
+        REAL_USAGE.append(contention.usage)
+        contention.usage = busy
+
+
+@pytest.fixture(autouse=True)
+def _contention_tests_read_the_real_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under --simulate-busy the tests of the readings themselves keep the real ones."""
+    if request.config.getoption("--simulate-busy") and request.path.name.startswith("test_contention"):
+        from xferbench.measuring import contention
+
+        monkeypatch.setattr(contention, "usage", REAL_USAGE[0])

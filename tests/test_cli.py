@@ -433,7 +433,9 @@ def test_a_torn_message_from_a_worker_fails_its_series_not_the_sweep(tmp_path) -
 
 @pytest.mark.slow
 def test_a_hung_worker_is_killed_and_costs_only_its_series(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("xferbench.measuring.worker.STALL_TIMEOUT_S", 0.5)
+    # Short enough that the hung worker is caught in seconds, long enough that a healthy worker on a busy
+    # machine (one CPU shared five ways) still sends each message within it.
+    monkeypatch.setattr("xferbench.measuring.worker.STALL_TIMEOUT_S", 5.0)
     marker = tmp_path / "hung-once"  # the first worker hangs in its series; the next one measures
     python = _fake_python(tmp_path, f"""import json, os, runpy, sys, time
 if not os.path.exists({str(marker)!r}):
