@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
@@ -167,7 +166,8 @@ def test_a_number_above_the_device_list_is_not_the_host(tmp_path, above: str) ->
     assert read_nvbandwidth([write(tmp_path, text)]).environment["host"] is None
     listed = out.nvbandwidth(out.passed(H2D_CE, "55.38"), host=above)
     assert read_nvbandwidth([write(tmp_path, listed, "j.json")]).environment["host"] is None
-    assert read_nvbandwidth([write(tmp_path, out.nvbandwidth_text(out.passed(H2D_CE, "55.38"), host="gpu-07"), "n.txt")]).environment["host"] == "gpu-07"
+    named = out.nvbandwidth_text(out.passed(H2D_CE, "55.38"), host="gpu-07")
+    assert read_nvbandwidth([write(tmp_path, named, "n.txt")]).environment["host"] == "gpu-07"
 
 
 # Wrong types, odd digits -------------------------------------------------------------------------------

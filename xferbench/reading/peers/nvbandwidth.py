@@ -13,9 +13,9 @@ from typing import Any
 
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, STREAMED
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, first_with, Peer, as_int, command_words, figure, host_name, json_object,
-                                            json_values, one_line, option, peer_environment, peer_facts, peer_result, plain, read_text,
-                                            refusal, split_lines)  # fmt: skip
+from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, as_int, command_words, figure, first_with, host_name,
+                                            json_object, json_values, one_line, option, peer_environment, peer_facts, peer_result,
+                                            plain, read_text, refusal, split_lines)  # fmt: skip
 
 NVB_COPIES, NVB_SAMPLES = 16, 3  # nvbandwidth's defaults: --loopCount copies per sample, -i samples
 MAX_BUFFER_MIB = 2**20  # --buffer-size: 1 TiB, more than any GPU holds
