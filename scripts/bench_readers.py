@@ -52,7 +52,8 @@ def _blank_lines(n: int) -> str:
 
 
 def _words(n: int) -> str:
-    return "$ x/bandwidthTest -a" * (n // 20) + " x\n" + out.bandwidthtest(out.csv_line("H2D-Pinned", 25.9, 32_000_000))
+    """A line whose every word could start the command that ran bandwidthTest, and whose end is not an option."""
+    return "$ bandwidthTest" + " -a/bandwidthTest" * (n // 17) + " x\n" + out.bandwidthtest(out.csv_line("H2D-Pinned", 25.9, 32_000_000))
 
 
 def _coloured(n: int) -> str:
@@ -66,7 +67,7 @@ CASES: list[tuple[str, Callable[[int], str], str]] = [
     ("nvbandwidth text after noise", _nvb_text, "nvbandwidth"),
     ("bandwidthTest shmoo CSV", _shmoo, "bandwidthTest"),
     ("blank lines, then text", _blank_lines, "nvbandwidth"),
-    ("a line of many 'bandwidthTest -a'", _words, "bandwidthTest"),
+    ("a line of many '-a/bandwidthTest'", _words, "bandwidthTest"),
     ("coloured lines", _coloured, "nvbandwidth"),
 ]
 

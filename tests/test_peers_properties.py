@@ -439,3 +439,18 @@ def test_byte_order_marks_and_latin_1_read_as_the_same_output() -> None:
     for data in (codecs.BOM_UTF16_LE + text.encode("utf-16-le"), codecs.BOM_UTF16_BE + text.encode("utf-16-be"),
                  codecs.BOM_UTF8 + text.encode(), text.replace("node07", "n\xf6de07").encode("latin-1")):  # fmt: skip
         assert read(read_nvbandwidth, data).series == plain.series
+
+
+COMMAND = re.compile(r"(?:^|[\s/$#>])(bandwidthTest(?:\s+-\S+)+)\s*$")  # what the command is, said as a pattern (slow on long lines)
+
+
+@given(st.lists(st.sampled_from(["bandwidthTest", "./bandwidthTest", "x/bandwidthTest", "-a/bandwidthTest", "$", "#>bandwidthTest",
+                                 "--csv", "-device=1", "-", "x", "bandwidthTestx", "a-bandwidthTest"]), max_size=8),
+       st.sampled_from([" ", "  ", "\t"]), st.sampled_from(["", " ", "\t"]))  # fmt: skip
+def test_the_command_in_a_pasted_line_is_found_word_by_word_as_its_pattern_says(words: list[str], gap: str, end: str) -> None:
+    """The shell line that ran bandwidthTest, read in one pass over its words, is what the pattern finds."""
+    from xferbench.reading.peers.bandwidthtest import _bandwidthtest_command
+
+    line = gap.join(words) + end
+    found = COMMAND.search(line)
+    assert _bandwidthtest_command(line) == (found.group(1) if found else None)

@@ -48,7 +48,7 @@ def _bandwidthtest_command(line: str) -> str | None:
     only. Read word by word, so a line of many such words takes one pass."""
     words = list(re.finditer(r"\S+", line))
     options = len(words)  # the first of the options that run to the line's end
-    while options > 0 and words[options - 1].group().startswith("-"):
+    while options > 0 and words[options - 1].group().startswith("-") and len(words[options - 1].group()) > 1:
         options -= 1
     for at in range(max(options - 1, 0), len(words) - 1):
         word = words[at].group()
