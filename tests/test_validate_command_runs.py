@@ -883,6 +883,22 @@ def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> N
     assert "| nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (node07) **FAILED** |" in report  # no point, still listed
 
 
+def test_a_sweep_stopped_before_its_first_point_costs_only_its_figure(machine, tmp_path) -> None:
+    """On a busy machine the link run can be stopped for the budget before it measured a point: its file holds
+    the series and no point. The run still draws the others, writes its report and verdict, and says so."""
+    stopped = json.loads(sweep_text("link", "cuda:0"))
+    stopped["status"] = "interrupted"
+    for series in stopped["series"]:
+        series["points"] = []
+    machine.sweeps.writes = {"link": json.dumps(stopped)}
+    folder = tmp_path / "validation"
+    run = validate_command.Validation(folder, quick=True)
+    checks, verdict = validate_command.run(run, lambda line: None)
+    assert [path.name for path, _ in machine.plots.saved] == ["default.png", "large.png"]
+    assert (folder / "report.md").exists() and verdict.exists()
+    assert "link.json holds no measured point: no figure was drawn for it" in verdict.read_text()
+
+
 def test_a_run_whose_sweeps_wrote_nothing_still_writes_its_verdict(machine, tmp_path) -> None:
     """No file, no peer: no plot and no report, the machine's facts unknown, and the verdict says what was not written."""
     machine.sweeps.codes = {"default": 1, "large": 1, "link": 1}
