@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result as Run
 
 from xferbench.cli import app
-from xferbench.core.errors import XferbenchError
+from xferbench.core.errors import XferbenchError, printable
 from xferbench.core.results import DAMAGED, Result, damaged_points, load
-from xferbench.core.schema import POINT, RUN, SERIES, Unfit, printable
+from xferbench.core.schema import POINT, RUN, SERIES, Unfit
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 BASES = {  # small committed files of each kind: a CPU sweep, a CUDA run with its link and NUMA records, a peer's figures

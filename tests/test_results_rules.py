@@ -22,8 +22,7 @@ import pytest
 from nodes import node, write
 from xferbench import __version__
 from xferbench.core import results
-from xferbench.core.errors import XferbenchError
-from xferbench.core.schema import printable
+from xferbench.core.errors import XferbenchError, printable
 from xferbench.core.results import (
     DAMAGED,
     DEFAULT_FOLDER,

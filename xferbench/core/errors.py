@@ -1,6 +1,15 @@
 """Errors the user can act on. The CLI prints them as one line, never a traceback."""
 
 
+def printable(text: str) -> str:
+    """`text` on one line, its control characters (and anything else a terminal would not show as
+    itself) written as escapes such as \\x1b: a file's name or field, or a pasted output, may hold any of
+    them, and none may drive the terminal an error is printed to."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii") for c in text)
+
+
 class XferbenchError(Exception):
     """Bad input or an unusable environment: the message says what to do."""
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from xferbench.core.errors import XferbenchError
-from xferbench.core.schema import POINT, RUN, SERIES, Unfit, printable
+from xferbench.core.errors import XferbenchError, printable
+from xferbench.core.schema import POINT, RUN, SERIES, Unfit
 from xferbench.core.spec import BIDIR, H2D, HOST_ENV, PER_CALL, SeriesKey, Spec, usual_source
 from xferbench.core.stats import Overlap, Summary, overlap_stats, point_stats, summarize
 from xferbench.core.timing import Samples

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from xferbench.core.errors import printable
 from xferbench.core.spec import DIRECTIONS, TIMING_METHODS
 
 BIGGEST = 2**64  # no whole number a run writes is this large (a 64-bit counter stays below it)
@@ -36,14 +37,6 @@ class Unfit(Exception):
         """The same misfit named from the record that holds it: 'nvml.gpus[0].uuid'."""
         joined = name + (self.where if self.where.startswith("[") else f".{self.where}") if self.where else name
         return Unfit(joined, self.problem)
-
-
-def printable(text: str) -> str:
-    """`text` on one line, its control characters (and anything else a terminal would not show as
-    itself) written as escapes: a file's name or field may hold any of them."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii") for c in text)
 
 
 def describe(value: Any) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from xferbench.core.environment import pci_key
-from xferbench.core.errors import XferbenchError
+from xferbench.core.errors import XferbenchError, printable
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import H2D
 
@@ -77,10 +77,7 @@ def one_line(text: Any, limit: int | None = None, last: bool = False) -> str:
     flat = " ".join(str(text).split())
     if limit is not None and len(flat) > limit:
         flat = flat[-limit:] if last else flat[:limit]
-    if flat.isprintable():
-        return flat
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000
-                   else f"\\U{ord(c):08x}" for c in flat)  # fmt: skip
+    return printable(flat)
 
 
 def refusal(message: str) -> XferbenchError:
