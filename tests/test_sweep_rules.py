@@ -989,3 +989,22 @@ def test_a_worker_stopped_by_the_sweep_records_no_death() -> None:
                    worker, line, stopping)  # fmt: skip
     assert series.status == "ok" and len(series.points) == 1 and line.barrier.broken
     assert worker.calls[0][2] == {} and worker.calls[0][5] is line
+
+
+def test_a_ctrl_c_while_the_plan_closes_still_closes_every_runner_then_goes_on() -> None:
+    """A second Ctrl-C landing while one worker is stopped must not leave the next framework's worker behind."""
+    closed: list[str] = []
+
+    class Closing:
+        def __init__(self, name: str, pressed: bool = False) -> None:
+            self.name, self.pressed = name, pressed
+
+        def close(self) -> None:
+            closed.append(self.name)
+            if self.pressed:
+                raise KeyboardInterrupt
+
+    plan = Plan(SweepConfig(frameworks=("torch", "tf")), "cpu", [], {"torch": Closing("torch", pressed=True), "tf": Closing("tf")})  # type: ignore[dict-item]
+    with pytest.raises(KeyboardInterrupt):
+        plan.close()
+    assert closed == ["torch", "tf"]

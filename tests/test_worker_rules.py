@@ -738,6 +738,28 @@ def test_stop_asks_an_idle_worker_to_quit_and_a_busy_one_to_stop(spawn, monkeypa
     assert windows.process.signals == [] and windows.process.kills == 1 and windows.killed and windows.process.waits == [30.0]
 
 
+class Pressed(Process):
+    """A worker stand-in whose first wait is cut short by Ctrl-C, as a second press lands while it is stopped."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self.waits:
+            self.waits.append(timeout)
+            raise KeyboardInterrupt
+        return super().wait(timeout)
+
+
+def test_a_ctrl_c_while_a_worker_is_stopped_kills_it_and_waits_for_it_before_it_goes_on(spawn):
+    """A second Ctrl-C during the stop must not leave the worker running past the sweep: it is killed and
+    waited for, its pipe and log closed, and only then does the Ctrl-C go on."""
+    for busy in (False, True):
+        made = runner(spawn, Pressed([]))
+        made.busy = busy
+        with pytest.raises(KeyboardInterrupt):
+            made._stop()
+        assert made.process.kills == 1 and made.process.waits[1:] == [30.0] and not made.process.alive
+        assert made.process.stdin.was_closed and made.log.closed
+
+
 def test_close_stops_the_worker_and_removes_the_folder(spawn):
     """close ends the worker and removes its folder; without a process only the folder goes."""
     made = runner(spawn, Process([]))

@@ -85,9 +85,16 @@ class Plan:
     devices: list[str] = field(default_factory=list)  # every device --device resolved to
 
     def close(self) -> None:
-        """Stop the worker processes."""
+        """Stop the worker processes, every one of them even when a Ctrl-C lands while one is stopped (it
+        is raised once all are), so that no worker outlives the sweep."""
+        pressed: KeyboardInterrupt | None = None
         for runner in self.runners.values():
-            runner.close()
+            try:
+                runner.close()
+            except KeyboardInterrupt as stop:
+                pressed = stop
+        if pressed is not None:
+            raise pressed
 
     def environments(self) -> dict[str, dict[str, Any]]:
         """Each framework's version and devices, as its own process sees them."""

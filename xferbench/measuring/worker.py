@@ -466,7 +466,9 @@ class WorkerRunner:
 
     def _stop(self) -> None:
         """End the process: ask an idle worker to quit; tell one still measuring (an interrupted sweep) to stop,
-        so nothing it started outlives it; kill either where it has not exited in time."""
+        so nothing it started outlives it; kill either where it has not exited in time. A Ctrl-C while it
+        is waited for (a second press) kills it at once and still waits for it, then goes on as Ctrl-C."""
+        pressed: KeyboardInterrupt | None = None
         if self.process.poll() is None:
             try:
                 if self.busy:
@@ -475,7 +477,8 @@ class WorkerRunner:
                 else:
                     self._send({"quit": True})
                     self.process.wait(timeout=10)
-            except (WorkerDied, subprocess.TimeoutExpired):
+            except (WorkerDied, subprocess.TimeoutExpired, KeyboardInterrupt) as stop:
+                pressed = stop if isinstance(stop, KeyboardInterrupt) else None
                 self._kill()
                 try:
                     self.process.wait(timeout=DEATH_WAIT_S)
@@ -487,6 +490,8 @@ class WorkerRunner:
             except OSError:  # flushing to a killed worker's pipe: a broken pipe, and nothing left to tell it
                 pass
         self.log.close()
+        if pressed is not None:
+            raise pressed
 
     def close(self) -> None:
         if hasattr(self, "process"):
