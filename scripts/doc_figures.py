@@ -213,7 +213,16 @@ def grab(text: str, pattern: str, group: int = 1) -> str:
     return found.group(group)
 
 
-HELPERS: dict[str, Any] = {"n": n, "x": x, "pct": pct, "gb": gb, "span": span, "either": either, "grab": grab, "median": median, "at": at,
+def grab_all(text: str, pattern: str, group: int = 1) -> list[str]:
+    """Every match of a regular expression in a text file's contents (a column of a printed table)."""
+    found = [match.group(group) for match in re.finditer(pattern, text, re.MULTILINE)]
+    if not found:
+        raise FigureError(f"no match for {pattern!r}")
+    return found
+
+
+HELPERS: dict[str, Any] = {"n": n, "x": x, "pct": pct, "gb": gb, "span": span, "either": either, "grab": grab, "grab_all": grab_all,
+                           "median": median, "at": at,
                            "nvml_excess": nvml_excess, "at_max_link": at_max_link, "printed": printed, "MiB": 2**20, "GiB": 2**30,
                            "min": min, "max": max, "abs": abs, "round": round, "len": len, "sorted": sorted,
                            "all": all, "any": any, "sum": sum, "set": set, "enumerate": enumerate, "zip": zip, "str": str,
