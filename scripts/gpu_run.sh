@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# One command on a GPU machine that leaves the evidence: builds nvbandwidth and bandwidthTest from the
-# peers' kit, runs `xferbench validate` with them inside a time budget, runs the GPU tests, saves
-# nvidia-smi's view, and packs everything into at most 8 files under $OUT.
+# One command on a GPU machine that leaves the evidence: builds nvbandwidth and bandwidthTest (with the
+# peers' kit's build.sh where one is given, else with scripts/build_peers.sh), runs `xferbench validate`
+# with them inside a time budget, runs the GPU tests, saves nvidia-smi's view, and packs everything into
+# at most 8 files under $OUT.
 #
 #   OUT=/some/folder bash scripts/gpu_run.sh          # from anywhere; the peers' kit in .peers
 #
 # The peers' kit is a folder whose build.sh builds nvbandwidth and bandwidthTest offline into
 # $PEERS_BUILD_ROOT/nvbandwidth/nvbandwidth and $PEERS_BUILD_ROOT/bandwidthTest/bandwidthTest; keep it
-# out of git (echo /.peers/ >> .git/info/exclude). Without one, validate uses the peers on PATH.
+# out of git (echo /.peers/ >> .git/info/exclude). Without one, scripts/build_peers.sh builds them (from
+# PEERS_SRC, else fetched with git); where no build gives them, validate uses the peers on PATH.
 #
 # It uses the machine's own python3 as it is (numpy, pandas, matplotlib, typer, rich, pytest,
 # nvidia-ml-py, and whichever of PyTorch, CuPy and JAX are there): nothing is installed. Each step is
@@ -15,7 +17,9 @@
 # fails or runs out of time leaves its partial output and its exit code in the pack (gpu-run.txt).
 #
 # Settings (environment, all optional):
-#   PEERS_KIT          the peers' kit (default .peers); none: the peers on PATH, if any
+#   PEERS_KIT          the peers' kit (default .peers); none: scripts/build_peers.sh builds them
+#   PEERS_SRC          with no kit: the folder of sources scripts/build_peers.sh builds from (its --from);
+#                      unset: it fetches them with git
 #   VALIDATE_MINUTES   validate's --max-minutes (default 6: on an H200 that plan ran whole in 4.2 minutes)
 #   VALIDATE_ARGS      more arguments for validate (e.g. "--quick -f cuda")
 #   BUILD_S, TESTS_S, SMI_S   the time boxes of the build, the GPU tests and each nvidia-smi call
@@ -117,20 +121,27 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
   done
 fi
 
-# 2. The peers, built from the kit.
+# 2. The peers, built from the kit, or else by scripts/build_peers.sh.
 PEER_ARGS=()
 nvcc=${NVCC-$(command -v nvcc || true)}
 [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-if [ ! -f "$KIT/build.sh" ]; then
-  skip peers-build "no peers' kit at $KIT (a folder whose build.sh builds them); validate uses the peers on PATH, if any"
-elif [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
+if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
   skip peers-build "no nvcc${nvcc:+ at $nvcc} to build them with; validate uses the peers on PATH, if any"
-else
+elif [ -f "$KIT/build.sh" ]; then
   export PEERS_BUILD_ROOT=$WORK/peers-build NVCC=$nvcc
   step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$KIT/build.sh"
   for tool in nvbandwidth/nvbandwidth bandwidthTest/bandwidthTest; do
     [ -x "$PEERS_BUILD_ROOT/$tool" ] && PEER_ARGS+=(--peer "$PEERS_BUILD_ROOT/$tool")
   done
+else
+  # No kit of its own: the project's script builds them, from PEERS_SRC where given, else fetched with git.
+  NVCC=$nvcc step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$REPO/scripts/build_peers.sh" \
+    --work "$WORK/peers-build" --out "$WORK/peers-build/bin" ${PEERS_SRC:+--from "$PEERS_SRC"}
+  for tool in nvbandwidth bandwidthTest; do
+    [ -x "$WORK/peers-build/bin/$tool" ] && PEER_ARGS+=(--peer "$WORK/peers-build/bin/$tool")
+  done
+fi
+if [ -f "$WORK/peers-build.log" ]; then
   tar -czf "$OUT/peers-build.tar.gz" -C "$WORK" peers-build.log $(cd "$WORK" && ls -d peers-build/logs peers-build/build-info.txt 2>/dev/null)
 fi
 
