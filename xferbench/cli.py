@@ -660,7 +660,7 @@ def validate(
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
         peers, missing = validate_command.find_peers(peer or ())
         run = validate_command.Validation(where, gpu, tuple(dict.fromkeys(f.lower() for f in split_lists(framework))),
-                                    quick, peers, missing, max_minutes)  # fmt: skip
+                                          quick, peers, missing, max_minutes)  # fmt: skip
         for name, why in missing.items():
             err.print(f"[yellow]note:[/] {escape(why)}", highlight=False)
         with running.terminated_as_interrupted():

@@ -1136,9 +1136,10 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
 
     # A sweep stopped for the budget before its first point writes a file with nothing to draw: it gets no
     # figure and the verdict says so, rather than costing the run its report and verdict.
-    written = [folder / f"{stem}.json" for stem, r in files.items() if r is not None and any(s.ok_points() for s in r.series)]
+    drawable = [stem for stem, r in files.items() if r is not None and any(s.ok_points() for s in r.series)]
     notes += [f"{stem}.json holds no measured point: no figure was drawn for it" for stem, r in files.items()
-              if r is not None and folder / f"{stem}.json" not in written]  # fmt: skip
+              if r is not None and stem not in drawable]  # fmt: skip
+    written = [folder / f"{stem}.json" for stem in drawable]
     for path in written:
         picks, _ = select([path])
         plot.save(plot.figure(picks, title=f"xferbench validation: {path.stem}"), path.with_suffix(".png"))
