@@ -170,7 +170,7 @@ class Comparison:
     def counts(self) -> dict[str, int]:
         """Each verdict's count over the like pairs: a point between unlike copies (an M1's unified memory
         against a GPU's link) is no slowdown or speed-up of one copy, and is counted apart (unlike_rows)."""
-        return {v: sum(1 for r in self.rows if r.verdict == v and not r.unlike) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE)}
+        return {v: sum(not r.unlike for r in self._with(v)) for v in (SLOWER, FASTER, NO_CHANGE, INCONCLUSIVE)}
 
     @property
     def unlike_rows(self) -> list[Row]:
