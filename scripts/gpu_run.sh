@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command on a GPU machine that leaves the evidence: builds nvbandwidth and bandwidthTest (with the
 # peers' kit's build.sh where one is given, else with scripts/build_peers.sh), runs `xferbench validate`
-# with them inside a time budget, runs the GPU tests, saves nvidia-smi's view, and packs everything into
-# at most 8 files under $OUT.
+# with them inside a time budget, times `xferbench check`, runs every GPU test, runs the experiment
+# sweeps, saves nvidia-smi's view, and packs everything into at most 8 files under $OUT.
 #
 #   OUT=/some/folder bash scripts/gpu_run.sh          # from anywhere; the peers' kit in .peers
 #
@@ -12,23 +12,27 @@
 # PEERS_SRC, else fetched with git); where no build gives them, validate uses the peers on PATH.
 #
 # It uses the machine's own python3 as it is (numpy, pandas, matplotlib, typer, rich, pytest,
-# nvidia-ml-py, and whichever of PyTorch, CuPy and JAX are there): nothing is installed. Each step is
-# time-boxed, so the whole command ends within about 8 minutes (more with GPU_SWEEPS) with whatever was measured; a step that
-# fails or runs out of time leaves its partial output and its exit code in the pack (gpu-run.txt).
+# nvidia-ml-py, and whichever of PyTorch, CuPy and JAX are there): nothing is installed. The whole
+# command ends within TOTAL_S seconds (8 minutes unless set): each step is time-boxed, and a step never
+# gets more than the time left, less what the steps after it are kept (each one's MIN_S); a step that
+# fails or runs out of time leaves its partial output and its exit code in the pack (gpu-run.txt), and
+# one with under 5 s to run is skipped and said so.
 #
 # Settings (environment, all optional):
+#   TOTAL_S            the whole command's seconds (default 480)
 #   PEERS_KIT          the peers' kit (default .peers); none: scripts/build_peers.sh builds them
 #   PEERS_SRC          with no kit: the folder of sources scripts/build_peers.sh builds from (its --from);
 #                      unset: it fetches them with git
-#   VALIDATE_MINUTES   validate's --max-minutes (default 6: on an H200 that plan ran whole in 4.2 minutes)
+#   VALIDATE_MINUTES   validate's --max-minutes (default 4)
 #   VALIDATE_ARGS      more arguments for validate (e.g. "--quick -f cuda")
-#   BUILD_S, TESTS_S, SMI_S   the time boxes of the build, the GPU tests and each nvidia-smi call
-#   GPU_SWEEPS         more sweeps after the GPU tests, ';'-separated NAME=ARGUMENTS (e.g.
-#                      "d2h=-f cuda -f torch -d d2h,bidir;pipelines=-f torch --pipeline --overlap"); each runs as
-#                      `xferbench sweep ARGUMENTS -o NAME.json` within SWEEP_S seconds (default 90), stopped as
-#                      Ctrl-C stops it (it keeps what it measured), and all are packed into sweeps.tar.gz
-#   GPU_TESTS          the test files pytest runs (default tests/test_gpu.py)
-#   GPU_TESTS_SELECT   pytest's -k over them (default: all but the validate --quick test, which the validation repeats)
+#   CHECK_ARGS         more arguments for `xferbench check` (its result and log go in sweeps.tar.gz)
+#   BUILD_S, CHECK_S, TESTS_S, SMI_S   the time boxes of the build, check, the GPU tests and each nvidia-smi call
+#   GPU_SWEEPS         the sweeps after the GPU tests, ';'-separated NAME=ARGUMENTS (default: the experiments
+#                      below; "none" runs none); each runs as `xferbench sweep ARGUMENTS -o NAME.json` within
+#                      SWEEP_S seconds (default 60), stopped as Ctrl-C stops it (it keeps what it measured),
+#                      and all are packed into sweeps.tar.gz with check's result
+#   GPU_TESTS          the test files pytest runs (default: every test marked gpu under tests/)
+#   GPU_TESTS_SELECT   pytest's -k over them (default: none, every GPU test runs); pytest prints each test's time
 #   PYTHON             the interpreter (default python3)
 #   NVCC               the CUDA compiler for the peers (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
 #   GIT_COMMIT         the commit to record, where the checkout has no .git
@@ -43,28 +47,45 @@ fi
 mkdir -p "$OUT" || { echo "error: cannot create OUT=$OUT" >&2; exit 2; }
 PYTHON=${PYTHON:-python3}
 KIT=${PEERS_KIT:-.peers}
-VALIDATE_MINUTES=${VALIDATE_MINUTES:-6}
+TOTAL_S=${TOTAL_S:-480}
+VALIDATE_MINUTES=${VALIDATE_MINUTES:-4}
 BUILD_S=${BUILD_S:-45}
-TESTS_S=${TESTS_S:-40}
+CHECK_S=${CHECK_S:-60}
+TESTS_S=${TESTS_S:-180}
 SMI_S=${SMI_S:-10}
-SWEEP_S=${SWEEP_S:-90}
-GPU_TESTS=${GPU_TESTS:-tests/test_gpu.py}
-GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-not validate_quick}
+SWEEP_S=${SWEEP_S:-60}
+GPU_TESTS=${GPU_TESTS:-tests}
+GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-}
+# What each later step is kept at the least, so an earlier one running long cannot starve it.
+CHECK_MIN_S=20 SWEEPS_MIN_S=30 TESTS_MIN_S=120
+# The experiments a GPU run measures by default (NAME=ARGUMENTS; see GPU_SWEEPS).
+EXPERIMENTS=${EXPERIMENTS:-}
+case $TOTAL_S in '' | *[!0-9]*) echo "error: TOTAL_S=$TOTAL_S is not a whole number of seconds" >&2; exit 2 ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
 VALIDATE_BOX=$("$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 60) + 30)" "$VALIDATE_MINUTES") ||
   { echo "error: VALIDATE_MINUTES=$VALIDATE_MINUTES is not a number of minutes" >&2; exit 2; }
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 SUMMARY=$OUT/gpu-run.txt
 STARTED=$(date +%s)
+DEADLINE=$((STARTED + TOTAL_S))
 
 note() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
-# step NAME BOX_S LOG CMD...: CMD with its output in LOG, stopped at BOX_S seconds (by $STOP_SIGNAL,
-# TERM unless set: a sweep saves on it; pytest writes its summary only on INT), killed 10 s later;
-# one line in the summary with its status, exit code and seconds ($EXIT_5 names what exit 5 means).
+# step NAME BOX_S LOG CMD...: CMD with its output in LOG, stopped at BOX_S seconds, or sooner where the
+# deadline less $KEEP_S (the time kept for the steps after it) comes first (by $STOP_SIGNAL, TERM unless
+# set: a sweep saves on it; pytest writes its summary only on INT), killed 10 s later; one line in the
+# summary with its status, exit code and seconds ($EXIT_5 names what exit 5 means).
 step() {
-  local name=$1 box=$2 log=$3 t0 rc status
+  local name=$1 box=$2 log=$3 t0 rc status left
   shift 3
   t0=$(date +%s)
+  left=$((DEADLINE - t0 - ${KEEP_S:-0}))
+  if [ "$left" -lt "$box" ]; then
+    if [ "$left" -lt 5 ]; then
+      skip "$name" "$((DEADLINE - t0)) s were left of TOTAL_S=$TOTAL_S and ${KEEP_S:-0} s are kept for the steps after it"
+      return 0
+    fi
+    box=$left
+  fi
   printf '== %s (at most %s s): %s\n' "$name" "$box" "$*" | tee -a "$SUMMARY"
   timeout -s "${STOP_SIGNAL:-TERM}" -k 10 "$box" "$@" >"$log" 2>&1
   rc=$?
@@ -101,15 +122,15 @@ for name, dist in (("numpy", "numpy"), ("torch", "torch"), ("cupy", "cupy-cuda13
             print(f"{dist}: not installed")
 EOF
   echo "numactl: $(command -v numactl || echo 'not on PATH')"
-  echo "time boxes: nvidia-smi ${SMI_S} s each, peers' build ${BUILD_S} s, validate ${VALIDATE_BOX} s (--max-minutes ${VALIDATE_MINUTES}), GPU tests ${TESTS_S} s"
+  echo "time boxes: ${TOTAL_S} s in all; nvidia-smi ${SMI_S} s each, peers' build ${BUILD_S} s, validate ${VALIDATE_BOX} s (--max-minutes ${VALIDATE_MINUTES}), check ${CHECK_S} s, GPU tests ${TESTS_S} s, each sweep ${SWEEP_S} s"
   echo
 } >"$SUMMARY"
 cat "$SUMMARY"
 
 # 1. nvidia-smi's view of the machine, as it prints it.
 if command -v nvidia-smi >/dev/null; then
-  step nvidia-smi-q "$SMI_S" "$OUT/nvidia-smi-q.txt" nvidia-smi -q
-  step topo "$SMI_S" "$OUT/nvidia-smi-topo.txt" nvidia-smi topo -m
+  KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step nvidia-smi-q "$SMI_S" "$OUT/nvidia-smi-q.txt" nvidia-smi -q
+  KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step topo "$SMI_S" "$OUT/nvidia-smi-topo.txt" nvidia-smi topo -m
 else
   skip nvidia-smi "nvidia-smi is not on PATH"
 fi
@@ -129,13 +150,13 @@ if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
   skip peers-build "no nvcc${nvcc:+ at $nvcc} to build them with; validate uses the peers on PATH, if any"
 elif [ -f "$KIT/build.sh" ]; then
   export PEERS_BUILD_ROOT=$WORK/peers-build NVCC=$nvcc
-  step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$KIT/build.sh"
+  KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$KIT/build.sh"
   for tool in nvbandwidth/nvbandwidth bandwidthTest/bandwidthTest; do
     [ -x "$PEERS_BUILD_ROOT/$tool" ] && PEER_ARGS+=(--peer "$PEERS_BUILD_ROOT/$tool")
   done
 else
   # No kit of its own: the project's script builds them, from PEERS_SRC where given, else fetched with git.
-  NVCC=$nvcc step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$REPO/scripts/build_peers.sh" \
+  NVCC=$nvcc KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$REPO/scripts/build_peers.sh" \
     --work "$WORK/peers-build" --out "$WORK/peers-build/bin" ${PEERS_SRC:+--from "$PEERS_SRC"}
   for tool in nvbandwidth bandwidthTest; do
     [ -x "$WORK/peers-build/bin/$tool" ] && PEER_ARGS+=(--peer "$WORK/peers-build/bin/$tool")
@@ -147,7 +168,7 @@ fi
 
 # 3. The validation, within its budget; its folder packed as one archive.
 # shellcheck disable=SC2086  # VALIDATE_ARGS is a list of words
-step validate "$VALIDATE_BOX" "$OUT/validate.log" "$PYTHON" -m xferbench validate "$WORK/validation" \
+KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step validate "$VALIDATE_BOX" "$OUT/validate.log" "$PYTHON" -m xferbench validate "$WORK/validation" \
   --max-minutes "$VALIDATE_MINUTES" "${PEER_ARGS[@]}" ${VALIDATE_ARGS:-}
 if [ -d "$WORK/validation" ]; then
   tar -czf "$OUT/validation.tar.gz" -C "$WORK" validation
@@ -155,14 +176,16 @@ else
   note "   (validate wrote no folder)"
 fi
 
-# 4. The GPU tests (they skip cleanly where a framework sees no GPU).
-STOP_SIGNAL=INT EXIT_5="no test matched the selection" step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest -p no:cacheprovider -rA -m gpu \
-  -k "$GPU_TESTS_SELECT" $GPU_TESTS
+mkdir -p "$WORK/sweeps"
 
-# 5. More sweeps, each within its own box, all in one archive.
-if [ -n "${GPU_SWEEPS:-}" ]; then
-  mkdir -p "$WORK/sweeps"
-  IFS=';' read -r -a SWEEPS <<<"$GPU_SWEEPS"
+# 4. xferbench check, timed as a fleet job runs it: its result and log go with the sweeps.
+# shellcheck disable=SC2086  # CHECK_ARGS is a list of words
+KEEP_S=$((SWEEPS_MIN_S + TESTS_MIN_S)) step check "$CHECK_S" "$WORK/sweeps/check.log" "$PYTHON" -m xferbench check \
+  --out "$WORK/sweeps/check.json" ${CHECK_ARGS:-}
+
+# 5. The experiment sweeps (or those GPU_SWEEPS names), each within its own box, all in one archive.
+if [ "${GPU_SWEEPS:-}" != none ]; then
+  IFS=';' read -r -a SWEEPS <<<"${GPU_SWEEPS:-$EXPERIMENTS}"
   for entry in "${SWEEPS[@]}"; do
     name=${entry%%=*}
     name=${name//[^A-Za-z0-9._-]/}
@@ -171,10 +194,16 @@ if [ -n "${GPU_SWEEPS:-}" ]; then
       continue
     fi
     # shellcheck disable=SC2086  # the arguments are a list of words
-    step "sweep-$name" "$SWEEP_S" "$WORK/sweeps/$name.log" "$PYTHON" -m xferbench sweep ${entry#*=} -o "$WORK/sweeps/$name.json"
+    KEEP_S=$TESTS_MIN_S step "sweep-$name" "$SWEEP_S" "$WORK/sweeps/$name.log" "$PYTHON" -m xferbench sweep ${entry#*=} \
+      -o "$WORK/sweeps/$name.json"
   done
-  tar -czf "$OUT/sweeps.tar.gz" -C "$WORK" sweeps
 fi
+tar -czf "$OUT/sweeps.tar.gz" -C "$WORK" sweeps
+
+# 6. Every GPU test (they skip cleanly where a framework sees no GPU), each one's time printed, in what is left.
+# shellcheck disable=SC2086  # GPU_TESTS is a list of words
+STOP_SIGNAL=INT EXIT_5="no test matched the selection" step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest \
+  -p no:cacheprovider -rA --durations=0 -m gpu ${GPU_TESTS_SELECT:+-k "$GPU_TESTS_SELECT"} $GPU_TESTS
 
 {
   echo

@@ -50,6 +50,7 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     validate_log = (out / "validate.log").read_text()
     assert steps["validate"].startswith("failed") and "exit 1 " in steps["validate"], validate_log[-3000:]  # a memmove is no Gen5 link
     assert steps["gpu-tests"].startswith("timed out after 3 s (partial output kept)") and "exit 124" in steps["gpu-tests"]
+    assert steps["check"].split()[0] in ("ok", "failed"), steps["check"]  # check ran, timed, whatever it judged
     assert "KeyboardInterrupt" in (out / "gpu-tests.txt").read_text()  # stopped by INT: pytest wrote what it had
     assert steps["sweep-small"].startswith("ok") and steps["sweep"].startswith("skipped") and "NAME=ARGUMENTS" in steps["sweep"]
     with tarfile.open(out / "sweeps.tar.gz") as archive:
@@ -57,6 +58,7 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     swept = load(tmp_path / "sweeps" / "sweeps" / "small.json")
     assert [p.batch_size for p in swept.series[0].points] == [1, 2] and swept.series[0].framework == "sim"
     assert (tmp_path / "sweeps" / "sweeps" / "small.log").read_text().count("saved") >= 1
+    assert (tmp_path / "sweeps" / "sweeps" / "check.log").exists()
     assert steps["nvidia-smi-q"].startswith("ok") and "Fake GPU" in (out / "nvidia-smi-q.txt").read_text()
 
     with tarfile.open(out / "validation.tar.gz") as archive:
@@ -78,6 +80,27 @@ def test_the_dry_run_packs_the_evidence_in_eight_files_and_holds_its_time_boxes(
     commands = (folder / "peers" / "commands.txt").read_text().splitlines()
     assert runs["nvbandwidth"] == sum("nvbandwidth -j" in c for c in commands)
     assert runs["bandwidthTest"] == sum("bandwidthTest --device" in c for c in commands)
+
+
+def test_a_step_never_runs_past_the_whole_commands_deadline_and_one_left_no_time_is_said(tmp_path) -> None:
+    environment = gpu_machine_environment(tmp_path)
+    out = tmp_path / "out"
+    environment.update(OUT=str(out), PEERS_KIT=str(tmp_path / "no-kit"), NVCC=str(tmp_path / "no-nvcc"), PYTHON=sys.executable,
+                       TOTAL_S="0", GPU_SWEEPS="small=-f sim --batch-sizes 1")  # fmt: skip
+    ran = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=300, env=environment, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    summary = (out / "gpu-run.txt").read_text()
+    steps = dict(re.findall(r"^(\S+) +(.+?)\s*$", summary.split("## steps")[1].split("## the pack")[0], re.MULTILINE))
+    for name in ("nvidia-smi-q", "topo", "validate", "check", "sweep-small", "gpu-tests"):
+        assert steps[name].startswith("skipped") and "were left of TOTAL_S=0" in steps[name], (name, summary)
+    assert not (out / "validate.log").exists() and not (out / "gpu-tests.txt").exists()
+
+
+def test_a_total_that_is_not_seconds_is_refused_before_anything_runs(tmp_path) -> None:
+    ran = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out"), "TOTAL_S": "8m"})  # fmt: skip
+    assert ran.returncode == 2 and ran.stderr.startswith("error: TOTAL_S=8m is not a whole number of seconds")
+    assert not (tmp_path / "out" / "gpu-run.txt").exists()
 
 
 def test_without_out_it_says_what_to_set(tmp_path) -> None:
