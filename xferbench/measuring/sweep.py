@@ -15,6 +15,7 @@ from typing import Any
 
 from xferbench.measuring.backends import BACKENDS, OPS, Backend, SimLink, default_backends, get_backend
 from xferbench.measuring.buffers import available_host_memory
+from xferbench.measuring.cold import COLD_SOURCE, EVICTION_BYTES, cold_source_reason
 from xferbench.core.environment import os_name
 from xferbench.core.errors import XferbenchError
 from xferbench.measuring.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
@@ -51,15 +52,18 @@ class SweepConfig:
     pipeline: bool = False  # also each framework's input-pipeline modes (spec.PIPELINE_MODES)
     overlap: bool = False  # pipelines also time a calibrated compute kernel alone and fed by each batch
     loader_workers: int = DEFAULT_LOADER_WORKERS  # torch's DataLoader workers in its *_workers modes
+    cold_source: bool = False  # evict the source from the CPU's caches before every timed call (measuring/cold.py)
 
     def params(self, framework: str, at_once: int = 1) -> dict[str, Any]:
         """A path's parameters: the simulated link's, shared by `at_once` devices in a concurrent run; a
-        pipeline's workers and whether to time the overlap with compute."""
+        pipeline's workers and whether to time the overlap with compute; and --cold-source, which
+        measure_series takes out before the backend sees the rest."""
+        cold = {COLD_SOURCE: True} if self.cold_source else {}
         if framework == "sim":
-            return dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once))
+            return {**dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once)), **cold}
         if framework in PIPELINE_MODES:
-            return {"overlap": self.overlap, "loader_workers": self.loader_workers}
-        return {}
+            return {"overlap": self.overlap, "loader_workers": self.loader_workers, **cold}
+        return cold
 
     def modes_for(self, backend: Backend) -> tuple[str, ...]:
         """The modes this sweep runs for a backend: its --mode or default ones, and its pipelines with --pipeline."""
@@ -384,6 +388,8 @@ def make_plan(config: SweepConfig) -> Plan:
                                 for key in keys:
                                     skip = failed[backend.name] if failed and backend.name in failed else \
                                         _skip_reason(runners[backend.name], key, present)  # fmt: skip
+                                    if skip is None and config.cold_source:
+                                        skip = cold_source_reason(key)
                                     series.append(PlannedSeries(key, backend, skip))
         plan = Plan(config, devices[0], series, runners, devices)
         if config.concurrent and not any(s.key.concurrent > 1 for s in series):
@@ -421,7 +427,8 @@ def _check_host_memory(plan: Plan) -> None:
         params = plan.config.params(planned.key.framework, planned.key.concurrent)
 
         def need(batch_size: int, **changed: Any) -> int:
-            return planned.backend.host_bytes_for(planned.key.at(batch_size), {**params, **changed})
+            evicting = EVICTION_BYTES if params.get(COLD_SOURCE) else 0  # --cold-source's buffer, held while the series runs
+            return planned.backend.host_bytes_for(planned.key.at(batch_size), {**params, **changed}) + evicting
 
         needed = need(largest)
         if needed <= available:
