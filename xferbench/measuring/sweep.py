@@ -27,6 +27,7 @@ from xferbench.measuring.sampler import INTERVAL_S, LinkSampler
 from xferbench.core.timing import TimingConfig
 from xferbench.measuring.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner, check_python, python_version
 
+MIN_STAGING_CHUNK, MAX_STAGING_CHUNK = 4 * 2**10, 2**30  # --staging-chunk-kib's bounds: a page to a GiB
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -53,6 +54,7 @@ class SweepConfig:
     overlap: bool = False  # pipelines also time a calibrated compute kernel alone and fed by each batch
     loader_workers: int = DEFAULT_LOADER_WORKERS  # torch's DataLoader workers in its *_workers modes
     cold_source: bool = False  # evict the source from the CPU's caches before every timed call (measuring/cold.py)
+    staging_chunk_bytes: int | None = None  # host/staged's chunk (--staging-chunk-kib); None: its default
 
     def params(self, framework: str, at_once: int = 1) -> dict[str, Any]:
         """A path's parameters: the simulated link's, shared by `at_once` devices in a concurrent run; a
@@ -63,6 +65,8 @@ class SweepConfig:
             return {**dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once)), **cold}
         if framework in PIPELINE_MODES:
             return {"overlap": self.overlap, "loader_workers": self.loader_workers, **cold}
+        if framework == "host" and self.staging_chunk_bytes:
+            return {"staging_chunk_bytes": self.staging_chunk_bytes, **cold}
         return cold
 
     def modes_for(self, backend: Backend) -> tuple[str, ...]:
@@ -328,6 +332,13 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
         raise XferbenchError("--overlap times a compute kernel beside an input pipeline: add --pipeline (or a pipeline --mode)")
     if not 1 <= config.loader_workers <= MAX_LOADER_WORKERS:
         raise XferbenchError(f"--loader-workers {config.loader_workers}: give 1 to {MAX_LOADER_WORKERS} worker processes")
+    if config.staging_chunk_bytes is not None:
+        kib = config.staging_chunk_bytes / 2**10
+        if not (MIN_STAGING_CHUNK <= config.staging_chunk_bytes <= MAX_STAGING_CHUNK and kib == int(kib)):
+            raise XferbenchError(f"--staging-chunk-kib {int(kib) if kib == int(kib) else kib}: give a whole number of KiB from {MIN_STAGING_CHUNK // 2**10}"
+                                 f" to {MAX_STAGING_CHUNK // 2**10:,}")  # fmt: skip
+        if not any(b.name == "host" and "staged" in config.modes_for(b) for b in backends):
+            raise XferbenchError("--staging-chunk-kib sets the chunk host/staged copies at a time: add -f host -m staged")
     for name in config.pythons:
         if name not in {b.name for b in backends}:
             raise XferbenchError(f"--python {name}=...: {name} is not among the frameworks swept")
