@@ -137,9 +137,20 @@ def test_a_cold_host_series_evicts_before_each_sample_only_and_records_it(monkey
     assert [p.status for p in series.points] == ["ok", "ok"] and [p.n for p in series.points] == [4, 4]
     assert len(made) == 1 and made[0].calls == 8  # one buffer for the series; an eviction per sample, none in warm-up or check
     assert series.params == {"buffers": "64-byte aligned source and destination", "cold_source": True, "eviction_bytes": 8192}
+    assert series.note == COLD_NOTE.format(0.0078125)
     warm = Series.of(key("host", "numpy"))
     measure.measure_series(BACKENDS["host"], warm.key, (1,), {}, timing, warm)
-    assert len(made) == 1 and "cold_source" not in warm.params
+    assert len(made) == 1 and "cold_source" not in warm.params and warm.note is None
+
+
+COLD_NOTE = ("cold source: a {:g} MiB memset before each timed call, untimed, evicts the source from the CPU caches, as bandwidthTest"
+             " does between its pageable copies")  # fmt: skip
+
+
+def test_the_note_says_the_source_was_cold_after_what_the_path_says() -> None:
+    eviction = Eviction(256 * 2**20)
+    assert eviction.noted(None) == COLD_NOTE.format(256)
+    assert eviction.noted("from pageable memory the driver stages") == "from pageable memory the driver stages; " + COLD_NOTE.format(256)
 
 
 def test_the_plan_skips_what_it_cannot_make_cold_and_counts_the_eviction_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,7 +199,7 @@ def test_sweep_cold_source_end_to_end_with_the_host_copy(tmp_path: Any, monkeypa
     result = load(out)
     (series,) = result.series
     assert series.status == "ok" and series.params["cold_source"] is True and series.params["eviction_bytes"] == 2**20
-    assert result.config["cold_source"] is True and "· cold source" in r.stdout
+    assert result.config["cold_source"] is True and "· cold source" in r.stdout and series.note == COLD_NOTE.format(1)
     assert np.isfinite([p.mbps for p in series.points]).all()
 
 

@@ -56,6 +56,12 @@ class Eviction:
         """What the series records: that its source was cold, and how it was made so."""
         return {COLD_SOURCE: True, "eviction_bytes": self.nbytes}
 
+    def noted(self, note: str | None) -> str:
+        """The series' note with the cold source said: the label does not say it, and a report of one file shows notes."""
+        said = (f"cold source: a {self.nbytes / 2**20:g} MiB memset before each timed call, untimed, evicts the source from"
+                " the CPU caches, as bandwidthTest does between its pageable copies")  # fmt: skip
+        return f"{note}; {said}" if note else said
+
 
 def take_eviction(params: dict[str, Any]) -> tuple[dict[str, Any], Eviction | None]:
     """The backend's parameters without the sweep's cold-source flag, and the eviction it asks for (or None)."""

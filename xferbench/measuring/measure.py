@@ -146,7 +146,7 @@ def measure_series(
     for name, value in dataclasses.asdict(info).items():
         setattr(series, name, value)
     if eviction is not None:
-        series.params = {**series.params, **eviction.params()}
+        series.params, series.note = {**series.params, **eviction.params()}, eviction.noted(series.note)
     stop: str | None = None
     for batch_size in batch_sizes:
         spec = key.at(batch_size)
