@@ -41,7 +41,7 @@ from xferbench.measuring.backends import host, pipeline
 from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.measuring.backends.cuda import CudaBackend
 from xferbench.measuring.backends.cupy import CupyBackend
-from xferbench.measuring.backends.host import HostBackend, HostCopy
+from xferbench.measuring.backends.host import HostBackend, HostCopy, StagedCopy
 from xferbench.measuring.backends.jax import JaxBackend
 from xferbench.measuring.backends.pipeline import (
     PipelineTransfer,
@@ -637,7 +637,7 @@ def host_spec(batch: int = 2) -> Spec:
 def test_the_host_backends_attributes_and_its_two_buffers() -> None:
     """host: one mode 'numpy' on the cpu, in the default sweep, from an aligned buffer, two batches of host memory."""
     h = HostBackend()
-    assert (h.name, h.modes, h.default_modes, h.fixed_device, h.host_buffers) == ("host", ("numpy",), ("numpy",), "cpu", ("aligned",))
+    assert (h.name, h.modes, h.default_modes, h.fixed_device, h.host_buffers) == ("host", ("numpy", "staged"), ("numpy",), "cpu", ("aligned",))
     assert (h.in_default_sweep, h.module, h.ops, h.directions("numpy")) == (True, None, ("copy",), (H2D,))
     assert h.host_bytes(host_spec(3)) == 2 * 3 * 48
     assert h.streamed_reason(key("host", "numpy")) == (
@@ -694,6 +694,157 @@ def test_closing_a_host_copy_drops_both_buffers() -> None:
     t = HostCopy(host_spec(1))
     t.close()
     assert not hasattr(t, "source") and not hasattr(t, "dest")
+
+
+# --- the driver's staging copy, alone (host/staged) ----------------------------------------------------------------
+
+
+def staged_spec(batch: int = 2, buffer: str = "") -> Spec:
+    return SeriesKey("host", "staged", "copy", "cpu", SMALL, buffer).at(batch)
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No CuPy to pin with: the staging ring is plain host memory."""
+    monkeypatch.setattr(host, "staging_cupy", lambda: None)
+
+
+@pytest.fixture
+def pinning(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The CuPy stand-in, seeing one GPU: the ring comes from its cudaHostAlloc, every allocation and free kept."""
+    import sys
+
+    import fake_cupy
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setattr(fake_cupy, "HOST_ALLOCATIONS", {})
+    monkeypatch.setattr(fake_cupy, "HOST_FLAGS", {})
+    monkeypatch.setattr(fake_cupy.runtime, "hostAlloc", fake_cupy._host_alloc)
+    monkeypatch.setattr(fake_cupy.runtime, "freeHost", lambda ptr: fake_cupy.HOST_ALLOCATIONS.pop(ptr))
+    return fake_cupy
+
+
+def test_staged_is_a_host_mode_out_of_the_default_sweep_from_pageable_sources_sized_by_its_chunk() -> None:
+    """staged: not run unless named; from a NumPy array (as the pageable copies) or aligned; source plus two chunks."""
+    h = HostBackend()
+    assert h.chosen_modes() == ("numpy",) and h.chosen_modes(("staged",)) == ("staged",)
+    assert h.sources("staged") == ("numpy", "aligned") and h.sources("numpy") == ("aligned",)
+    assert staged_spec().series.host_buffer == "numpy" and staged_spec().series.label() == "host/staged/copy@cpu"
+    assert (host.STAGING_CHUNK_BYTES, host.STAGING_SLOTS) == (2 * 2**20, 2)
+    assert h.host_bytes(staged_spec(3)) == 144 + 2 * 144  # a chunk is at most the batch
+    assert h.host_bytes_for(staged_spec(3), {"staging_chunk_bytes": 32}) == 144 + 2 * 32
+    assert h.host_bytes_for(host_spec(3), {"staging_chunk_bytes": 32}) == 2 * 144
+    assert h.streamed_reason(key("host", "staged")) == (
+        "host/staged is a synchronous CPU copy with no stream to queue on: it is timed per call only")
+
+
+@pytest.mark.parametrize("gpu, memory", [
+    (True, "pinned: cudaHostAlloc through CuPy, the kind of memory the driver stages through"),
+    (False, "pageable: CuPy sees no CUDA GPU here, so plain host memory, touched before timing (not page-locked)"),
+])  # fmt: skip
+def test_the_staged_description_names_its_chunk_slots_and_memory(monkeypatch: pytest.MonkeyPatch, gpu: bool, memory: str) -> None:
+    """describe(): the chunk asked for (else 2 MiB), two slots, and which memory the ring is, word for word."""
+    monkeypatch.setattr(host, "cpu_name", lambda: "Test CPU 9000")
+    monkeypatch.setattr(host, "staging_cupy", lambda: object() if gpu else None)
+    said = HostBackend().describe(key("host", "staged"), {"staging_chunk_bytes": 65536})
+    kind = "pinned" if gpu else "pageable"
+    assert said == SeriesInfo(
+        device_name="Test CPU 9000", transfer=HOST_TO_HOST, clock="time.perf_counter", sync="none needed: each memmove returns after its copy",
+        params={"staging_chunk_bytes": 65536, "staging_slots": 2, "staging_memory": memory},
+        note=(f"a pageable copy's staging alone: one thread memmoves the batch 64 KiB at a time into 2 staging buffers in turn, {kind};"
+              " the driver's own chunk and buffer count are not documented"))  # fmt: skip
+    assert HostBackend().describe(key("host", "staged"), {}).params["staging_chunk_bytes"] == 2 * 2**20
+
+
+def test_cupy_pins_the_ring_only_where_it_is_installed_and_sees_a_gpu(monkeypatch: pytest.MonkeyPatch, pinning: Any) -> None:
+    """staging_cupy: CuPy with a GPU; None with no GPU, where CuPy cannot load, or where it is not installed."""
+    from xferbench.measuring.backends import cuda
+
+    assert host.staging_cupy() is pinning
+    monkeypatch.setattr(cuda, "gpu_count", lambda: 0)
+    assert host.staging_cupy() is None
+    monkeypatch.setattr(cuda, "gpu_count", lambda: (_ for _ in ()).throw(RuntimeError("libcudart.so.12: cannot open")))
+    assert host.staging_cupy() is None
+    installed(monkeypatch, absent=("cupy",))
+    assert host.staging_cupy() is None
+
+
+def test_the_staged_plan_cycles_chunks_through_two_slots_and_covers_the_batch(no_gpu: None) -> None:
+    """Chunks of the asked size in order, the last one short, into slot 0, 1, 0, 1...; the ring page-aligned and touched."""
+    t = StagedCopy(staged_spec(3), {"staging_chunk_bytes": 40})  # 144 bytes: 40, 40, 40, 24
+    base, start = t.ring.ctypes.data, t.source.ctypes.data
+    assert t.chunk == 40 and t.ring.size == 80 and base % 4096 == 0 and (t.ring == 0).all()
+    assert t.plan == [(base, start, 40), (base + 40, start + 40, 40), (base, start + 80, 40), (base + 40, start + 120, 24)]
+    assert t.host_offset == start % 64 and t.host_span() == (start, 144) and t.label == "host/staged/copy@cpu"
+    assert np.array_equal(t.source, make_source((3, 4, 4, 3)))
+    assert t() is None  # the last two chunks are left in the ring: chunk 2 in slot 0, chunk 3 (24 bytes) in slot 1
+    assert np.array_equal(t.ring[:40], t.source.reshape(-1)[80:120]) and np.array_equal(t.ring[40:64], t.source.reshape(-1)[120:])
+    whole = StagedCopy(staged_spec(1), {})
+    assert whole.chunk == 48 and len(whole.plan) == 1  # the default chunk, cut to the batch
+    assert StagedCopy(staged_spec(1, "aligned"), {}).source.ctypes.data % 64 == 0
+
+
+def test_each_chunk_is_one_memmove_in_order(monkeypatch: pytest.MonkeyPatch, no_gpu: None) -> None:
+    """A call is the plan's memmoves and nothing else, one thread, in order."""
+    import ctypes
+
+    t = StagedCopy(staged_spec(2), {"staging_chunk_bytes": 32})
+    moved: list[tuple[int, int, int]] = []
+    real = ctypes.memmove
+    monkeypatch.setattr(ctypes, "memmove", lambda dst, src, n: moved.append((dst, src, n)) or real(dst, src, n))
+    t()
+    assert moved == t.plan and len(moved) == 3
+
+
+def test_the_ring_is_pinned_through_cupy_where_a_gpu_is_and_freed_on_close(pinning: Any) -> None:
+    """cudaHostAlloc of the two slots with flags 0 (the default kind); the ring views it; close frees it."""
+    t = StagedCopy(staged_spec(2), {"staging_chunk_bytes": 32})
+    (pointer,) = pinning.HOST_ALLOCATIONS
+    assert t.pinned_ptr == pointer == t.ring.ctypes.data and pinning.HOST_FLAGS == {pointer: 0} and t.ring.size == 64
+    t()
+    t.verify()
+    t.close()
+    assert pinning.HOST_ALLOCATIONS == {} and t.pinned_ptr == 0 and t.plan == []
+
+
+def test_the_staged_check_reads_each_chunk_in_its_slot_as_it_lands(monkeypatch: pytest.MonkeyPatch, no_gpu: None) -> None:
+    """verify(): new bytes at the source, a zeroed ring, and every chunk compared in its slot before the next but one
+    overwrites it; a copy that misses a chunk, lands in the wrong slot or copies nothing fails, naming the series."""
+    t = StagedCopy(staged_spec(3), {"staging_chunk_bytes": 40})
+    t.verify()
+    variant = np.empty((3, 4, 4, 3), dtype=np.uint8)
+    fill_pattern(variant, variant=1)
+    assert np.array_equal(t.source, variant)
+    plan = list(t.plan)
+    t.plan = plan[:-1]  # the last chunk never staged
+    with pytest.raises(VerificationError) as raised:
+        t.verify()
+    assert str(raised.value) == "host/staged/copy@cpu: 120 of 144 bytes were staged; the copy did not deliver the data"
+    t.plan = [plan[0], plan[2], plan[1], plan[3]]  # out of order: chunk 1's slot holds chunk 2's bytes
+    with pytest.raises(VerificationError, match="^host/staged/copy@cpu chunk 1: 40 of 40 checked values differ"):
+        t.verify()
+    t.plan = [(plan[1][0], *plan[0][1:]), *plan[1:]]  # chunk 0 copied into slot 1: slot 0 still holds zeros
+    with pytest.raises(VerificationError) as raised:
+        t.verify()
+    assert str(raised.value) == ("host/staged/copy@cpu chunk 0: 40 of 40 checked values differ from the source;"
+                                 " the transfer did not deliver the data")  # fmt: skip
+    t.plan = plan
+    monkeypatch.setattr(ctypes_module(), "memmove", lambda dst, src, n: None)  # nothing copied
+    with pytest.raises(VerificationError, match="^host/staged/copy@cpu chunk 0: 40 of 40 checked values differ"):
+        t.verify()
+
+
+def ctypes_module() -> Any:
+    import ctypes
+
+    return ctypes
+
+
+def test_prepare_hands_staged_its_parameters_and_numpy_the_plain_copy(no_gpu: None) -> None:
+    """prepare(): StagedCopy with the sweep's chunk for staged, HostCopy for numpy."""
+    staged = HostBackend().prepare(staged_spec(2), {"staging_chunk_bytes": 16})
+    assert isinstance(staged, StagedCopy) and staged.chunk == 16 and len(staged.plan) == 6
+    assert isinstance(HostBackend().prepare(host_spec(2), {"staging_chunk_bytes": 16}), HostCopy)
 
 
 # --- the input-pipeline machinery ----------------------------------------------------------------------------------

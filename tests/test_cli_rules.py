@@ -273,7 +273,7 @@ def test_a_path_that_is_not_a_registered_framework_and_mode_lists_them(text: str
         cli.check_paths(["cuda/raw_pinned", text])
     assert str(refused.value) == (
         f"--path {text!r}: give FRAMEWORK/MODE, one of cuda/{{raw_pinned,raw_pageable,raw_registered,raw_pinned_wc}}; torch/{{pageable,"
-        "pinned,pinned_into,pin_per_call,tensor,pin,loader,loader_workers,loader_pin,loader_pin_workers}; tf/{eager,function,jit,"
+        "pinned,pinned_into,pin_per_call,tensor,pin,pageable_into,loader,loader_workers,loader_pin,loader_pin_workers}; tf/{eager,function,jit,"
         "dataset,prefetch_to_device,copy_to_device,generator}; jax/{device_put,pinned_host}; cupy/{asarray}")
 
 
@@ -819,7 +819,7 @@ def test_check_takes_the_largest_batch_and_the_raw_copy_alone(node_check: Simple
     (["--shape", "x"], "--shape 'x': give positive integers joined by 'x', e.g. 256x256x3"),
     (["--baseline", "missing.json"], "missing.json: no such file"),
     (["-p", "torch"], "--path 'torch': give FRAMEWORK/MODE, one of cuda/{raw_pinned,raw_pageable,raw_registered,raw_pinned_wc};"
-                      " torch/{pageable,pinned,pinned_into,pin_per_call,tensor,pin,loader,loader_workers,loader_pin,loader_pin_workers};"
+                      " torch/{pageable,pinned,pinned_into,pin_per_call,tensor,pin,pageable_into,loader,loader_workers,loader_pin,loader_pin_workers};"
                       " tf/{eager,function,jit,dataset,prefetch_to_device,copy_to_device,generator}; jax/{device_put,pinned_host};"
                       " cupy/{asarray}"),
     (["-o", "taken.json"], "taken.json already exists; choose another --out, or add --overwrite to replace it"),

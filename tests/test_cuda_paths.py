@@ -153,3 +153,36 @@ def test_a_write_combined_source_is_allocated_so_and_checked_whole() -> None:
     assert "bandwidthTest --wc" in info.note
     assert SeriesKey("cuda", "raw_pinned_wc", "copy", "cuda:0", SHAPE).host_buffer == "pinned"
     assert "raw_registered" not in CudaBackend.default_modes and "raw_pinned_wc" not in CudaBackend.default_modes
+
+
+def test_a_cold_raw_pageable_series_evicts_before_each_timed_copy_only(monkeypatch) -> None:
+    """--cold-source on the raw pageable copy: warm-up and check copy back to back; then every sampled copy follows an
+    eviction, none follows another copy directly; the series keeps its own parameters beside the cold source's."""
+    from xferbench.core.results import Series
+    from xferbench.core.timing import TimingConfig
+    from xferbench.measuring import cold, measure
+
+    log: list[str] = []
+
+    class Logged(cold.Eviction):
+        def __call__(self) -> None:
+            log.append("evict")
+            super().__call__()
+
+    monkeypatch.setattr(measure, "take_eviction", lambda params: ({k: v for k, v in params.items() if k != cold.COLD_SOURCE},
+                                                                  Logged(4096) if params.get(cold.COLD_SOURCE) else None))  # fmt: skip
+    real = fake_cupy.runtime.memcpyAsync
+
+    def copy(dst, src, nbytes, kind, stream):
+        if kind == fake_cupy.runtime.memcpyHostToDevice:
+            log.append("h2d")
+        return real(dst, src, nbytes, kind, stream)
+
+    monkeypatch.setattr(fake_cupy.runtime, "memcpyAsync", copy)
+    key = SeriesKey("cuda", "raw_pageable", "copy", "cuda:0", SHAPE)
+    series = Series.of(key)
+    timing = TimingConfig(warmup_calls=2, warmup_s=0, min_samples=3, min_time_s=0, max_samples=3)
+    measure.measure_series(CudaBackend(), key, (2,), {cold.COLD_SOURCE: True}, timing, series)
+    assert series.points[0].status == "ok", series.points[0].error
+    assert log == ["h2d", "h2d", "h2d", "evict", "h2d", "evict", "h2d", "evict", "h2d"]  # 2 warm-up, the check, 3 samples
+    assert series.params["cold_source"] is True and series.params["eviction_bytes"] == 4096 and "call" in series.params

@@ -302,9 +302,9 @@ def test_path_availability_without_torch(monkeypatch) -> None:
     rows = path_availability({"tf": ["cpu"], "host": ["cpu"], "sim": ["sim"]})
     assert all("pip install 'xferbench[cupy]'" in r.reason for r in rows if r.framework in ("cuda", "cupy"))
     torch_rows = [r for r in rows if r.framework == "torch"]
-    assert len(torch_rows) == 30  # 10 modes (6 copies, 4 DataLoaders) x cpu, cuda, mps
+    assert len(torch_rows) == 33  # 11 modes (7 copies, 4 DataLoaders) x cpu, cuda, mps
     assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)
-    assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None)]
+    assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None), ("host", "staged", ("copy",), "cpu", None)]
 
 
 @pytest.mark.slow

@@ -416,7 +416,7 @@ def test_the_backend_declares_its_modes_ops_buffers_and_constants() -> None:
     backend = TorchBackend()
     assert (backend.name, backend.title, backend.module, backend.extra, backend.isolated) == ("torch", "PyTorch", "torch", "torch", True)
     assert backend.default_modes == ("pageable", "pinned", "pinned_into")
-    assert backend.modes == ("pageable", "pinned", "pinned_into", "pin_per_call", "tensor", "pin", *PIPELINE_MODES["torch"])
+    assert backend.modes == ("pageable", "pinned", "pinned_into", "pin_per_call", "tensor", "pin", "pageable_into", *PIPELINE_MODES["torch"])
     assert backend.ops == ("copy", "seed") and backend.host_buffers == ("numpy", "aligned")
     assert pytorch.PINNED_MODES == ("pinned", "pinned_into") and pytorch.PIN_MODES == ("pinned", "pinned_into", "pin_per_call", "pin")
     assert (pytorch.MPS_PINNED_SINCE, pytorch.HOLD_TRIES, pytorch.HOLD_MARGIN_S, pytorch.HOLD_MAX_S) == ("2.14", 4, 0.0005, 2.0)
@@ -442,7 +442,8 @@ def test_each_mode_starts_from_its_own_host_buffers() -> None:
     backend = TorchBackend()
     assert {mode: backend.sources(mode) for mode in backend.modes} == {
         "pageable": ("numpy", "aligned"), "pinned": ("pinned",), "pinned_into": ("pinned",), "pin_per_call": ("numpy", "aligned"),
-        "tensor": ("numpy", "aligned"), "pin": ("numpy", "aligned"), "loader": ("numpy",), "loader_workers": ("numpy",),
+        "tensor": ("numpy", "aligned"), "pin": ("numpy", "aligned"), "pageable_into": ("numpy", "aligned"), "loader": ("numpy",),
+        "loader_workers": ("numpy",),
         "loader_pin": ("numpy",), "loader_pin_workers": ("numpy",)}  # fmt: skip
 
 
@@ -450,6 +451,7 @@ def test_pageable_goes_both_ways_pinned_into_every_way_and_the_rest_host_to_devi
     """The directions each mode copies in."""
     backend = TorchBackend()
     assert backend.directions("pageable") == (H2D, D2H) and backend.directions("pinned_into") == (H2D, D2H, BIDIR)
+    assert backend.directions("pageable_into") == (H2D, D2H)
     assert [backend.directions(mode) for mode in ("pinned", "pin_per_call", "tensor", "pin", "loader")] == [(H2D,)] * 5
 
 
@@ -598,6 +600,9 @@ CPU_TENSOR = "on the CPU this is torch.tensor's host copy of the NumPy array int
 D2H_CPU = "on the CPU .to('cpu') returns the same tensor, so xferbench adds copy=True: a host-to-host copy"
 D2H_INTO = "pinned.copy_(device_tensor, non_blocking=True) into a preallocated pinned tensor"
 D2H_PAGEABLE = "device_tensor.to('cpu'): a fresh pageable host tensor per call"
+D2H_PAGEABLE_INTO = ("pageable.copy_(device_tensor) into a preallocated pageable host tensor, touched by the warm-up: no fresh pages"
+                     " per call")  # fmt: skip
+H2D_PAGEABLE_INTO = "dest.copy_(torch.from_numpy(x)) from pageable memory into a preallocated tensor"
 BIDIR_NOTE = ("pinned_into both ways at once on two streams: the point's MB/s is both directions together, h2d and d2h MB/s each"
               " stream's own events")  # fmt: skip
 PIN_NOTE = ("x.pin_memory() alone, no device copy: pin_per_call's first half, a copy into page-locked memory from PyTorch's caching"
@@ -625,6 +630,14 @@ def info(name: str, transfer: str, sync: str, device_clock: str | None = None, p
     (key("pinned_into", direction=D2H), info("GPU 0", "device-to-host", CUDA_SYNC, "torch.cuda.Event", note=D2H_INTO)),
     (key("pageable", direction=D2H), info("GPU 0", "device-to-host", CUDA_SYNC, "torch.cuda.Event", note=D2H_PAGEABLE)),
     (key("pinned_into", direction=BIDIR), info("GPU 0", "bidirectional", CUDA_SYNC, note=BIDIR_NOTE)),
+    (key("pageable_into", direction=D2H), info("GPU 0", "device-to-host", CUDA_SYNC, "torch.cuda.Event", note=D2H_PAGEABLE_INTO)),
+    (key("pageable_into", device="cpu", direction=D2H), info("Test CPU", "host-to-host", CPU_SYNC, params=THREADS,
+                                                             note=f"{D2H_PAGEABLE_INTO}; on the CPU a host-to-host copy")),
+    (key("pageable_into", device="mps", direction=D2H), info("Test Apple GPU", "device-to-host", MPS_SYNC, params=ON_MPS,
+                                                             note=f"on MPS {MPS_COPY}; {D2H_PAGEABLE_INTO}")),
+    (key("pageable_into"), info("GPU 0", "host-to-device", CUDA_SYNC, "torch.cuda.Event", note=f"{H2D_PAGEABLE_INTO} on the device")),
+    (key("pageable_into", device="cpu"), info("Test CPU", "host-to-host", CPU_SYNC, params=THREADS,
+                                              note=f"{H2D_PAGEABLE_INTO}; on the CPU a host-to-host copy")),
     (key("pin"), info("GPU 0", "host-to-host", "none needed: pin_memory() returns after its copy", note=PIN_NOTE)),
     (key("pin", device="mps"), info("Test Apple GPU", "host-to-host", "none needed: pin_memory() returns after its copy", params=ON_MPS,
                                     note=MPS_PIN_NOTE)),
@@ -745,6 +758,8 @@ def test_each_refusal_to_pin_for_mps_is_said_in_one_line_with_what_to_do(torch_:
     (key("pageable", direction=D2H), 2 * N + 256), (key("pageable", device="cpu", direction=D2H), 3 * N + 256),
     (key("pageable", device="mps", direction=D2H), 3 * N + 256), (key("pinned_into", direction=D2H), 2 * N + 256 + 256),
     (key("pinned_into", direction=BIDIR), 3 * N + 2 * 256 + 256),
+    (key("pageable_into"), N + 256), (key("pageable_into", device="cpu"), 2 * N + 256), (key("pageable_into", direction=D2H), 2 * N + 256),
+    (key("pageable_into", device="cpu", direction=D2H), 3 * N + 256),
 ])  # fmt: skip
 def test_a_copys_host_estimate_counts_source_pinned_copy_read_back_and_host_destinations(series: SeriesKey, needs: int) -> None:
     """Source, pinned block, read-back chunk, tensor's fresh copy, the CPU's or MPS's destination and float32 cast, d2h's buffers."""
@@ -1218,6 +1233,39 @@ def test_pageable_d2h_fills_a_device_tensor_once_and_brings_it_back_with_to_cpu_
     assert transfer.transfers == 2  # each call counts, for the link's byte count
 
 
+def test_pageable_into_d2h_copies_into_one_preallocated_pageable_tensor_without_non_blocking(torch: CudaTorch) -> None:
+    """empty() once, not pinned; each call into.copy_(on_device) with no non_blocking, into the same tensor; its check reads it."""
+    transfer = back(torch, "pageable_into")
+    assert since(torch)[3] == ("empty", (BATCH_SHAPE,), {"dtype": U8})
+    assert not transfer.into.is_pinned() and transfer.into.device == CPU
+    held = transfer.into
+    assert transfer() == 0.75 and transfer() == 0.75
+    log = since(torch)
+    assert [entry for entry in log if entry[0] in ("copy_", "to")] == [("copy_", "cpu", "cuda:0", (), {}, "default")] * 2
+    assert transfer.into is held and transfer.host_span() == (held.data_ptr(), N) and transfer.transfers == 2
+    transfer.verify()
+    assert np.array_equal(held.array, pattern(2))
+    held.frozen = True
+    with pytest.raises(VerificationError) as failed:
+        transfer.verify()
+    assert str(failed.value) == f"torch/pageable_into/copy/d2h@cuda:0 (d2h): {DIFFER}"
+
+
+def test_pageable_into_copies_the_numpy_batch_into_one_preallocated_device_tensor_without_non_blocking(torch: CudaTorch) -> None:
+    """dest made once on the device; each call dest.copy_(from_numpy view) with no non_blocking; a dest that keeps nothing fails."""
+    transfer = made(torch, "pageable_into")
+    host = transfer.host.ctypes.data
+    assert since(torch) == [("set_device", CUDA0), ("from_numpy", host), ("empty", (BATCH_SHAPE,), {"dtype": U8, "device": CUDA0}), *EVENTS]
+    assert transfer.host_offset == host % 64 and not transfer.source.is_pinned()
+    assert transfer() == 0.25
+    assert since(torch) == [("record", 0, "default"), ("copy_", "cuda:0", "cpu", (), {}, "default"), *TIMED]
+    transfer.verify()
+    transfer.dest.frozen = True
+    with pytest.raises(VerificationError) as failed:
+        transfer.verify()
+    assert str(failed.value) == f"torch/pageable_into/copy@cuda:0: {DIFFER}"
+
+
 def test_pinned_into_d2h_copies_into_one_preallocated_pinned_tensor_with_non_blocking(torch: CudaTorch) -> None:
     """empty(pin_memory=True) once; each call into.copy_(on_device, non_blocking=True)."""
     transfer = back(torch, "pinned_into")
@@ -1459,7 +1507,7 @@ def test_on_mps_a_pytorch_that_pins_onto_mps_0_has_its_pinned_source_refused(mon
 @needs_torch
 def test_with_real_pytorch_each_cpu_copy_delivers_real_bytes() -> None:
     """The CPU build: pageable and tensor, copy and seed, and d2h, each copies and passes its own check."""
-    for mode, op in (("pageable", "copy"), ("pageable", "seed"), ("tensor", "copy"), ("tensor", "seed")):
+    for mode, op in (("pageable", "copy"), ("pageable", "seed"), ("tensor", "copy"), ("tensor", "seed"), ("pageable_into", "copy")):
         transfer = TorchTransfer(key(mode, op, "cpu").at(BATCH))
         assert transfer() is None
         moved, result, seconds = transfer._run()
@@ -1469,3 +1517,7 @@ def test_with_real_pytorch_each_cpu_copy_delivers_real_bytes() -> None:
     down = TorchBack(key("pageable", device="cpu", direction=D2H).at(BATCH))
     assert down() is None and down.moved.data_ptr() != down.on_device.data_ptr()
     down.verify()
+    into = TorchBack(key("pageable_into", device="cpu", direction=D2H).at(BATCH))
+    held = into.into.data_ptr()
+    assert into() is None and into.into.data_ptr() == held != into.on_device.data_ptr()
+    into.verify()

@@ -9,7 +9,8 @@ from xferbench.core.spec import BIDIR, D2H, H2D, PER_CALL, STREAMED, SeriesKey, 
 
 
 @pytest.mark.parametrize(("framework", "mode", "source"), [
-    ("host", "numpy", "aligned"), ("nvbandwidth", "host_to_device_memcpy_ce", "pinned"), ("torch", "pinned", "pinned"),
+    ("host", "numpy", "aligned"), ("host", "staged", "numpy"), ("nvbandwidth", "host_to_device_memcpy_ce", "pinned"),
+    ("torch", "pinned", "pinned"),
     ("torch", "pinned_into", "pinned"), ("cuda", "raw_pinned", "pinned"), ("torch", "pageable", "numpy"),
     ("tf", "eager", "numpy"), ("cuda", "raw_pageable", "numpy"), ("torch", "unpinned", "numpy"),
 ])  # fmt: skip

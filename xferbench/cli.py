@@ -163,7 +163,9 @@ def sweep(
     pipeline: Annotated[bool, typer.Option("--pipeline", help="Also the input pipelines a training loop feeds from, beside the plain copies: torch's DataLoader (loader, loader_workers, loader_pin, loader_pin_workers), then .to(device, non_blocking=True); tf.data (dataset, prefetch_to_device, copy_to_device, generator). Each point is the batches per second a loop with no compute receives on the device, verified.", rich_help_panel="Pipelines")] = False,
     overlap: Annotated[bool, typer.Option("--overlap", help="With pipelines: also time a compute kernel (a chained matmul sized to each point's batch time) alone and fed by each batch, and report how much of the batch's delivery the pipeline hid behind it.", rich_help_panel="Pipelines")] = False,
     loader_workers: Annotated[int, typer.Option("--loader-workers", help="DataLoader worker processes in torch's *_workers modes.", rich_help_panel="Pipelines")] = DEFAULT_LOADER_WORKERS,
-    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable or comma-separated. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable and pinned_into, cupy, jax device_put on a GPU, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
+    direction: Annotated[Optional[list[str]], typer.Option("--direction", "-d", help="Repeatable or comma-separated. h2d (default): host to device; d2h: device to host (cuda raw_*, torch pageable, pageable_into and pinned_into, cupy, jax device_put on a GPU, sim); bidir: both at once on two streams, each direction's figure and their total (cuda raw_*, torch pinned_into, sim).")] = None,
+    cold_source: Annotated[bool, typer.Option("--cold-source", help="Before every timed call, overwrite a 256 MiB buffer (a memset, untimed), as CUDA samples' bandwidthTest does between its pageable copies, so each copy starts with its source out of the CPU's caches. Per-call host-to-device and host copies from pageable memory only; other series are skipped with the reason.", rich_help_panel="Timing")] = False,
+    staging_chunk_kib: Annotated[Optional[int], typer.Option("--staging-chunk-kib", help="host/staged: the KiB one staging copy moves (NVIDIA does not document its driver's; default 2048).", show_default=False, rich_help_panel="host")] = None,
     timing_method: Annotated[Optional[list[str]], typer.Option("--timing", help="Repeatable or comma-separated. per-call (default): one transfer and its wait per sample, as a training step sees it; streamed: many copies queued on a held stream, timed by the device's events, as nvbandwidth does (cuda raw_*, torch pinned_into, sim).", rich_help_panel="Timing")] = None,
     warmup_calls: Annotated[int, typer.Option(help="Warm-up: at least this many calls...", rich_help_panel="Timing")] = TimingConfig.warmup_calls,
     warmup_time: Annotated[float, typer.Option(help="...and at least this many seconds, per point.", rich_help_panel="Timing")] = TimingConfig.warmup_s,
@@ -203,6 +205,8 @@ def sweep(
             pipeline=pipeline,
             overlap=overlap,
             loader_workers=loader_workers,
+            cold_source=cold_source,
+            staging_chunk_bytes=None if staging_chunk_kib is None else staging_chunk_kib * 2**10,
         )
         if out_path is not None:  # before starting any framework: a bad --out costs nothing
             probe, numbered = output_path(out_path, "run.json")

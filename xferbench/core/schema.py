@@ -358,7 +358,8 @@ ENVIRONMENT = record(
 CONFIG = record(
     frameworks=texts(), modes=texts(), ops=texts(), device_requested=Nullable(TEXT), device=Nullable(TEXT), batch_sizes=WHOLES,
     shape=WHOLES, host_buffers=texts(), pythons=MapOf(TEXT, "an object of strings"), methods=texts(), directions=texts(),
-    bind=FLAG, concurrent=FLAG, pipeline=FLAG, overlap=FLAG, loader_workers=Nullable(COUNT), argv=texts(),
+    bind=FLAG, concurrent=FLAG, pipeline=FLAG, overlap=FLAG, loader_workers=Nullable(COUNT), cold_source=FLAG,
+    staging_chunk_bytes=Nullable(COUNT), argv=texts(),
     imported_from=texts(),
     timing=record(warmup_calls=COUNT, warmup_s=AMOUNT, min_samples=COUNT, min_time_s=AMOUNT, max_samples=COUNT,
                   max_time_s=AMOUNT, settle_s=AMOUNT),
@@ -418,7 +419,8 @@ PARAMS = record(
     num_workers=Nullable(COUNT), prefetch_factor=Nullable(COUNT), intra_op_threads=Nullable(COUNT), onednn=Nullable(FLAG),
     unified_memory=Nullable(FLAG), pin_memory=Nullable(FLAG), xla_casts_full_batch=Nullable(FLAG), device_clock=Nullable(TEXT),
     hold=Nullable(TEXT), host_copies=Nullable(TEXT), tf_device=Nullable(TEXT), jax_device=Nullable(TEXT), platform=Nullable(TEXT),
-    call=Nullable(TEXT),
+    call=Nullable(TEXT), cold_source=Nullable(FLAG), eviction_bytes=Nullable(COUNT), staging_chunk_bytes=Nullable(COUNT),
+    staging_slots=Nullable(COUNT), staging_memory=Nullable(TEXT),
 )  # fmt: skip
 SUMMARY = record(
     peak_mbps=Nullable(AMOUNT), peak_batch_size=Nullable(WHOLE), saturation_batch_size=Nullable(WHOLE), latency_s=Nullable(NUMBER),

@@ -20,9 +20,10 @@ TIMING_METHODS = (PER_CALL, STREAMED)
 def usual_source(framework: str, mode: str) -> str:
     """The host buffer a path starts from unless --host-buffer says otherwise (and the one files
     written before the host_buffer field existed used): the host copy reads an aligned buffer, a
-    pinned mode its pinned one, every other path a NumPy array as users have it."""
+    pinned mode its pinned one, every other path a NumPy array as users have it. host/staged, the host
+    copy as the driver stages a pageable one, starts where the pageable copies do: from a NumPy array."""
     if framework == "host":
-        return "aligned"
+        return "numpy" if mode == "staged" else "aligned"
     if framework == "nvbandwidth":  # a peer tool's figures (xferbench import): it copies from pinned memory only
         return "pinned"
     return "pinned" if "pinned" in mode.split("_") else "numpy"  # torch pinned, pinned_into; cuda raw_pinned

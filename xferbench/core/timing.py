@@ -120,12 +120,17 @@ class _Enough:
         return uncertainty is None or uncertainty <= MEDIAN_TARGET
 
 
-def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter) -> Samples:
-    """Time single calls until min time and min samples are both met, or a cap is reached."""
+def sample(call: TransferCall, config: TimingConfig, clock: Clock = time.perf_counter,
+           between: Callable[[], None] | None = None) -> Samples:  # fmt: skip
+    """Time single calls until min time and min samples are both met, or a cap is reached. `between`, where
+    given, runs before each call, outside its timing (--cold-source's eviction); its time counts toward the
+    loop's own limits, which bound the point's time on the clock."""
     out = Samples()
     times, device_times = out.times_s, out.device_times_s
     enough, start = _Enough(config), clock()
     while True:
+        if between is not None:
+            between()
         t0 = clock()
         device_s = call()
         t1 = clock()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xferbench.measuring import contention
+from xferbench.measuring.cold import Eviction, take_eviction
 from xferbench.measuring.backends import Backend
 from xferbench.core.errors import NotSupportedHere, VerificationError
 from xferbench.core.numa import page_nodes
@@ -53,11 +54,13 @@ def first_line(error: BaseException) -> str:
 
 
 def measure_point(
-    backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig, on_ready: OnReady | None = None
+    backend: Backend, spec: Spec, params: dict[str, Any], timing: TimingConfig, on_ready: OnReady | None = None,
+    eviction: Eviction | None = None,
 ) -> Point:
     """Prepare, warm up, verify the bytes arrived, then sample, per call or streamed as the series
     says. Errors become a recorded point. `on_ready`, in a concurrent run, waits before sampling until
-    every device is ready too, and the point keeps the window it sampled in."""
+    every device is ready too, and the point keeps the window it sampled in. `eviction` (--cold-source)
+    runs before each sampled call, untimed."""
     transfer = None
     try:
         transfer = backend.prepare(spec, params)
@@ -82,7 +85,7 @@ def measure_point(
         if copies:
             samples = sample_streamed(transfer.streamed, copies, timing, transfer.clock)
         else:
-            samples = sample(transfer, timing, transfer.clock)
+            samples = sample(transfer, timing, transfer.clock, between=eviction)
         window_end = time.monotonic()
         faults_after = minor_faults()  # the samples' own, before a check or the compute's phase adds any
         cpu = contention.usage(cpu_before, contention.snapshot())
@@ -128,8 +131,10 @@ def measure_series(
     """Describe the path into `series`, then append one point per batch size, calling on_point after each.
 
     After an out-of-memory point the larger batches are recorded as skipped; after a failed
-    verification the series is marked failed and the rest skipped.
+    verification the series is marked failed and the rest skipped. With the sweep's cold-source flag
+    in `params`, every sampled call starts from a source evicted from the caches (cold.py).
     """
+    params, eviction = take_eviction(params)  # freed when the series ends, with this frame
     try:
         info = backend.describe(key, params)
     except NotSupportedHere as error:
@@ -140,6 +145,8 @@ def measure_series(
         return
     for name, value in dataclasses.asdict(info).items():
         setattr(series, name, value)
+    if eviction is not None:
+        series.params, series.note = {**series.params, **eviction.params()}, eviction.noted(series.note)
     stop: str | None = None
     for batch_size in batch_sizes:
         spec = key.at(batch_size)
@@ -148,7 +155,7 @@ def measure_series(
         else:
             if on_start:
                 on_start(series, batch_size)
-            point = measure_point(backend, spec, params, timing, on_ready)
+            point = measure_point(backend, spec, params, timing, on_ready, eviction)
             error = point.error or ""
             if error.startswith(VERIFICATION_FAILED):
                 series.status, series.reason = "failed", error

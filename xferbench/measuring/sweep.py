@@ -15,6 +15,7 @@ from typing import Any
 
 from xferbench.measuring.backends import BACKENDS, OPS, Backend, SimLink, default_backends, get_backend
 from xferbench.measuring.buffers import available_host_memory
+from xferbench.measuring.cold import COLD_SOURCE, EVICTION_BYTES, cold_source_reason
 from xferbench.core.environment import os_name
 from xferbench.core.errors import XferbenchError
 from xferbench.measuring.measure import OUT_OF_MEMORY, VERIFICATION_FAILED, OnPoint, OnStart, measure_point
@@ -26,6 +27,7 @@ from xferbench.measuring.sampler import INTERVAL_S, LinkSampler
 from xferbench.core.timing import TimingConfig
 from xferbench.measuring.worker import DEATH_WAIT_S, LocalRunner, Runner, StartLine, WorkerDied, WorkerRunner, check_python, python_version
 
+MIN_STAGING_CHUNK, MAX_STAGING_CHUNK = 4 * 2**10, 2**30  # --staging-chunk-kib's bounds: a page to a GiB
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
 DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -51,15 +53,21 @@ class SweepConfig:
     pipeline: bool = False  # also each framework's input-pipeline modes (spec.PIPELINE_MODES)
     overlap: bool = False  # pipelines also time a calibrated compute kernel alone and fed by each batch
     loader_workers: int = DEFAULT_LOADER_WORKERS  # torch's DataLoader workers in its *_workers modes
+    cold_source: bool = False  # evict the source from the CPU's caches before every timed call (measuring/cold.py)
+    staging_chunk_bytes: int | None = None  # host/staged's chunk (--staging-chunk-kib); None: its default
 
     def params(self, framework: str, at_once: int = 1) -> dict[str, Any]:
         """A path's parameters: the simulated link's, shared by `at_once` devices in a concurrent run; a
-        pipeline's workers and whether to time the overlap with compute."""
+        pipeline's workers and whether to time the overlap with compute; and --cold-source, which
+        measure_series takes out before the backend sees the rest."""
+        cold = {COLD_SOURCE: True} if self.cold_source else {}
         if framework == "sim":
-            return dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once))
+            return {**dataclasses.asdict(dataclasses.replace(self.sim, at_once=at_once)), **cold}
         if framework in PIPELINE_MODES:
-            return {"overlap": self.overlap, "loader_workers": self.loader_workers}
-        return {}
+            return {"overlap": self.overlap, "loader_workers": self.loader_workers, **cold}
+        if framework == "host" and self.staging_chunk_bytes:
+            return {"staging_chunk_bytes": self.staging_chunk_bytes, **cold}
+        return cold
 
     def modes_for(self, backend: Backend) -> tuple[str, ...]:
         """The modes this sweep runs for a backend: its --mode or default ones, and its pipelines with --pipeline."""
@@ -324,6 +332,13 @@ def _check_static(config: SweepConfig, backends: Sequence[Backend]) -> None:
         raise XferbenchError("--overlap times a compute kernel beside an input pipeline: add --pipeline (or a pipeline --mode)")
     if not 1 <= config.loader_workers <= MAX_LOADER_WORKERS:
         raise XferbenchError(f"--loader-workers {config.loader_workers}: give 1 to {MAX_LOADER_WORKERS} worker processes")
+    if config.staging_chunk_bytes is not None:
+        kib = config.staging_chunk_bytes / 2**10
+        if not (MIN_STAGING_CHUNK <= config.staging_chunk_bytes <= MAX_STAGING_CHUNK and kib == int(kib)):
+            raise XferbenchError(f"--staging-chunk-kib {int(kib) if kib == int(kib) else kib}: give a whole number of KiB from {MIN_STAGING_CHUNK // 2**10}"
+                                 f" to {MAX_STAGING_CHUNK // 2**10:,}")  # fmt: skip
+        if not any(b.name == "host" and "staged" in config.modes_for(b) for b in backends):
+            raise XferbenchError("--staging-chunk-kib sets the chunk host/staged copies at a time: add -f host -m staged")
     for name in config.pythons:
         if name not in {b.name for b in backends}:
             raise XferbenchError(f"--python {name}=...: {name} is not among the frameworks swept")
@@ -384,6 +399,8 @@ def make_plan(config: SweepConfig) -> Plan:
                                 for key in keys:
                                     skip = failed[backend.name] if failed and backend.name in failed else \
                                         _skip_reason(runners[backend.name], key, present)  # fmt: skip
+                                    if skip is None and config.cold_source:
+                                        skip = cold_source_reason(key)
                                     series.append(PlannedSeries(key, backend, skip))
         plan = Plan(config, devices[0], series, runners, devices)
         if config.concurrent and not any(s.key.concurrent > 1 for s in series):
@@ -421,7 +438,8 @@ def _check_host_memory(plan: Plan) -> None:
         params = plan.config.params(planned.key.framework, planned.key.concurrent)
 
         def need(batch_size: int, **changed: Any) -> int:
-            return planned.backend.host_bytes_for(planned.key.at(batch_size), {**params, **changed})
+            evicting = EVICTION_BYTES if params.get(COLD_SOURCE) else 0  # --cold-source's buffer, held while the series runs
+            return planned.backend.host_bytes_for(planned.key.at(batch_size), {**params, **changed}) + evicting
 
         needed = need(largest)
         if needed <= available:

@@ -85,6 +85,8 @@ def series_title(series: Series) -> str:
     title = f"{series.label()} · {series.device_name or series.device}"
     if series.transfer and series.transfer != "host-to-device" and series.transfer not in title:  # "simulated link": said once
         title += f" · {series.transfer}"
+    if (series.params or {}).get("cold_source"):  # --cold-source: not in the label, so said wherever the series is named
+        title += " · cold source"
     return title
 
 

@@ -205,6 +205,25 @@ def _joined(values: Sequence[str | None]) -> str:
     return "; ".join(kept) if kept else MISSING
 
 
+def _source_cache(series: Series) -> str | None:
+    """--cold-source: the source evicted from the CPU's caches before every timed call; None where it was not (or the
+    file is older than the option), so a file that made it cold is told apart from one that copied back to back."""
+    params = series.params or {}
+    if not params.get("cold_source"):
+        return None
+    evicted = params.get("eviction_bytes")
+    return "evicted from the CPU caches" + (f" (a {evicted / 2**20:g} MiB memset)" if isinstance(evicted, (int, float)) else "")
+
+
+def _staging(series: Series) -> str | None:
+    """host/staged's chunk and the memory it stages into: two files that differ here staged differently."""
+    chunk = (series.params or {}).get("staging_chunk_bytes")
+    if not isinstance(chunk, (int, float)):
+        return None
+    memory = str((series.params or {}).get("staging_memory") or "").split(":")[0]
+    return f"{chunk / 2**10:g} KiB" + (f", {memory}" if memory else "")
+
+
 def _link(series: Series) -> str | None:
     summary = (series.link or {}).get("summary") or {}
     gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
@@ -233,6 +252,8 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
         "PCIe link under load": _joined([_link(s) for s in series]),
         "NUMA binding": _joined([placement(s) for s in series]),
         "DataLoader workers": _joined([str(s.params["num_workers"]) for s in series if s.params.get("num_workers")]),
+        "source before each call": _joined([_source_cache(s) for s in series]),
+        "host staging chunk": _joined([_staging(s) for s in series]),
         "GPU cores": _joined([str(d["gpu_cores"]) for d in macs if d.get("gpu_cores")]),
         "CPU": f"{env.get('cpu') or MISSING}" + (f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""),
         "CPU features that turn oneDNN on": _features(env.get("cpu_features")),

@@ -4,6 +4,9 @@ Modes:
 - pageable: torch.from_numpy(x).to(device), the original report's transfer;
 - pinned: a pinned source, .to(device, non_blocking=True), then the device is synchronized;
 - pinned_into: a pinned source copied into a preallocated device tensor (dst.copy_), the peak.
+- pageable_into: the NumPy batch (pageable) copied into a preallocated device tensor with a plain dst.copy_(x);
+  device to host, a preallocated pageable host tensor filled with out.copy_(device_tensor): .to('cpu') without
+  the fresh host tensor, and so without its page faults (not in the default sweep);
 - pin_per_call: x.pin_memory().to(device, non_blocking=True), pinning inside every call: the
   pattern PyTorch's own tutorial warns is usually slower than a plain .to() (not in the default sweep);
 - tensor: torch.tensor(x).to(device), a fresh host copy of the NumPy batch on every call before the
@@ -19,8 +22,8 @@ where this PyTorch pins host memory for MPS: from 2.14, whose MPS pinned allocat
 (pytorch/pytorch#189512; the 2.14.0 wheel's headers hold the allocator, 2.13's do not).
 
 Directions (TorchBack): d2h brings a device tensor back, pageable with `.to("cpu")` (a fresh host
-tensor per call) and pinned_into with `dst.copy_(src, non_blocking=True)` into a preallocated pinned
-tensor; bidir (pinned_into, CUDA) runs that d2h copy and pinned_into's h2d copy at once, each on a
+tensor per call), pageable_into with `out.copy_(src)` into a preallocated pageable tensor, and pinned_into
+with `dst.copy_(src, non_blocking=True)` into a preallocated pinned tensor; bidir (pinned_into, CUDA) runs that d2h copy and pinned_into's h2d copy at once, each on a
 stream of its own and timed by its own events.
 
 pinned_into on CUDA can also be timed streamed: torch.cuda._sleep, a spin kernel PyTorch ships
@@ -47,6 +50,7 @@ from xferbench.core.timing import STREAM_WARM_COPIES
 
 PINNED_MODES = ("pinned", "pinned_into")  # start from a pinned source made once per point
 PIN_MODES = (*PINNED_MODES, "pin_per_call", "pin")  # pinned host memory: a CUDA device, or MPS from PyTorch 2.14
+INTO_MODES = ("pinned_into", "pageable_into")  # copy_ into a destination made once per point
 MPS_PINNED_SINCE = "2.14"  # the first release with PyTorch's MPS pinned allocator (pytorch/pytorch#181720)
 HOLD_TRIES = 4  # a hold found too short is lengthened and the run repeated, this many times in all
 HOLD_MARGIN_S = 0.0005  # the hold lasts twice the last held run's enqueueing plus this
@@ -167,7 +171,7 @@ class TorchTransfer(_TorchCopy):
             self.source.copy_(torch.from_numpy(self.host))
         self.dest = (
             torch.empty(spec.batch_shape, dtype=torch.uint8, device=self.device)
-            if self.mode == "pinned_into"
+            if self.mode in INTO_MODES
             else None
         )
         if self.mode == "pin":  # the first pin of this size allocates the block later calls reuse
@@ -184,6 +188,8 @@ class TorchTransfer(_TorchCopy):
 
     def _move(self) -> Any:
         self.transfers += 1
+        if self.mode == "pageable_into":  # from pageable memory, as a user writes it: no non_blocking
+            return self.dest.copy_(self.source)
         if self.dest is not None:
             return self.dest.copy_(self.source, non_blocking=True)
         if self.mode == "pinned":
@@ -307,6 +313,9 @@ class TorchBack(_TorchCopy):
         self.expected = make_source(spec.batch_shape)  # what the device tensor holds: the bytes d2h must bring back
         self.on_device = torch.from_numpy(self.expected).to(self.device, copy=True)
         self.into = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True) if key.mode == "pinned_into" else None
+        if key.mode == "pageable_into":  # a pageable host tensor made once: its pages are touched by the warm-up, not the samples
+            self.into = torch.empty(spec.batch_shape, dtype=torch.uint8)
+        self.into_pageable = key.mode == "pageable_into"
         self.moved: Any = None  # the host tensor the last d2h call produced
         self.up_host: np.ndarray | None = None
         if self.bidir:  # pinned_into's h2d copy, on buffers and a stream of its own
@@ -318,6 +327,8 @@ class TorchBack(_TorchCopy):
         self.events = {way: self._events() for way in (H2D, D2H)}
 
     def _down(self) -> Any:
+        if self.into_pageable:  # into pageable memory, as a user writes it: no non_blocking
+            return self.into.copy_(self.on_device)
         if self.into is not None:
             return self.into.copy_(self.on_device, non_blocking=True)
         return self.on_device.to("cpu", copy=self.kind == "cpu")  # on the CPU .to("cpu") alone copies nothing
@@ -548,7 +559,7 @@ class TorchBackend(Backend):
     name = "torch"
     title, module, extra = "PyTorch", "torch", "torch"
     default_modes = ("pageable", "pinned", "pinned_into")
-    modes = (*default_modes, "pin_per_call", "tensor", "pin", *PIPELINE_MODES["torch"])
+    modes = (*default_modes, "pin_per_call", "tensor", "pin", "pageable_into", *PIPELINE_MODES["torch"])
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
@@ -583,7 +594,7 @@ class TorchBackend(Backend):
         return None
 
     def directions(self, mode: str) -> tuple[str, ...]:
-        return {"pageable": (H2D, D2H), "pinned_into": DIRECTIONS}.get(mode, (H2D,))
+        return {"pageable": (H2D, D2H), "pageable_into": (H2D, D2H), "pinned_into": DIRECTIONS}.get(mode, (H2D,))
 
     def streamed_reason(self, key: SeriesKey) -> str | None:
         if key.direction != H2D:
@@ -631,10 +642,19 @@ class TorchBackend(Backend):
                     " copy=True: torch.from_numpy(x).to('cpu', copy=True)")
         elif kind == "cpu" and key.mode == "tensor":
             note = "on the CPU this is torch.tensor's host copy of the NumPy array into a fresh tensor; .to('cpu') adds nothing"
+        elif key.mode == "pageable_into":
+            note = ("dest.copy_(torch.from_numpy(x)) from pageable memory into a preallocated tensor"
+                    + ("; on the CPU a host-to-host copy" if kind == "cpu" else " on the device"))  # fmt: skip
         if key.direction == D2H:
-            note = {"cpu": "on the CPU .to('cpu') returns the same tensor, so xferbench adds copy=True: a host-to-host copy",
-                    "pinned_into": "pinned.copy_(device_tensor, non_blocking=True) into a preallocated pinned tensor"}.get(
-                        "cpu" if kind == "cpu" else key.mode, "device_tensor.to('cpu'): a fresh pageable host tensor per call")  # fmt: skip
+            into = "pageable.copy_(device_tensor) into a preallocated pageable host tensor, touched by the warm-up: no fresh pages per call"
+            if key.mode == "pageable_into":
+                note = into + ("; on the CPU a host-to-host copy" if kind == "cpu" else "")
+            elif kind == "cpu":
+                note = "on the CPU .to('cpu') returns the same tensor, so xferbench adds copy=True: a host-to-host copy"
+            elif key.mode == "pinned_into":
+                note = "pinned.copy_(device_tensor, non_blocking=True) into a preallocated pinned tensor"
+            else:
+                note = "device_tensor.to('cpu'): a fresh pageable host tensor per call"
         elif key.direction == BIDIR:
             note = ("pinned_into both ways at once on two streams: the point's MB/s is both directions together,"
                     " h2d and d2h MB/s each stream's own events")  # fmt: skip
