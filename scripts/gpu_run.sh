@@ -58,8 +58,14 @@ GPU_TESTS=${GPU_TESTS:-tests}
 GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-}
 # What each later step is kept at the least, so an earlier one running long cannot starve it.
 CHECK_MIN_S=20 SWEEPS_MIN_S=30 TESTS_MIN_S=120
-# The experiments a GPU run measures by default (NAME=ARGUMENTS; see GPU_SWEEPS).
-EXPERIMENTS=${EXPERIMENTS:-}
+# The experiments a GPU run measures by default (NAME=ARGUMENTS; see GPU_SWEEPS), at 96 MiB and 1 GiB of 1 MiB
+# items: pageable sources copied back to back, then made cold between copies as bandwidthTest's memset makes
+# them, beside the host copy at the driver's threading (host/staged); device-to-host into a fresh tensor and
+# into a preallocated one.
+EXPERIMENT_SIZES="--shape 512x512x4 --batch-sizes 96,1024"
+EXPERIMENT_PATHS="-f cuda -f torch -f host -m raw_pageable,pageable,numpy,staged"
+EXPERIMENTS="warm=$EXPERIMENT_PATHS $EXPERIMENT_SIZES;cold=$EXPERIMENT_PATHS $EXPERIMENT_SIZES --cold-source"
+EXPERIMENTS+=";d2h-into=-f torch -m pageable,pageable_into -d d2h $EXPERIMENT_SIZES"
 case $TOTAL_S in '' | *[!0-9]*) echo "error: TOTAL_S=$TOTAL_S is not a whole number of seconds" >&2; exit 2 ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
 VALIDATE_BOX=$("$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 60) + 30)" "$VALIDATE_MINUTES") ||
