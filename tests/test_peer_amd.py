@@ -186,7 +186,8 @@ def test_every_peer_is_registered_once_with_an_import_command(tmp_path) -> None:
 
     from xferbench.cli import app
 
-    assert {p.command for p in PEERS.values() if p.command} >= {"transferbench", "rocm-bandwidth-test"}
+    assert sorted(p.command for p in PEERS.values()) == ["bandwidthtest", "nvbandwidth", "rocm-bandwidth-test", "transferbench"]
+    assert {c.name for c in __import__("xferbench.cli").cli.import_app.registered_commands} == {p.command for p in PEERS.values()}
     tb = write(tmp_path, amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1), "tb.txt")
     said = CliRunner().invoke(app, ["import", "transferbench", str(tb), "--host", "mi-node", "-o", str(tmp_path / "tb.json")])
     assert said.exit_code == 0 and "1 series, 1 points from TransferBench" in said.output, said.output
@@ -200,3 +201,16 @@ def test_every_peer_is_registered_once_with_an_import_command(tmp_path) -> None:
         said = CliRunner().invoke(app, ["import", *args])
         assert said.exit_code == 2 and message in said.output and "Traceback" not in said.output, said.output
         assert len(said.output.strip().splitlines()) == 1, said.output
+
+
+def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row(tmp_path) -> None:
+    """Cut inside GPU 11's name ("G1") or a p2p matrix's last cell ("25.3" of "25.31"), the row still parses: it is left out and named."""
+    whole = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.5)], 1) + amd.tb_new_test([(64 * MIB, "C0", "D", 11, 1, "G11", 25.0)], 2)
+    cut = whole[: whole.index("-> G11") + len("-> G1")]
+    result = read_transferbench([write(tmp_path, cut)])
+    assert figures(result) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 26.5}
+    assert any("ends inside this row" in n and "G1" in n for n in notes(result))
+    p2p = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31})
+    row = next(line for line in p2p.split("\n") if line.strip().startswith("CPU 00"))
+    cut = p2p[: p2p.index(row) + row.index("25.31") + 4]
+    one_line_error(lambda: read_transferbench([write(tmp_path, cut, "p2p.txt")]), "ends inside this row.*25.3")

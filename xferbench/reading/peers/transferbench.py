@@ -36,8 +36,8 @@ from typing import Any
 
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, one_line, peer_environment, peer_facts, peer_result,
-                                            read_text, refusal, split_lines)  # fmt: skip
+from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, one_line, peer_environment, peer_facts, peer_result, read_text,
+                                            refusal, split_lines)  # fmt: skip
 
 TOOL = "TransferBench"
 TB_ITERATIONS, TB_WARMUPS = 10, 3  # NUM_ITERATIONS and NUM_WARMUPS by default, in every version
@@ -101,7 +101,7 @@ class _Copy:
 def _runs(path: Path, text: str) -> list[dict[str, Any]]:
     """Each run a file holds: TransferBench's output from its version line (or the first line), so
     outputs pasted one after another are read as the runs they are."""
-    lines, _ = split_lines(text)
+    lines, ended = split_lines(text)
     runs: list[dict[str, Any]] = []
     for line in lines:
         versioned = bool(VERSION.search(line))
@@ -111,6 +111,7 @@ def _runs(path: Path, text: str) -> list[dict[str, Any]]:
         runs[-1]["lines"].append(line)
     for number, run in enumerate(runs, 1):
         run["where"] = f"{path} run {number}" if len(runs) > 1 else str(path)
+        run["cut"] = number == len(runs) and not ended  # its last line may have lost its end
     return runs
 
 
@@ -144,7 +145,11 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
         settings = {m.group(1): int(m.group(2)) for m in map(SETTING.match, run["lines"]) if m}
         build.start_run(where, None, {})
         noted = len(build.not_imported)
-        copies = [*_config_copies(run["lines"], where, build), *_p2p_copies(run["lines"], where, settings, build)]
+        lines = run["lines"]
+        if run["cut"] and lines and (ROW.match(lines[-1]) or OLD_ROW.match(lines[-1].strip()) or P2P_ROW.match(lines[-1])):
+            build.note(f"{where}: the paste ends inside this row: it was cut short there, and the row is left out: {one_line(lines[-1], 200)}")
+            lines = lines[:-1]
+        copies = [*_config_copies(lines, where, build), *_p2p_copies(lines, where, settings, build)]
         if not copies and len(build.not_imported) == noted:
             said = one_line(" ".join(run["lines"]), 80, last=True)
             build.note(f"{where}: no Transfer row or p2p matrix{': ' + said if said else ''}")
@@ -274,7 +279,7 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
                          int(units) if kind != "dma" else None, dst, True, where, build)  # fmt: skip
             found.append((f"test {number}", line, copy))
             continue
-        if line.count(",") >= OLD_FIELDS - 2 and WHOLE.fullmatch(line.split(",")[0].strip()) and "Transfer" not in line:
+        if re.match(r"^\s*[0-9]+,(?:[0-9]+|ALL),", line):  # a Test#,Transfer# line of another shape
             build.note(f"{where}: a CSV line of {len(line.split(','))} fields where TransferBench up to v1.50 prints {OLD_FIELDS}:"
                        f" {one_line(line, 200)}; left out")  # fmt: skip
             continue
