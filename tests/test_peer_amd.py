@@ -38,6 +38,7 @@ def test_the_7900_xtx_paste_reads_its_four_host_figures_and_nothing_else(tmp_pat
     assert (devices["cuda:0"]["pci_bus_id"], devices["cuda:1"]["pci_bus_id"]) == ("83:0.0", "03:0.0")
     assert any("bidirectional peak matrix" in n for n in notes(result))  # 48.226 is both ways at once
     assert 48.226 not in figures(result).values() and 649.528 not in figures(result).values()
+    assert any("between GPUs" in n for n in notes(result))  # 649.528: GPU 0's copy within its own memory
     peer = result.environment["peer"]
     assert peer["tool"] == "rocm_bandwidth_test" and peer["version"] == "2.6.0" and peer["sizes_bytes"] == [64 * MIB]
     series = next(s for s in result.series if s.direction == H2D)
@@ -123,6 +124,11 @@ def test_transfers_that_ran_together_are_not_figures_of_one_copy(tmp_path) -> No
     result = read_transferbench([write(tmp_path, text)])
     assert figures(result) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 26.5}
     assert sum("ran at once with 1 other Transfer" in n for n in notes(result)) == 2
+    for csv in (True, False):  # v1.54 on: a test's Transfers lie between its first row and its Aggregate row
+        together = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 20.0), (64 * MIB, "C1", "D", 1, 1, "G1", 19.5)], 1, csv)
+        alone = amd.tb_new_test([(64 * MIB, "C0", "D", 1, 1, "G1", 26.5)], 2, csv)
+        result = read_transferbench([write(tmp_path, together + alone, f"new-{csv}.txt")])
+        assert figures(result) == {("dma_c0", "cuda:1", H2D, 64 * MIB): 26.5}
 
 
 def test_v1_52_rows_read_with_either_separator(tmp_path) -> None:
@@ -155,7 +161,8 @@ def test_azure_s_mi300x_configuration_reads_as_gpu_kernel_copies_each_way(tmp_pa
 
 
 def test_p2p_executors_follow_the_header_and_title(tmp_path) -> None:
-    cells = {("CPU", 0, "GPU", 0): 25.31, ("CPU", 1, "GPU", 1): 24.88, ("GPU", 0, "CPU", 0): 26.02, ("GPU", 1, "CPU", 1): 25.97}
+    cells = {("CPU", 0, "GPU", 0): 25.31, ("CPU", 1, "GPU", 1): 24.88, ("GPU", 0, "CPU", 0): 26.02, ("GPU", 1, "CPU", 1): 25.97,
+             ("GPU", 0, "GPU", 1): 48.5}
     env = amd.tb_env("1.52", True, (("NUM_CPU_SE", 4, "Using 4 CPU subexecutors"), ("NUM_GPU_SE", 8, "Using 8 GPU subexecutors")))
     local = read_transferbench([write(tmp_path, amd.tb_p2p(2, 2, cells, env=env), "local.txt")])
     assert figures(local) == {("cpu_c0_4t", "cuda:0", H2D, 64 * MIB): 25.31, ("cpu_c1_4t", "cuda:1", H2D, 64 * MIB): 24.88,
@@ -163,7 +170,7 @@ def test_p2p_executors_follow_the_header_and_title(tmp_path) -> None:
     remote = read_transferbench([write(tmp_path, amd.tb_p2p(2, 2, cells, remote_read=True, dma=True, csv=False), "remote.txt")])
     assert figures(remote) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 25.31, ("dma_c1", "cuda:1", H2D, 64 * MIB): 24.88,
                                ("cpu_c0", "cuda:0", D2H, 64 * MIB): 26.02, ("cpu_c1", "cuda:1", D2H, 64 * MIB): 25.97}  # fmt: skip
-    assert all("0.01 GB/s" in s.note for s in remote.series)
+    assert all("0.01 GB/s" in s.note for s in remote.series) and sum("between GPUs" in n for n in notes(remote)) == 1
 
 
 def test_copies_transferbench_does_not_make_between_host_and_one_gpu_are_named(tmp_path) -> None:

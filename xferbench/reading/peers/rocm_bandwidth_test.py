@@ -120,6 +120,9 @@ def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEF
                           " GPUs; give the whole output from its 'RocmBandwidthTest Version' line")  # fmt: skip
         for statistic, source, target, cell, line in found:
             _cell(build, agents, gpus, statistic, source, target, cell, line, where, nbytes, version, sizes)
+        if any(cell != "N/A" and source in agents and target in agents and agents[source]["gpu"] == agents[target]["gpu"]
+               for _, source, target, cell, _ in found):  # fmt: skip
+            build.note(f"{where}: the matrix's cells between GPUs, and each GPU's copy within its own memory: not host<->device")
         build.end_run(None)
     series = build.done()
     if not any(s.ok_points() for s in series):

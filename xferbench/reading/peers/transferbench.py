@@ -326,6 +326,7 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     title: re.Match[str] | None = None
     columns: list[tuple[str, int]] = []
     executes_source = True
+    between = False  # a cell between two GPUs or two NUMA nodes was named
     host = "B" if settings.get("USE_FINE_GRAIN") else CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
     fine = "_f" if settings.get("USE_FINE_GRAIN") else ""
     for line in lines:
@@ -356,6 +357,9 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
             return found
         for (kind, index), cell in zip(columns, cells):
             if (row.group(1) == "CPU") == (kind == "CPU"):
+                if cell != "N/A" and not between:
+                    between = True
+                    build.note(f"{where}: the p2p matrix's cells between GPUs (and between NUMA nodes): not host<->device")
                 continue
             if cell == "N/A":
                 continue  # not run (a NUMA node without CPUs): nothing measured
