@@ -33,12 +33,14 @@ from typing import Any
 TB_ENV_OLD = (("NUM_ITERATIONS", 10, "Running 10  timed iteration(s)"), ("NUM_WARMUPS", 3, "Running 3 warmup iteration(s) per Test"))
 
 
-def tb_env(version: str, csv: bool = True, settings: tuple[tuple[str, int, str], ...] = TB_ENV_OLD) -> str:
-    """DisplayEnvVars as v1.52 prints it (PRINT_EV: `%-20s%s%12d%s%s`)."""
+def tb_env(version: str, csv: bool = True, settings: tuple[tuple[str, int, str], ...] = TB_ENV_OLD, client: str | None = None) -> str:
+    """DisplayEnvVars as v1.52 prints it (PRINT_EV: `%-20s%s%12d%s%s`); with `client`, the library's
+    client's head line, `TransferBench Client vCLIENT Backend vVERSION`."""
+    name = f"TransferBench Client v{client} Backend v{version}" if client else f"TransferBench v{version}"
     if csv:
-        head = f"EnvVar,Value,Description,(TransferBench v{version})\n"
+        head = f"EnvVar,Value,Description,({name})\n"
     else:
-        head = f"TransferBench v{version}\n===============================================================\n"
+        head = f"{name}\n===============================================================\n"
     sep, colon = (",", ",") if csv else (" = ", " : ")
     return head + "".join(f"{name:<20}{sep}{value:12d}{colon}{text}\n" for name, value, text in settings) + "\n"
 

@@ -142,13 +142,14 @@ def test_v1_52_rows_read_with_either_separator(tmp_path) -> None:
 def test_the_library_s_table_reads_with_csv_or_borders_and_its_own_memory_letters(tmp_path) -> None:
     """v1.54 on: D as memory is non-coherent pinned host memory, D as executor the DMA engine."""
     for csv in (True, False):
-        text = (amd.tb_new_test([(2**30, "D0", "D", 0, 1, "G0", 14.351)], 1, csv)
+        text = (amd.tb_env("1.66", csv, client="1.66") + amd.tb_new_test([(2**30, "D0", "D", 0, 1, "G0", 14.351)], 1, csv)
                 + amd.tb_new_test([(2**30, "G0", "G", 0, 4, "H0", 12.004)], 2, csv))  # fmt: skip
         result = read_transferbench([write(tmp_path, text, f"new-{csv}.txt")])
         assert figures(result) == {("dma_d0", "cuda:0", H2D, 2**30): 14.351, ("gfx_h0_4cu", "cuda:0", D2H, 2**30): 12.004}
         pageable = next(s for s in result.series if s.direction == D2H)
         assert pageable.host_buffer == "numpy" and "unpinned" in pageable.note
         assert next(s for s in result.series if s.direction == H2D).host_buffer == "pinned"
+        assert result.environment["peer"]["version"] == "1.66 (client 1.66)" and "TransferBench v1.66 (client 1.66)" in pageable.note
 
 
 def test_azure_s_mi300x_configuration_reads_as_gpu_kernel_copies_each_way(tmp_path) -> None:

@@ -44,7 +44,7 @@ def tb_config(draw: st.DrawFn) -> str:
             tests.append(amd.tb_new_test([(nbytes, src, "D" if kind == "dma" else "G", gpu, units, dst, gbps)], number, csv))
     if shape == "old":
         return amd.tb_old(*tests)
-    return amd.tb_env("1.52" if shape == "152" else "1.67", csv) + "".join(tests)
+    return amd.tb_env("1.52" if shape == "152" else "1.67", csv, client=None if shape == "152" else "1.66") + "".join(tests)
 
 
 @st.composite

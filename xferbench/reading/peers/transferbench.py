@@ -54,7 +54,8 @@ AGGREGATE = re.compile(r"^\s*[│|]?\s*Aggregate \(CPU\)")
 TEST = re.compile(r"^\s*Test ([0-9]+):\s*$")
 FIGURE = re.compile(r"[0-9]+\.[0-9]{2,3}")  # %7.3f, %8.3f (GB/s), %10.2f (the p2p matrix)
 MEMORY = re.compile(r"^([A-Z])([0-9]+)$")
-VERSION = re.compile(r"TransferBench v([0-9]+\.[0-9]+[0-9A-Za-z._-]*)")
+# "TransferBench v1.52", the library's client "TransferBench Client v1.x Backend v1.y" (CSV and text) or "TransferBench v1.66.00"
+VERSION = re.compile(r"TransferBench (?:Client v([0-9][0-9A-Za-z._-]*) Backend v([0-9][0-9A-Za-z._-]*)|v([0-9]+\.[0-9]+[0-9A-Za-z._-]*))")
 SETTING = re.compile(r"^\s*([A-Z_]+)\s*(?:,|=)\s*(-?[0-9]+)\s*(?:,|:)")
 P2P_TITLE = re.compile(r"^\s*(Uni|Bi)directional copy peak bandwidth GB/s \[(Local|Remote) read / (Local|Remote) write\]"
                        r" \(GPU-Executor: (GFX|DMA)\)\s*$")  # fmt: skip
@@ -115,6 +116,12 @@ def _runs(path: Path, text: str) -> list[dict[str, Any]]:
     return runs
 
 
+def _version(match: re.Match[str]) -> str:
+    """The version a run printed: the library's (its backend), with its client's where both are given."""
+    client, backend, plain = match.groups()
+    return f"{backend} (client {client})" if backend else plain
+
+
 def is_transferbench(text: str) -> bool:
     """Whether a text holds TransferBench's output: its version line, CSV header, a Transfer row or a p2p matrix."""
     return bool(VERSION.search(text) or OLD_HEADER in text or any(ROW.match(line) or P2P_TITLE.match(line) for line in text.split("\n")))
@@ -140,7 +147,7 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
     sizes: list[int] = []
     for run in runs:
         where = run["where"]
-        version = next((m.group(1) for m in map(VERSION.search, run["lines"]) if m), None)
+        version = next((_version(m) for m in map(VERSION.search, run["lines"]) if m), None)
         versions.append(version)
         settings = {m.group(1): int(m.group(2)) for m in map(SETTING.match, run["lines"]) if m}
         build.start_run(where, None, {})
