@@ -185,6 +185,9 @@ def test_copies_transferbench_does_not_make_between_host_and_one_gpu_are_named(t
 
 def test_transferbench_refuses_what_holds_no_figure_in_one_line(tmp_path) -> None:
     one_line_error(lambda: read_transferbench([write(tmp_path, "hello\n")]), "not TransferBench's output.*OUTPUT_TO_CSV=1")
+    health = ("Testing unidirectional host to device copy ........PASS\nTesting unidirectional device to host copy ........FAIL (1 test(s))\n"
+              " GPU 03: Measured:  41.20 GB/s      Criteria:  48.50 GB/s\n")  # Presets/HealthCheck.hpp, without VERBOSE
+    one_line_error(lambda: read_transferbench([write(tmp_path, health, "health.txt")]), "healthcheck preset.*not read.*config file")
     only_gpus = amd.tb_new_test([(64 * MIB, "G0", "D", 0, 1, "G1", 50.0)], 1)
     one_line_error(lambda: read_transferbench([write(tmp_path, only_gpus, "gpus.txt")]), "no host<->device figure.*between GPU memories")
 

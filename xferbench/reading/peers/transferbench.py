@@ -62,6 +62,7 @@ P2P_TITLE = re.compile(r"^\s*(Uni|Bi)directional copy peak bandwidth GB/s \[(Loc
 P2P_HEADER = re.compile(r"^\s*(SRC\\DST|SRC\\EXE\+DST|SRC\+EXE\\DST)\s*,?(.*)$")
 P2P_ROW = re.compile(r"^\s*(CPU|GPU) ([0-9]+)\s+(->|<-|<->|min|max|sd)\s*,?(.*)$")
 P2P_BYTES = re.compile(r"^\s*Bytes Per Direction[, ]([0-9]+)\s*$")
+HEALTHCHECK = re.compile(r"^\s*Testing (?:unidirectional|bidirectional|all-to-all|HBM)")
 
 # Host memory as the letters print it. C and B mean the same in every version; the others moved when
 # MemTypeStr grew (v1.52: CGBFUNM; the library's: CPBDKHGFUMN), so U is read only where its version is known.
@@ -124,7 +125,8 @@ def _version(match: re.Match[str]) -> str:
 
 def is_transferbench(text: str) -> bool:
     """Whether a text holds TransferBench's output: its version line, CSV header, a Transfer row or a p2p matrix."""
-    return bool(VERSION.search(text) or OLD_HEADER in text or any(ROW.match(line) or P2P_TITLE.match(line) for line in text.split("\n")))
+    return bool(VERSION.search(text) or OLD_HEADER in text
+                or any(ROW.match(line) or P2P_TITLE.match(line) or HEALTHCHECK.match(line) for line in text.split("\n")))
 
 
 def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE, environment: dict[str, Any] | None = None,
@@ -156,6 +158,9 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
         if run["cut"] and lines and (ROW.match(lines[-1]) or OLD_ROW.match(lines[-1].strip()) or P2P_ROW.match(lines[-1])):
             build.note(f"{where}: the paste ends inside this row: it was cut short there, and the row is left out: {one_line(lines[-1], 200)}")
             lines = lines[:-1]
+        if any(HEALTHCHECK.match(line) for line in lines):
+            build.note(f"{where}: the healthcheck preset's lines: they print a GPU's figure only where it fails its limit (or with"
+                       " VERBOSE=1), from a NUMA node they do not name, and up to v1.52 a kernel's reads or writes, no copy; not read")  # fmt: skip
         copies = [*_config_copies(lines, where, build), *_p2p_copies(lines, where, settings, build)]
         if not copies and len(build.not_imported) == noted:
             said = one_line(" ".join(run["lines"]), 80, last=True)
