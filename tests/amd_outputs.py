@@ -189,6 +189,11 @@ PRO_VII_DEVICES: list[tuple[str, str | None, str | None]] = [("AMD Ryzen Threadr
                                                               ("AMD Radeon Pro VII", "GPU-ff02618173c6451f", "0c:0.0"),
                                                               ("AMD Radeon Pro VII", "GPU-25e0596172e17d3e", "43:0.0")]  # fmt: skip
 
+RX570_SOURCE = {"url": "https://github.com/ROCm/legacy-rocm-build/issues/1309", "date": "2020-11-30",
+                "what": "rocm-bandwidth-test 2.3.11 (ROCm 3.5.1) on a Ryzen 5 1600X with a Radeon RX 570: a GPU line with no UUID"}  # fmt: skip
+RX570_DEVICES: list[tuple[str, str | None, str | None]] = [("AMD Ryzen 5 1600X Six-Core Processor", None, None),
+                                                            ("Ellesmere [Radeon RX 470/480/570/570X/580/580X/590]", None, "1f:0.0")]  # fmt: skip
+
 MI210_SOURCE = {"url": "https://github.com/ROCm/rocm_bandwidth_test/issues/129", "date": "2025-08-19",
                 "what": ("rocm-bandwidth-test v2.6.0 on two EPYC 9554 with ten devices (two CPUs, eight MI210); the thread's"
                          " summary: ~28 GB/s one way, ~45 GB/s both, from either NUMA node; its matrices were not read here")}  # fmt: skip

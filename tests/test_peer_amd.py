@@ -61,6 +61,16 @@ def test_two_cpus_are_two_nodes_and_a_gpu_is_counted_among_the_gpus(tmp_path) ->
     assert skipped and all("N/A" in p.error for p in skipped)
 
 
+def test_a_gpu_listed_without_its_uuid_is_a_gpu_by_its_pci_address(tmp_path) -> None:
+    """legacy-rocm-build#1309's device list (2.3.11 prints no UUID); the figures are made up for the test."""
+    text = amd.rbt(amd.RX570_DEVICES, [["N/A", "12.050"], ["12.811", "161.002"]], version="2.3.11",
+                   command="rocm-bandwidth-test (rocm_bandwidth -a + rocm_bandwidth -A)")  # fmt: skip
+    result = read_rocm_bandwidth_test([write(tmp_path, text)])
+    assert figures(result) == {("peak_cpu0", "cuda:0", H2D, 64 * MIB): 12.05, ("peak_cpu0", "cuda:0", D2H, 64 * MIB): 12.811}
+    assert {s.device_name for s in result.series} == {"Ellesmere [Radeon RX 470/480/570/570X/580/580X/590]"}
+    assert result.environment["peer"]["version"] == "2.3.11"
+
+
 def test_the_copy_size_comes_from_the_launch_command(tmp_path) -> None:
     text = amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI, command="./rocm-bandwidth-test -a -m 256,512")
     result = read_rocm_bandwidth_test([write(tmp_path, text)])
