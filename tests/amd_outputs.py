@@ -56,9 +56,12 @@ def tb_old_all(test: int, nbytes: int, exe: str, units: int, gbps: float) -> str
     return f"{test},ALL,{nbytes},ALL,{exe},ALL,{units},{gbps:.3f},{nbytes / gbps / 1e6:.3f},ALL,ALL"
 
 
+OLD_HEADER_LINE = "Test#,Transfer#,NumBytes,Src,Exe,Dst,CUs,BW(GB/s),Time(ms),SrcAddr,DstAddr\n"
+
+
 def tb_old(*rows: str, version: str = "1.50") -> str:
     """A config file's run up to v1.50 with OUTPUT_TO_CSV=1."""
-    return tb_env(version) + "Test#,Transfer#,NumBytes,Src,Exe,Dst,CUs,BW(GB/s),Time(ms),SrcAddr,DstAddr\n" + "".join(r + "\n" for r in rows)
+    return tb_env(version) + OLD_HEADER_LINE + "".join(r + "\n" for r in rows)
 
 
 def tb_152_test(transfers: list[tuple[int, str, str, int, int, str, float]], csv: bool = True) -> str:

@@ -235,3 +235,13 @@ def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row
     row = next(line for line in p2p.split("\n") if line.strip().startswith("CPU 00"))
     cut = p2p[: p2p.index(row) + row.index("25.31") + 4]
     one_line_error(lambda: read_transferbench([write(tmp_path, cut, "p2p.txt")]), "ends inside this row.*25.3")
+
+
+def test_the_environment_lines_say_how_many_iterations_a_figure_is_the_mean_of(tmp_path) -> None:
+    row = amd.tb_old_row(1, 0, 64 * MIB, "C0", "B00.*", "G0", 1, 26.5)
+    timed = amd.tb_env("1.50", True, (("NUM_ITERATIONS", 50, "Running 50 timed iteration(s)"), ("NUM_WARMUPS", 5, "Running 5 warmups")))
+    (series,) = read_transferbench([write(tmp_path, timed + amd.OLD_HEADER_LINE + row + "\n")]).series
+    assert series.points[0].n == 50 and "mean of 50 timed iterations after 5 warm-ups" in series.note and "defaults" not in series.note
+    seconds = amd.tb_env("1.50", True, (("NUM_ITERATIONS", -3, "Running 3 seconds(s) per Test"),))
+    (series,) = read_transferbench([write(tmp_path, seconds + amd.OLD_HEADER_LINE + row + "\n", "s.txt")]).series
+    assert series.points[0].n == 1 and "mean of 3 s of iterations" in series.note

@@ -52,7 +52,8 @@ TRANSFER_WORD = re.compile(r"^\s*[│|]?\s*Transfer\s+[0-9]+\b")
 EXE = re.compile(r"^(CPU|GPU|DMA|[CGDB])([0-9]+)(\.\*|\.[0-9]+)?:([0-9]+)$")
 AGGREGATE = re.compile(r"^\s*[│|]?\s*Aggregate \(CPU\)")
 TEST = re.compile(r"^\s*Test ([0-9]+):\s*$")
-FIGURE = re.compile(r"[0-9]+\.[0-9]{2,3}")  # %7.3f, %8.3f (GB/s), %10.2f (the p2p matrix)
+FIGURE = re.compile(r"[0-9]+\.[0-9]{3}")  # %7.3f, %8.3f: a Transfer's GB/s
+P2P_FIGURE = re.compile(r"[0-9]+\.[0-9]{2}")  # %10.2f: the p2p matrix's
 MEMORY = re.compile(r"^([A-Z])([0-9]+)$")
 # "TransferBench v1.52", the library's client "TransferBench Client v1.x Backend v1.y" (CSV and text) or "TransferBench v1.66.00"
 VERSION = re.compile(r"TransferBench (?:Client v([0-9][0-9A-Za-z._-]*) Backend v([0-9][0-9A-Za-z._-]*)|v([0-9]+\.[0-9]+[0-9A-Za-z._-]*))")
@@ -180,7 +181,7 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
 def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settings: dict[str, int], sizes: list[int]) -> None:
     """One Transfer's figure into its series; a figure that is not one TransferBench prints is named and left out."""
     at = f"{where}: {one_line(copy.line, 200)}"
-    if not FIGURE.fullmatch(copy.gbps):
+    if not (P2P_FIGURE if copy.test == "p2p" else FIGURE).fullmatch(copy.gbps):
         build.note(f"{at}: {one_line(copy.gbps, 40)!r} is not a figure (TransferBench prints GB/s to 0.001, or 0.01 in p2p): left out")
         return
     if copy.nbytes <= 0:
@@ -195,7 +196,8 @@ def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settin
     if not math.isfinite(gbps) or gbps <= 0:
         build.gap(mode, device, copy.direction, copy.nbytes, fields, "skipped", f"TransferBench printed {copy.gbps} GB/s")
         return
-    build.figure(mode, device, copy.direction, copy.nbytes, fields, gbps, settings.get("NUM_ITERATIONS", TB_ITERATIONS), 1)
+    iterations = settings.get("NUM_ITERATIONS", TB_ITERATIONS)  # negative: a run of that many seconds, its count not printed
+    build.figure(mode, device, copy.direction, copy.nbytes, fields, gbps, max(iterations, 1), 1)
 
 
 def _fields(copy: _Copy, version: str | None, settings: dict[str, int]) -> dict[str, Any]:
@@ -217,7 +219,7 @@ def _fields(copy: _Copy, version: str | None, settings: dict[str, int]) -> dict[
             "clock": ("the host clock around each iteration" if copy.exe == "cpu"
                       else "HIP events around each iteration (USE_HIP_EVENTS, TransferBench's default)"),
             "sync": "each iteration waits for its Transfers to finish", "device_clock": None,
-            "params": {"tool": f"TransferBench {version}".strip() if version else "TransferBench", "samples": iterations,
+            "params": {"tool": f"TransferBench {version}".strip() if version else "TransferBench", "samples": max(iterations, 1),
                        "copies_per_sample": 1, "statistic": "mean", "executor": copy.exe, "host_memory": copy.host,
                        "numa_node": copy.node, "subexecutors": copy.units},
             "note": note}  # fmt: skip
