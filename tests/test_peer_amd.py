@@ -182,6 +182,9 @@ def test_p2p_executors_follow_the_header_and_title(tmp_path) -> None:
     assert figures(remote) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 25.31, ("dma_c1", "cuda:1", H2D, 64 * MIB): 24.88,
                                ("cpu_c0", "cuda:0", D2H, 64 * MIB): 26.02, ("cpu_c1", "cuda:1", D2H, 64 * MIB): 25.97}  # fmt: skip
     assert all("0.01 GB/s" in s.note for s in remote.series) and sum("between GPUs" in n for n in notes(remote)) == 1
+    # N/A: not run; its point says so, in the series the copy would have been
+    skipped = [(s.mode, s.device, s.direction, p.error) for s in remote.series for p in s.points if p.status == "skipped"]
+    assert ("dma_c1", "cuda:0", H2D, "N/A in TransferBench's p2p matrix: not run (a NUMA node without CPUs)") in skipped
 
 
 def test_copies_transferbench_does_not_make_between_host_and_one_gpu_are_named(tmp_path) -> None:

@@ -181,14 +181,17 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
 def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settings: dict[str, int], sizes: list[int]) -> None:
     """One Transfer's figure into its series; a figure that is not one TransferBench prints is named and left out."""
     at = f"{where}: {one_line(copy.line, 200)}"
+    if copy.test == "p2p" and copy.gbps == "N/A":  # not run: the executing NUMA node has no CPUs
+        build.gap(_mode(copy), f"cuda:{copy.gpu}", copy.direction, copy.nbytes, _fields(copy, version, settings), "skipped",
+                  "N/A in TransferBench's p2p matrix: not run (a NUMA node without CPUs)")  # fmt: skip
+        return
     if not (P2P_FIGURE if copy.test == "p2p" else FIGURE).fullmatch(copy.gbps):
         build.note(f"{at}: {one_line(copy.gbps, 40)!r} is not a figure (TransferBench prints GB/s to 0.001, or 0.01 in p2p): left out")
         return
     if copy.nbytes <= 0:
         build.note(f"{at}: no bytes moved: left out")
         return
-    units = f"_{copy.units}{'cu' if copy.exe == 'gfx' else 't'}" if copy.units is not None and copy.exe in ("gfx", "cpu") else ""
-    mode = f"{copy.exe}_{copy.host.lower()}{copy.node}{copy.fine}{units}"
+    mode = _mode(copy)
     device = f"cuda:{copy.gpu}"
     fields = _fields(copy, version, settings)
     gbps = float(copy.gbps)
@@ -198,6 +201,12 @@ def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settin
         return
     iterations = settings.get("NUM_ITERATIONS", TB_ITERATIONS)  # negative: a run of that many seconds, its count not printed
     build.figure(mode, device, copy.direction, copy.nbytes, fields, gbps, max(iterations, 1), 1)
+
+
+def _mode(copy: _Copy) -> str:
+    """A series' mode: its executor, host memory and NUMA node, and the CUs or threads that copied (dma_c0, gfx_c0_32cu, cpu_b1_4t)."""
+    units = f"_{copy.units}{'cu' if copy.exe == 'gfx' else 't'}" if copy.units is not None and copy.exe in ("gfx", "cpu") else ""
+    return f"{copy.exe}_{copy.host.lower()}{copy.node}{copy.fine}{units}"
 
 
 def _fields(copy: _Copy, version: str | None, settings: dict[str, int]) -> dict[str, Any]:
@@ -375,8 +384,6 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
                     between = True
                     build.note(f"{where}: the p2p matrix's cells between GPUs (and between NUMA nodes): not host<->device")
                 continue
-            if cell == "N/A":
-                continue  # not run (a NUMA node without CPUs): nothing measured
             if row.group(1) == "CPU":
                 direction, node, gpu = H2D, int(row.group(2)), index
             else:
