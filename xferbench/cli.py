@@ -785,6 +785,31 @@ def import_bandwidthtest(
     _import("bandwidthTest", files, out_path, overwrite, host, lambda: peers.read_bandwidthtest(files, parse_shape(shape), mb=mb))
 
 
+def _peer_command(peer: Any) -> Any:
+    """An import command for a peer whose reader takes only its files and a shape, made from its registry entry."""
+
+    def command(files: PEER_FILES, shape: IMPORT_SHAPE = "256x256x3", host: IMPORT_HOST = None, out_path: IMPORT_OUT = None,
+                overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False) -> None:  # fmt: skip
+        _import(peer.name, files, out_path, overwrite, host, lambda: peer.read(files, parse_shape(shape)))
+
+    command.__doc__ = peer.summary
+    command.__name__ = f"import_{peer.command.replace('-', '_')}"
+    return command
+
+
+def _register_peers() -> None:
+    """Every registered peer with a command of its own name and no options of its own gets `xferbench import NAME`."""
+    from xferbench.reading.peers import PEERS
+
+    written = {info.name for info in import_app.registered_commands}
+    for peer in PEERS.values():
+        if peer.command and peer.command not in written:
+            import_app.command(peer.command)(_peer_command(peer))
+
+
+_register_peers()
+
+
 SHOW_ALL = Annotated[bool, typer.Option("--all", help="Start every installed framework and show everything, also what this machine lacks.")]
 
 

@@ -578,6 +578,39 @@ def bandwidth_rows() -> list[str]:
     return lines
 
 
+# AMD Instinct GPUs, measured with AMD's own tools (TransferBench, rocm_bandwidth_test): a block of their own,
+# joined to PUBLISHED after NVIDIA's rows, in the order the docs table shows them.
+NOT_STATED = "not stated"  # a copy whose path (DMA engine, GPU kernel or CPU threads) the source does not give
+AZURE_MI300X = "samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md"
+AZURE_MI300X_READ = (f"{READ_AGAIN} at bf209ab (2025-03-27), the newest revision of the file in the fork (whose newest commit read"
+                     " is 2b25b69, 2025-07-21); unchanged since d3ab2bf (2025-01-23, then Azure_Results/AMD_MI300X_results.md),"
+                     " which replaced 29 host to device and 55 device to host posted the same day (7756ae6)")  # fmt: skip
+AZURE_MI300X_COPY = ("the copy is not stated: the file names no test; when the figures were posted the repository's benchmark"
+                     " ran `TransferBench p2p` (Benchmarks/AMD/TransferBench.py), whose defaults copy host to device with CPU"
+                     " threads and device to host with a GPU kernel; on 2025-01-28 it changed to transferbench.cfg's"
+                     " '1 32 (C0 G0 G0)' and '1 32 (G0 G0 C0)', GPU-kernel copies on 32 CUs")  # fmt: skip
+AZURE_MI300X_TOOL = "TransferBench (the file's TransferBench table); ROCm 6.8.5 and HIP 6.2.41134 as the file gives them"
+RBT_129 = "https://github.com/ROCm/rocm_bandwidth_test/issues/129"
+
+AMD_PUBLISHED: tuple[Published, ...] = (
+    _measured("AMD Instinct MI300X (Azure ND MI300X v5, Xeon Platinum 8480C host)", "MI300X", ("mi300x",), AZURE_MI300X_TOOL,
+              NOT_STATED, "not stated", None, H2D, 55.0, None, "2025-01-23", f"{AZURE_MI300X} @bf209ab", checked=AZURE_MI300X_READ,
+              caveat=AZURE_MI300X_COPY, note=f"{AZURE_RESULTS}; 'Host to Device | 55' in the column 'ND MI300X v5 (GB/s)'"),
+    _measured("AMD Instinct MI300X (Azure ND MI300X v5, Xeon Platinum 8480C host)", "MI300X", ("mi300x",), AZURE_MI300X_TOOL,
+              NOT_STATED, "not stated", None, D2H, 56.0, None, "2025-01-23", f"{AZURE_MI300X} @bf209ab", checked=AZURE_MI300X_READ,
+              caveat=AZURE_MI300X_COPY, note=f"{AZURE_RESULTS}; 'Device to Host | 56' in the column 'ND MI300X v5 (GB/s)'"),
+    _measured("AMD Instinct MI210 (eight in the device list, two EPYC 9554)", "MI210", ("mi210",),
+              "rocm-bandwidth-test v2.6.0, plain run (rocm_bandwidth -a + rocm_bandwidth -A), unidirectional peak", CE,
+              "64 MiB (the plain run's size)", 64 * MIB, BOTH, 28.0, None, "2025-08-19", RBT_129,
+              checked=f"{READ_AGAIN} (the thread's stored copy: the opening post's summary; its pasted matrices were not read)",
+              link="PCIe Gen4 x16 (as the poster reads the figure)",
+              note=("the poster's summary, '~28 GB/s (uni), ~45 GB/s (bi)', host to device and device to host alike from either"
+                    " NUMA node to any GPU; hsa_amd_memory_async_copy on the SDMA copy engine, by default the fastest of 5 copies; the post says 10x MI210,"
+                    " its device list shows eight")),
+)  # fmt: skip
+PUBLISHED = PUBLISHED + AMD_PUBLISHED
+
+
 __all__ = ["APPLE_BANDWIDTH", "APPLE_KIND", "BOTH", "CE", "FLOOR", "KINDS", "MEASURED", "MEMCPY", "PAGEABLE", "PUBLISHED",
            "SM", "VENDOR", "ChipBandwidth", "Published", "bandwidth_for", "bandwidth_rows", "figure", "floor_for",
            "floor_line", "gbps_text", "gpu_rows", "markdown_rows", "matches", "measured_for", "published_line"]  # fmt: skip

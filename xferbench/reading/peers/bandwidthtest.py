@@ -321,4 +321,4 @@ def _bandwidthtest_fields(mode: str, direction: str, used: int, timing: str) -> 
 
 
 
-PEER = Peer("bandwidthTest", read_bandwidthtest, "pinned")
+PEER = Peer("bandwidthTest", read_bandwidthtest, "pinned", "bandwidthtest")

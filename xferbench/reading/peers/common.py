@@ -46,11 +46,16 @@ PROCESS_FACTS = ("process_cpus", "load_average", "settings", "versions", "framew
 @dataclass(frozen=True)
 class Peer:
     """A peer tool as the package registers it: the name its result files carry, its reader, and the mode
-    of its own host-to-device copy from pinned memory, which `fleet` takes as the tool's ceiling."""
+    of its own host-to-device copy from pinned memory, which `fleet` takes as the tool's ceiling. `command`
+    is its `xferbench import` command, and `summary` that command's help, where the command line makes it
+    from this entry alone (a reader that takes only files, a shape and a capture); a peer with options of
+    its own has a command written out in the command line."""
 
     name: str
     read: Callable[..., Result]
     ceiling: str
+    command: str = ""
+    summary: str = ""
 
 
 def item_for(sizes: Sequence[int], shape: tuple[int, ...] = DEFAULT_SHAPE) -> tuple[int, ...]:

@@ -541,4 +541,4 @@ def _nvbandwidth_fields(direction: str, bidirectional: bool, engine: str, how: _
             "note": note}  # fmt: skip
 
 
-PEER = Peer("nvbandwidth", read_nvbandwidth, "host_to_device_memcpy_ce")
+PEER = Peer("nvbandwidth", read_nvbandwidth, "host_to_device_memcpy_ce", "nvbandwidth")

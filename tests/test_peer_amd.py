@@ -1,0 +1,250 @@
+"""AMD's peer tools imported like NVIDIA's: TransferBench's config-file rows in each version's shape and
+its p2p preset, and rocm_bandwidth_test's matrices, from outputs built as the tools print them
+(amd_outputs.py) and from the real outputs of public threads. Every figure is checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+import amd_outputs as amd
+from test_peers import one_line_error, write
+from xferbench.core.results import Result, load
+from xferbench.core.spec import D2H, H2D
+from xferbench.reading.peers import PEER_CEILINGS, PEERS, read_rocm_bandwidth_test, read_transferbench
+
+MIB = 2**20
+
+
+def figures(result: Result) -> dict[tuple[str, str, str, int], float]:
+    """Every recorded figure in GB/s by (mode, device, direction, bytes)."""
+    return {(s.mode, s.device, s.direction, p.bytes): round(p.mbps / 1e3, 6) for s in result.series for p in s.points if p.status == "ok"}
+
+
+def notes(result: Result) -> list[str]:
+    return result.environment["peer"]["not_imported"]
+
+
+# rocm_bandwidth_test ------------------------------------------------------------------------------
+
+
+def test_the_7900_xtx_paste_reads_its_four_host_figures_and_nothing_else(tmp_path) -> None:
+    """legacy-rocm-build#2253: one CPU (device 0), two GPUs (devices 1 and 2, GPUs 0 and 1)."""
+    text = amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI, amd.XTX_BI)
+    result = read_rocm_bandwidth_test([write(tmp_path, text)])
+    assert figures(result) == {("peak_cpu0", "cuda:0", H2D, 64 * MIB): 28.411, ("peak_cpu0", "cuda:1", H2D, 64 * MIB): 28.410,
+                               ("peak_cpu0", "cuda:0", D2H, 64 * MIB): 29.013, ("peak_cpu0", "cuda:1", D2H, 64 * MIB): 29.016}  # fmt: skip
+    assert {s.device_name for s in result.series} == {"Radeon RX 7900 XTX"}
+    devices = {d["id"]: d for d in result.environment["devices"]}
+    assert (devices["cuda:0"]["pci_bus_id"], devices["cuda:1"]["pci_bus_id"]) == ("83:0.0", "03:0.0")
+    assert any("bidirectional peak matrix" in n for n in notes(result))  # 48.226 is both ways at once
+    assert 48.226 not in figures(result).values() and 649.528 not in figures(result).values()
+    assert any("between GPUs" in n for n in notes(result))  # 649.528: GPU 0's copy within its own memory
+    peer = result.environment["peer"]
+    assert peer["tool"] == "rocm_bandwidth_test" and peer["version"] == "2.6.0" and peer["sizes_bytes"] == [64 * MIB]
+    series = next(s for s in result.series if s.direction == H2D)
+    assert series.host_buffer == "pinned" and series.method == "per-call" and "fastest of 5 copies" in series.note
+    assert "AMD EPYC 7542" in series.note and series.params["statistic"] == "min time"
+
+
+def test_two_cpus_are_two_nodes_and_a_gpu_is_counted_among_the_gpus(tmp_path) -> None:
+    """rocm_bandwidth_test#129's device list (two EPYC 9554, eight MI210 as devices 2 to 9); the
+    figures here are made up for the test, the thread's matrix was not read."""
+    cells = {(0, 2): "28.001", (1, 2): "27.902", (9, 0): "26.503", (9, 1): "26.404", (2, 3): "51.000"}
+    text = amd.rbt(amd.MI210_DEVICES, amd.matrix(10, cells))
+    result = read_rocm_bandwidth_test([write(tmp_path, text)])
+    assert figures(result) == {("peak_cpu0", "cuda:0", H2D, 64 * MIB): 28.001, ("peak_cpu1", "cuda:0", H2D, 64 * MIB): 27.902,
+                               ("peak_cpu0", "cuda:7", D2H, 64 * MIB): 26.503, ("peak_cpu1", "cuda:7", D2H, 64 * MIB): 26.404}  # fmt: skip
+    devices = {d["id"]: d for d in result.environment["devices"]}
+    assert devices["cuda:7"]["pci_bus_id"] == "cb:0.0" and devices["cuda:0"]["name"] == "AMD Instinct MI210"
+    # N/A: the tool had no path between them; not measured, and said so in the series
+    skipped = [p for s in result.series if s.device == "cuda:3" for p in s.points if p.status == "skipped"]
+    assert skipped and all("N/A" in p.error for p in skipped)
+
+
+def test_a_gpu_listed_without_its_uuid_is_a_gpu_by_its_pci_address(tmp_path) -> None:
+    """legacy-rocm-build#1309's device list (2.3.11 prints no UUID); the figures are made up for the test."""
+    text = amd.rbt(amd.RX570_DEVICES, [["N/A", "12.050"], ["12.811", "161.002"]], version="2.3.11",
+                   command="rocm-bandwidth-test (rocm_bandwidth -a + rocm_bandwidth -A)")  # fmt: skip
+    result = read_rocm_bandwidth_test([write(tmp_path, text)])
+    assert figures(result) == {("peak_cpu0", "cuda:0", H2D, 64 * MIB): 12.05, ("peak_cpu0", "cuda:0", D2H, 64 * MIB): 12.811}
+    assert {s.device_name for s in result.series} == {"Ellesmere [Radeon RX 470/480/570/570X/580/580X/590]"}
+    assert result.environment["peer"]["version"] == "2.3.11"
+
+
+def test_the_copy_size_comes_from_the_launch_command(tmp_path) -> None:
+    text = amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI, command="./rocm-bandwidth-test -a -m 256,512")
+    result = read_rocm_bandwidth_test([write(tmp_path, text)])
+    assert {key[3] for key in figures(result)} == {256 * MIB}
+    assert result.environment["peer"]["commands"] == ["./rocm-bandwidth-test -a -m 256,512"]
+
+
+def test_a_paste_cut_inside_the_matrix_keeps_no_partial_row(tmp_path) -> None:
+    """rocm_smi_lib#110's devices and its first figure, 14.250, with the paste ending right after it."""
+    text = amd.rbt(amd.PRO_VII_DEVICES, amd.matrix(3, {(0, 1): "14.250", (0, 2): "14.261", (1, 0): "13.975"}))
+    cut = text[: text.index("14.250") + len("14.250")]
+    one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, cut)]), r"ends inside a matrix row.*14\.250.*cut short")
+    cut_later = text[: text.index("14.261") + 3]  # "14." of 14.261
+    one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, cut_later, "later.txt")]), "ends inside a matrix row.*14.250 *14\\.")
+
+
+def test_a_matrix_without_its_device_list_or_a_pool_pair_run_is_not_guessed(tmp_path) -> None:
+    bare = amd.rbt_matrix("Unidirectional copy peak bandwidth GB/s", amd.XTX_UNI)
+    one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, bare)]), "without the device list.*give the whole output")
+    pair = (f"{amd.PAD}RocmBandwidthTest Version: 2.6.0\n\n"
+            "================    Unidirectional Benchmark Result    ================\n"
+            "================ Src Device Id: 0 Src Device Type: Cpu ================\n"
+            "================ Dst Device Id: 3 Dst Device Type: Gpu ================\n\n"
+            "Data Size      Avg Time(us)   Avg BW(GB/s)   Min Time(us)   Peak BW(GB/s)  \n"
+            "64 MB          2400.000       27.962         2390.000       28.079         \n")  # fmt: skip
+    one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, pair, "pair.txt")]), "pool's number.*rocm-bandwidth-test -a")
+    one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, "hello\n", "other.txt")]), "not rocm_bandwidth_test's output")
+
+
+def test_rocm_bandwidth_test_2x_output_is_transferbench_s_and_named_as_run(tmp_path) -> None:
+    """2.x runs TransferBench's presets (`rocm_bandwidth_test run tb p2p`) and prints their tables."""
+    text = amd.tb_p2p(1, 1, {("CPU", 0, "GPU", 0): 25.31, ("GPU", 0, "CPU", 0): 26.02})
+    result = read_rocm_bandwidth_test([write(tmp_path, text)])
+    assert figures(result) == {("cpu_c0", "cuda:0", H2D, 64 * MIB): 25.31, ("gfx_c0", "cuda:0", D2H, 64 * MIB): 26.02}
+    assert {s.framework for s in result.series} == {"rocm_bandwidth_test"}
+    legacy = write(tmp_path, amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI), "legacy.txt")
+    one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, text), legacy]), "one at a time")
+
+
+# TransferBench ------------------------------------------------------------------------------------
+
+
+def test_the_old_csv_names_a_dma_executor_b_and_each_executor_is_its_own_series(tmp_path) -> None:
+    """Up to v1.50 the executor is printed with MemTypeStr, so DMA reads B00.*; a kernel's CUs are its subexecutors."""
+    text = amd.tb_old(amd.tb_old_row(1, 0, 64 * MIB, "C0", "B00.*", "G0", 1, 26.512), amd.tb_old_all(1, 64 * MIB, "B00", 1, 26.512),
+                      amd.tb_old_row(2, 0, 64 * MIB, "G0", "B00.*", "C0", 1, 27.033),
+                      amd.tb_old_row(3, 0, 64 * MIB, "C0", "G00", "G0", 32, 24.118),
+                      amd.tb_old_row(4, 0, 64 * MIB, "B1", "C01", "G0", 4, 9.870))  # fmt: skip
+    result = read_transferbench([write(tmp_path, text)])
+    assert figures(result) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 26.512, ("dma_c0", "cuda:0", D2H, 64 * MIB): 27.033,
+                               ("gfx_c0_32cu", "cuda:0", H2D, 64 * MIB): 24.118, ("cpu_b1_4t", "cuda:0", H2D, 64 * MIB): 9.87}  # fmt: skip
+    dma = next(s for s in result.series if s.mode == "dma_c0" and s.direction == H2D)
+    assert "SDMA copy engine" in dma.note and "TransferBench v1.50" in dma.note and dma.params["samples"] == 10
+    assert next(s for s in result.series if s.mode == "cpu_b1_4t").note.count("4 threads") == 1
+    assert ("TransferBench", "dma_c0") in PEER_CEILINGS
+
+
+def test_transfers_that_ran_together_are_not_figures_of_one_copy(tmp_path) -> None:
+    text = amd.tb_old(amd.tb_old_row(1, 0, 64 * MIB, "C0", "B00.*", "G0", 1, 20.0), amd.tb_old_row(1, 1, 64 * MIB, "C0", "B01.*", "G1", 1, 19.5),
+                      amd.tb_old_row(2, 0, 64 * MIB, "C0", "B00.*", "G0", 1, 26.5))  # fmt: skip
+    result = read_transferbench([write(tmp_path, text)])
+    assert figures(result) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 26.5}
+    assert sum("ran at once with 1 other Transfer" in n for n in notes(result)) == 2
+    for csv in (True, False):  # v1.54 on: a test's Transfers lie between its first row and its Aggregate row
+        together = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 20.0), (64 * MIB, "C1", "D", 1, 1, "G1", 19.5)], 1, csv)
+        alone = amd.tb_new_test([(64 * MIB, "C0", "D", 1, 1, "G1", 26.5)], 2, csv)
+        result = read_transferbench([write(tmp_path, together + alone, f"new-{csv}.txt")])
+        assert figures(result) == {("dma_c0", "cuda:1", H2D, 64 * MIB): 26.5}
+
+
+def test_v1_52_rows_read_with_either_separator(tmp_path) -> None:
+    for csv in (True, False):
+        text = amd.tb_env("1.52", csv) + amd.tb_152_test([(256 * MIB, "C0", "DMA", 1, 1, "G1", 26.781)], csv) \
+            + amd.tb_152_test([(256 * MIB, "G1", "GPU", 1, 16, "C0", 25.004)], csv)  # fmt: skip
+        result = read_transferbench([write(tmp_path, text, f"tb-{csv}.txt")])
+        assert figures(result) == {("dma_c0", "cuda:1", H2D, 256 * MIB): 26.781, ("gfx_c0_16cu", "cuda:1", D2H, 256 * MIB): 25.004}
+
+
+def test_the_library_s_table_reads_with_csv_or_borders_and_its_own_memory_letters(tmp_path) -> None:
+    """v1.54 on: D as memory is non-coherent pinned host memory, D as executor the DMA engine."""
+    for csv in (True, False):
+        text = (amd.tb_env("1.66", csv, client="1.66") + amd.tb_new_test([(2**30, "D0", "D", 0, 1, "G0", 14.351)], 1, csv)
+                + amd.tb_new_test([(2**30, "G0", "G", 0, 4, "H0", 12.004)], 2, csv))  # fmt: skip
+        result = read_transferbench([write(tmp_path, text, f"new-{csv}.txt")])
+        assert figures(result) == {("dma_d0", "cuda:0", H2D, 2**30): 14.351, ("gfx_h0_4cu", "cuda:0", D2H, 2**30): 12.004}
+        pageable = next(s for s in result.series if s.direction == D2H)
+        assert pageable.host_buffer == "numpy" and "unpinned" in pageable.note
+        assert next(s for s in result.series if s.direction == H2D).host_buffer == "pinned"
+        assert result.environment["peer"]["version"] == "1.66 (client 1.66)" and "TransferBench v1.66 (client 1.66)" in pageable.note
+
+
+def test_azure_s_mi300x_configuration_reads_as_gpu_kernel_copies_each_way(tmp_path) -> None:
+    """Benchmarks/AMD/transferbench.cfg: 1 32 (C0 G0 G0) and 1 32 (G0 G0 C0); the figures here are made up."""
+    assert "1 32 (C0 G0 G0)" in amd.AZURE_MI300X_CFG and "1 32 (G0 G0 C0)" in amd.AZURE_MI300X_CFG
+    text = amd.tb_new_test([(256 * MIB, "C0", "G", 0, 32, "G0", 54.987)], 1) + amd.tb_new_test([(256 * MIB, "G0", "G", 0, 32, "C0", 56.012)], 2)
+    result = read_transferbench([write(tmp_path, text)])
+    assert figures(result) == {("gfx_c0_32cu", "cuda:0", H2D, 256 * MIB): 54.987, ("gfx_c0_32cu", "cuda:0", D2H, 256 * MIB): 56.012}
+    assert all("copy kernel" in s.note and "32 CUs" in s.note for s in result.series)
+
+
+def test_p2p_executors_follow_the_header_and_title(tmp_path) -> None:
+    cells = {("CPU", 0, "GPU", 0): 25.31, ("CPU", 1, "GPU", 1): 24.88, ("GPU", 0, "CPU", 0): 26.02, ("GPU", 1, "CPU", 1): 25.97,
+             ("GPU", 0, "GPU", 1): 48.5}
+    env = amd.tb_env("1.52", True, (("NUM_CPU_SE", 4, "Using 4 CPU subexecutors"), ("NUM_GPU_SE", 8, "Using 8 GPU subexecutors")))
+    local = read_transferbench([write(tmp_path, amd.tb_p2p(2, 2, cells, env=env), "local.txt")])
+    assert figures(local) == {("cpu_c0_4t", "cuda:0", H2D, 64 * MIB): 25.31, ("cpu_c1_4t", "cuda:1", H2D, 64 * MIB): 24.88,
+                              ("gfx_c0_8cu", "cuda:0", D2H, 64 * MIB): 26.02, ("gfx_c1_8cu", "cuda:1", D2H, 64 * MIB): 25.97}  # fmt: skip
+    remote = read_transferbench([write(tmp_path, amd.tb_p2p(2, 2, cells, remote_read=True, dma=True, csv=False), "remote.txt")])
+    assert figures(remote) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 25.31, ("dma_c1", "cuda:1", H2D, 64 * MIB): 24.88,
+                               ("cpu_c0", "cuda:0", D2H, 64 * MIB): 26.02, ("cpu_c1", "cuda:1", D2H, 64 * MIB): 25.97}  # fmt: skip
+    assert all("0.01 GB/s" in s.note for s in remote.series) and sum("between GPUs" in n for n in notes(remote)) == 1
+    # N/A: not run; its point says so, in the series the copy would have been
+    skipped = [(s.mode, s.device, s.direction, p.error) for s in remote.series for p in s.points if p.status == "skipped"]
+    assert ("dma_c1", "cuda:0", H2D, "N/A in TransferBench's p2p matrix: not run (a NUMA node without CPUs)") in skipped
+
+
+def test_copies_transferbench_does_not_make_between_host_and_one_gpu_are_named(tmp_path) -> None:
+    text = (amd.tb_new_test([(64 * MIB, "C0", "D", 1, 1, "G0", 20.0)], 1) + amd.tb_new_test([(64 * MIB, "G0", "D", 0, 1, "G1", 50.0)], 2)
+            + amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "U0", 11.0)], 3) + amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 4))  # fmt: skip
+    result = read_transferbench([write(tmp_path, text)])
+    assert figures(result) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 26.0}
+    said = " | ".join(notes(result))
+    assert "a peer GPU's copy" in said and "between GPU memories" in said and "'U0' is not one host buffer" in said
+
+
+def test_transferbench_refuses_what_holds_no_figure_in_one_line(tmp_path) -> None:
+    one_line_error(lambda: read_transferbench([write(tmp_path, "hello\n")]), "not TransferBench's output.*OUTPUT_TO_CSV=1")
+    health = ("Testing unidirectional host to device copy ........PASS\nTesting unidirectional device to host copy ........FAIL (1 test(s))\n"
+              " GPU 03: Measured:  41.20 GB/s      Criteria:  48.50 GB/s\n")  # Presets/HealthCheck.hpp, without VERBOSE
+    one_line_error(lambda: read_transferbench([write(tmp_path, health, "health.txt")]), "healthcheck preset.*not read.*config file")
+    only_gpus = amd.tb_new_test([(64 * MIB, "G0", "D", 0, 1, "G1", 50.0)], 1)
+    one_line_error(lambda: read_transferbench([write(tmp_path, only_gpus, "gpus.txt")]), "no host<->device figure.*between GPU memories")
+
+
+def test_every_peer_is_registered_once_with_an_import_command(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    assert sorted(p.command for p in PEERS.values()) == ["bandwidthtest", "nvbandwidth", "rocm-bandwidth-test", "transferbench"]
+    assert {c.name for c in __import__("xferbench.cli").cli.import_app.registered_commands} == {p.command for p in PEERS.values()}
+    tb = write(tmp_path, amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1), "tb.txt")
+    said = CliRunner().invoke(app, ["import", "transferbench", str(tb), "--host", "mi-node", "-o", str(tmp_path / "tb.json")])
+    assert said.exit_code == 0 and "1 series, 1 points from TransferBench" in said.output, said.output
+    saved = load(tmp_path / "tb.json")
+    assert saved.environment["host"] == "mi-node" and saved.series[0].ok_points()[0].mbps == pytest.approx(26_000)
+    rbt = write(tmp_path, amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI), "rbt.txt")
+    said = CliRunner().invoke(app, ["import", "rocm-bandwidth-test", str(rbt), "-o", str(tmp_path / "rbt.json")])
+    assert said.exit_code == 0 and "4 series, 4 points from rocm_bandwidth_test" in said.output, said.output
+    for args, message in ((["transferbench", str(rbt)], "not TransferBench's output"),
+                          (["rocm-bandwidth-test", str(tmp_path / "missing.txt")], "no such file")):  # fmt: skip
+        said = CliRunner().invoke(app, ["import", *args])
+        assert said.exit_code == 2 and message in said.output and "Traceback" not in said.output, said.output
+        assert len(said.output.strip().splitlines()) == 1, said.output
+
+
+def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row(tmp_path) -> None:
+    """Cut inside GPU 11's name ("G1") or a p2p matrix's last cell ("25.3" of "25.31"), the row still parses: it is left out and named."""
+    whole = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.5)], 1) + amd.tb_new_test([(64 * MIB, "C0", "D", 11, 1, "G11", 25.0)], 2)
+    cut = whole[: whole.index("-> G11") + len("-> G1")]
+    result = read_transferbench([write(tmp_path, cut)])
+    assert figures(result) == {("dma_c0", "cuda:0", H2D, 64 * MIB): 26.5}
+    assert any("ends inside this row" in n and "G1" in n for n in notes(result))
+    p2p = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31})
+    row = next(line for line in p2p.split("\n") if line.strip().startswith("CPU 00"))
+    cut = p2p[: p2p.index(row) + row.index("25.31") + 4]
+    one_line_error(lambda: read_transferbench([write(tmp_path, cut, "p2p.txt")]), "ends inside this row.*25.3")
+
+
+def test_the_environment_lines_say_how_many_iterations_a_figure_is_the_mean_of(tmp_path) -> None:
+    row = amd.tb_old_row(1, 0, 64 * MIB, "C0", "B00.*", "G0", 1, 26.5)
+    timed = amd.tb_env("1.50", True, (("NUM_ITERATIONS", 50, "Running 50 timed iteration(s)"), ("NUM_WARMUPS", 5, "Running 5 warmups")))
+    (series,) = read_transferbench([write(tmp_path, timed + amd.OLD_HEADER_LINE + row + "\n")]).series
+    assert series.points[0].n == 50 and "mean of 50 timed iterations after 5 warm-ups" in series.note and "defaults" not in series.note
+    seconds = amd.tb_env("1.50", True, (("NUM_ITERATIONS", -3, "Running 3 seconds(s) per Test"),))
+    (series,) = read_transferbench([write(tmp_path, seconds + amd.OLD_HEADER_LINE + row + "\n", "s.txt")]).series
+    assert series.points[0].n == 1 and "mean of 3 s of iterations" in series.note
