@@ -42,15 +42,17 @@ def series(framework: str, mode: str, gbps: float, device: str = "cuda:0", batch
                                host_buffer="", transfer="host-to-device", link=link(*under), params={})  # fmt: skip
 
 
-def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> dict[str, Any]:
+def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[int, int] | None = (0, 0),
+                     c2c_links: int | None = None) -> dict[str, Any]:  # fmt: skip
     """A node's environment as a real check writes it: environment.capture() and nvml_health() run
     against a fake NVML for `gpus` GPUs of one model (NodeNVML), with CUDA's view of them as the cuda
-    worker reports it (matched to NVML's by UUID)."""
+    worker reports it (matched to NVML's by UUID). `c2c_links`: the GPUs' NVLink-C2C links, as on a
+    Grace node (None: none, a PCIe GPU)."""
     from fake_nvml import NodeNVML
 
     from xferbench.core import environment
 
-    fake = NodeNVML(host, gpus, name, replays[0] if replays else None)
+    fake = NodeNVML(host, gpus, name, replays[0] if replays else None, c2c_links=c2c_links)
     cuda = {"version": "13.0", "devices": [{"id": f"cuda:{i}", "kind": "cuda", "name": name, "uuid": fake.nvmlDeviceGetUUID(i),
                                             "pci_bus_id": f"0000:{0x18 + 0x10 * i:02x}:00.0"} for i in range(gpus)]}  # fmt: skip
     saved = sys.modules.get("pynvml")
