@@ -130,6 +130,20 @@ def test_a_grace_gpu_from_before_the_c2c_facts_has_no_pcie_ceiling() -> None:
                                                " its PCIe readings are not the host link")  # fmt: skip
 
 
+def test_c2c_enabled_alone_proves_the_link_and_no_c2c_proves_pcie() -> None:
+    """NVML's mode says C2C where its link fields are unreadable (an old binding): C2C, with no ceiling; Not
+    Supported, or C2C disabled, says PCIe; an error of another kind says nothing."""
+    def device(**facts: Any) -> dict[str, Any]:
+        return {"kind": "cuda", "nvml": {"c2c": {"enabled": None, "mode_error": None, "link_count": None, "links": [], **facts}}}
+
+    assert c2c.nvml_link(device(enabled=True)) == "NVLink-C2C" and pcie_ceiling(device(enabled=True)) is None
+    assert c2c.nvml_link(device(mode_error="Not Supported")) == "PCIe"
+    assert c2c.nvml_link(device(enabled=False)) == "PCIe"
+    assert c2c.nvml_link(device(link_count=0)) == "PCIe"
+    assert c2c.nvml_link(device(mode_error="Function Not Found")) is None
+    assert c2c.nvml_link({"kind": "cuda", "nvml": {}}) is None
+
+
 # Vendor, runtime and host link: recorded, else derived from what a file recorded, else unknown
 
 
@@ -225,7 +239,10 @@ def test_a_grace_sweep_records_the_c2c_link_and_reads_it_back_everywhere(grace_r
     # validation: the raw copy is judged against the C2C ceiling, and the PCIe link checks do not apply
     results = {"grace.json": result}
     assert "of NVLink-C2C theoretical (450.0 GB/s" in validation_checks.raw_ceiling_check(results).figure
-    assert validation_checks.link_check(results).status == "n/a"
+    link = validation_checks.link_check(results)
+    assert (link.status, link.figure) == ("n/a", "the host link is NVLink-C2C (a Grace node): NVML's PCIe generation and width are not the host link")
+    received = validation_checks.bytes_check(results)
+    assert received.status == "n/a" and "NVML's PCIe byte count does not count its transfers" in received.figure
 
 
 def test_the_sweep_result_is_shaped_as_capture_writes_it(grace_run) -> None:
