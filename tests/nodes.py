@@ -71,15 +71,16 @@ def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[
 
 
 def node(host: str, raw_gbps: float = 55.0, under: tuple[int, int] = (5, 16), gpus: int = 1, torch_share: float = 0.9,
-         name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> Result:  # fmt: skip
-    """One node's result: per GPU a streamed raw pinned copy and a per-call torch pinned_into."""
+         name: str = H100, replays: tuple[int, int] | None = (0, 0), c2c_links: int | None = None) -> Result:  # fmt: skip
+    """One node's result: per GPU a streamed raw pinned copy and a per-call torch pinned_into (`c2c_links`: a
+    Grace node's GPUs, as node_environment)."""
     found = []
     for index in range(gpus):
         device = f"cuda:{index}"
         raw = series("cuda", "raw_pinned", raw_gbps, device, under=under)
         torch = series("torch", "pinned_into", raw_gbps * torch_share, device, method="per-call", under=under)
         found += [dataclasses.replace(raw, device_name=name), dataclasses.replace(torch, device_name=name)]
-    environment = node_environment(host, gpus, name, replays)
+    environment = node_environment(host, gpus, name, replays, c2c_links)
     return Result(environment=environment, config={}, created="2026-11-23T00:00:00+00:00", series=found, status="complete")
 
 
