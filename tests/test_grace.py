@@ -250,3 +250,21 @@ def test_the_sweep_result_is_shaped_as_capture_writes_it(grace_run) -> None:
     path, _ = grace_run
     gpu = json.loads(path.read_text())["environment"]["nvml"]["gpus"][0]
     assert gpu["pcie_gen_max"] == 5 and gpu["c2c"]["enabled"] is True and len(gpu["c2c"]["links"]) == LINKS
+
+
+def test_check_and_fleet_judge_a_grace_node_by_its_c2c_link(monkeypatch, tmp_path) -> None:
+    """xferbench check: the link's share is of the C2C ceiling (300 GB/s is 67% of 450: below 75%, a FAIL, where
+    against Gen5 x16 it would read 476% and pass); its PCIe state is not judged. fleet names the link NVLink-C2C."""
+    from nodes import node, write
+
+    from xferbench.health import check, fleet
+
+    monkeypatch.setattr(environment.platform, "machine", lambda: "aarch64")
+    result = node("gh200-box", raw_gbps=300.0, name=GH200, c2c_links=LINKS)
+    monkeypatch.undo()
+    (verdict,) = check.verdicts(result)
+    found = {f.name: f for f in verdict.findings}
+    assert found["link"].status == "fail" and "of NVLink-C2C theoretical (450.0 GB/s" in found["link"].figure
+    assert found["link state"].status == "n/a" and "NVLink-C2C" in found["link state"].figure
+    rows = fleet.rows_of(write(result, tmp_path), result)
+    assert {(row.link, row.link_max) for row in rows} == {("NVLink-C2C", "NVLink-C2C")}
