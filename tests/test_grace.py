@@ -191,6 +191,13 @@ def test_capture_labels_a_grace_node_and_keeps_what_a_backend_set(monkeypatch) -
     assert "vendor" not in environment.device_entry(env, "cpu")
 
 
+def test_capture_labels_an_apple_gpu_metal_and_unified_memory(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNVML(init_error=FakeNVMLError("Driver Not Loaded")))
+    env = environment.capture({"torch": {"devices": [{"id": "mps", "kind": "mps", "name": "mps"}]}})
+    apple = environment.device_entry(env, "mps")
+    assert (apple["vendor"], apple["runtime"], apple["host_link"]) == ("Apple", "Metal", "unified memory")
+
+
 # End to end: a sweep on a simulated Grace node, read back
 
 
