@@ -150,6 +150,8 @@ def test_c2c_enabled_alone_proves_the_link_and_no_c2c_proves_pcie() -> None:
 @pytest.mark.parametrize(("device", "machine", "expected"), [
     (c2c_device(), "aarch64", ("NVIDIA", None, "NVLink-C2C")),
     ({**c2c_device(), "cuda_driver": "12.8"}, "aarch64", ("NVIDIA", "CUDA 12.8", "NVLink-C2C")),
+    # a GH200 whose driver answers no C2C query: its name still says C2C (it is sold only beside a Grace CPU)
+    (c2c_device(links=None), "aarch64", ("NVIDIA", None, "NVLink-C2C")),
     # NVML says no C2C: PCIe, whatever the machine (a PCIe GPU beside a Grace CPU, or an Ampere Altra)
     (c2c_device(links=None, name="NVIDIA H100 PCIe"), "aarch64", ("NVIDIA", None, "PCIe")),
     # a file from before C2C facts: an x86 host has no C2C; an aarch64 one may, so unknown, unless its name says Grace

@@ -93,15 +93,12 @@ def grace_gpu(name: Any) -> bool:
 
 
 def is_c2c(device: dict[str, Any]) -> bool:
-    """Whether a CUDA device reaches host memory over NVLink-C2C: as recorded (host_link), else as NVML's
-    C2C facts prove, else as its name says (a file from before either was recorded)."""
+    """Whether a CUDA device reaches host memory over NVLink-C2C: as recorded (host_link), else where NVML's
+    C2C facts show it or its name is a Grace node's GPU (an old driver may not answer the C2C queries)."""
     recorded = device.get("host_link")
     if recorded:
         return recorded == C2C
-    found = nvml_link(device)
-    if found:
-        return found == C2C
-    return grace_gpu(device.get("name") or (device.get("nvml") or {}).get("name"))
+    return nvml_link(device) == C2C or grace_gpu(device.get("name") or (device.get("nvml") or {}).get("name"))
 
 
 def ceiling(device: dict[str, Any]) -> tuple[float, str] | None:

@@ -67,8 +67,9 @@ def runtime(device: dict[str, Any]) -> str | None:
 
 def host_link(device: dict[str, Any], machine: Any = None) -> str | None:
     """What links the device to host memory: as recorded; for an Apple GPU, unified memory where it shares
-    the CPU's (Apple silicon); for an NVIDIA GPU, what NVML's C2C facts prove, else NVLink-C2C for a GPU sold
-    only beside a Grace CPU, else PCIe on an x86 host (which has no C2C); else None."""
+    the CPU's (Apple silicon); for an NVIDIA GPU, NVLink-C2C where NVML's C2C facts show it or the GPU is one
+    sold only beside a Grace CPU, PCIe where NVML says it has no C2C or the host is x86 (which has no C2C);
+    else None."""
     if device.get(HOST_LINK):
         return str(device[HOST_LINK])
     made_by = vendor(device)
@@ -79,11 +80,10 @@ def host_link(device: dict[str, Any], machine: Any = None) -> str | None:
         return UNIFIED if shared else None
     if made_by != NVIDIA:
         return None
-    proven = c2c.nvml_link(device)
-    if proven:
-        return proven
-    if c2c.grace_gpu(device.get("name") or (device.get("nvml") or {}).get("name")):
+    if c2c.is_c2c(device):  # NVML's C2C facts, else a GPU sold only beside a Grace CPU (an old driver may not say)
         return C2C
+    if c2c.nvml_link(device) == PCIE:
+        return PCIE
     return PCIE if str(machine or "").lower() in X86 else None
 
 
