@@ -240,6 +240,7 @@ def test_a_grace_sweep_records_the_c2c_link_and_reads_it_back_everywhere(grace_r
     assert ceiling in text and "PCIe Gen" not in text.replace("NVML reads current Gen5 x16 / max Gen5 x16", "")
     rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ")}
     assert rows["host link"] == "| host link | NVLink-C2C |" and rows["vendor"] == "| vendor | NVIDIA |"
+    assert "NVML's PCIe reading (not the host link: NVLink-C2C): Gen5 x16 under load" in text and "PCIe link:" not in text
     assert rows["PCIe link"].startswith("| PCIe link | not the host link (NVLink-C2C); NVML reads current Gen")
     # the plot: one ceiling, the C2C link's
     drawn: Figure = figure([Selected(path, result, s) for s in series])

@@ -480,7 +480,7 @@ def at_once_section(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             "", *lines]  # fmt: skip
 
 
-def detail(series: Series, name: str, in_bytes: bool = False) -> list[str]:
+def detail(series: Series, name: str, in_bytes: bool = False, environment: dict[str, Any] | None = None) -> list[str]:
     """The original report's columns for every batch, folded away so the summary stays on screen."""
     device_clock = any(p.device_mbps for p in series.points)
     # As in the terminal table: page faults per call explain host-side cliffs, shown only where they happen.
@@ -505,13 +505,15 @@ def detail(series: Series, name: str, in_bytes: bool = False) -> list[str]:
     how = (f"{series.device_name or series.device}; {series.transfer or MISSING}; {'x'.join(map(str, series.shape))}"
            f" uint8 per item from {series.host_buffer}; timed {series.method}; clock {series.clock or MISSING};"
            f" sync {series.sync or MISSING}" + (f"; device clock {series.device_clock}" if series.device_clock else ""))  # fmt: skip
-    facts = [fact for fact in (placement(series), link_under_load(series), verify_cost(series)) if fact]
+    over_c2c = c2c.is_c2c(device_entry(environment or {}, series.device))
+    facts = [fact for fact in (placement(series), link_under_load(series, over_c2c), verify_cost(series)) if fact]
     return ["<details>", f"<summary>{html.escape(title)}</summary>", "", how, "", *(f"- {fact}" for fact in facts),
             *([""] if facts else []), *table(header, rows, [True] * len(header)), "", "</details>", ""]  # fmt: skip
 
 
-def link_under_load(series: Series) -> str | None:
-    """The link as NVML read it while the series ran; throughput figures are approximate."""
+def link_under_load(series: Series, over_c2c: bool = False) -> str | None:
+    """The link as NVML read it while the series ran; throughput figures are approximate. On a Grace node
+    (`over_c2c`) NVML's PCIe reading is said not to be the host link."""
     summary = (series.link or {}).get("summary") or {}
     if not summary.get("samples"):
         return None
@@ -521,7 +523,8 @@ def link_under_load(series: Series) -> str | None:
     rx = f"; RX peak ≈ {rate(peak)} MB/s (NVML, approximate: 20 ms windows)" if peak is not None else ""
     received = summary.get("rx_bytes")
     count = f"; {received / 1e9:,.2f} GB received ({summary.get('rx_bytes_from')})" if received else ""
-    return f"PCIe link: {under} in {summary['samples']} NVML samples{rx}{count}"
+    what = f"NVML's PCIe reading (not the host link: {c2c.C2C})" if over_c2c else "PCIe link"
+    return f"{what}: {under} in {summary['samples']} NVML samples{rx}{count}"
 
 
 def verify_cost(series: Series) -> str | None:
@@ -712,7 +715,7 @@ def render(
                   command, "```", ""]  # fmt: skip
     lines += ["### Per-batch detail", ""]
     for pick, name in zip(picks, names):
-        lines += detail(pick.series, name, by_bytes(picks))
+        lines += detail(pick.series, name, by_bytes(picks), pick.result.environment)
     return "\n".join(lines).rstrip() + "\n"
 
 
