@@ -255,6 +255,7 @@ def test_a_grace_sweep_records_the_c2c_link_and_reads_it_back_everywhere(grace_r
     assert received.status == "n/a" and "NVML's PCIe byte count does not count its transfers" in received.figure
 
 
+@pytest.mark.slow
 def test_the_sweep_result_is_shaped_as_capture_writes_it(grace_run) -> None:
     """The file's GPU entry holds NVML's C2C facts as read_c2c records them, beside its PCIe readings."""
     path, _ = grace_run
