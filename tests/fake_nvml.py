@@ -1,6 +1,9 @@
 """A stand-in for the pynvml calls xferbench makes, answered from settable attributes, as strict as
 the real binding where it matters: a query the real NVML answers Not Supported on a PCIe GPU in an
-x86 server (nvmlDeviceGetNumaNodeId) raises here too unless the test says the GPU's memory is a node.
+x86 server (nvmlDeviceGetNumaNodeId) raises here too unless the test says the GPU's memory is a node,
+and so does nvmlDeviceGetC2cModeInfoV unless the test gives the GPU NVLink-C2C links (a Grace node).
+nvmlDeviceGetFieldValues takes a field id or an (id, scope) pair as pynvml does, and answers each field
+with its own nvmlReturn (nvml.h's C2C fields: the link count, and per link its status and speed).
 
 Tests install it as sys.modules["pynvml"]; a subprocess gets it through a `pynvml.py` shim on its
 PYTHONPATH (see test_validate_command.py).
