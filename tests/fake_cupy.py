@@ -254,9 +254,13 @@ def _nvrtc_version() -> tuple[int, int]:
     raise RuntimeError("libnvrtc.so.13: cannot open shared object file")  # as on a machine without NVRTC
 
 
+# cudaGetDeviceProperties' answer, as CuPy gives it (bytes for the name): a test may set another GPU's
+# (a Grace node's GH200), whose name and UUID NVML's stand-in then gives alike.
+PROPERTIES: dict[str, Any] = {"name": b"Fake GPU", "totalGlobalMem": 2**30, "major": 9, "minor": 0, "uuid": bytes(range(1, 17))}
+
 runtime = SimpleNamespace(
     CUDARuntimeError=CUDARuntimeError, memcpyHostToDevice=1, memcpyDeviceToHost=2, getDeviceCount=lambda: 1, runtimeGetVersion=lambda: 13000,
-    getDeviceProperties=lambda index: {"name": b"Fake GPU", "totalGlobalMem": 2**30, "major": 9, "minor": 0, "uuid": bytes(range(1, 17))},
+    getDeviceProperties=lambda index: dict(PROPERTIES),
     deviceGetPCIBusId=lambda index: "0000:01:00.0", hostAlloc=_host_alloc, freeHost=lambda ptr: HOST_ALLOCATIONS.pop(ptr),
     memcpyAsync=_memcpy_async, hostRegister=_host_register, hostUnregister=_host_unregister,
 )  # fmt: skip

@@ -1,6 +1,9 @@
 """A stand-in for the pynvml calls xferbench makes, answered from settable attributes, as strict as
 the real binding where it matters: a query the real NVML answers Not Supported on a PCIe GPU in an
-x86 server (nvmlDeviceGetNumaNodeId) raises here too unless the test says the GPU's memory is a node.
+x86 server (nvmlDeviceGetNumaNodeId) raises here too unless the test says the GPU's memory is a node,
+and so does nvmlDeviceGetC2cModeInfoV unless the test gives the GPU NVLink-C2C links (a Grace node).
+nvmlDeviceGetFieldValues takes a field id or an (id, scope) pair as pynvml does, and answers each field
+with its own nvmlReturn (nvml.h's C2C fields: the link count, and per link its status and speed).
 
 Tests install it as sys.modules["pynvml"]; a subprocess gets it through a `pynvml.py` shim on its
 PYTHONPATH (see test_validate_command.py).
@@ -26,11 +29,15 @@ class FakeNVML:
     NVML_PCIE_UTIL_RX_BYTES = 1
     NVML_AFFINITY_SCOPE_NODE, NVML_AFFINITY_SCOPE_SOCKET = 0, 1
     NVMLError = FakeNVMLError
+    # nvml.h: links present; a link's status (0 inactive, 1 active) and its speed in MB/s, each scoped by link index
+    NVML_FI_DEV_C2C_LINK_COUNT, NVML_FI_DEV_C2C_LINK_GET_STATUS, NVML_FI_DEV_C2C_LINK_GET_MAX_BW = 170, 171, 172
+    NVML_SUCCESS, NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED = 0, 2, 3
 
     def __init__(self, gen: int = 4, width: int = 16, gen_max: int = 4, width_max: int = 16, rx_kbps: int | None = BUSY_KBPS,
                  tx_kbps: int | None = 500, init_error: Exception | None = None, fail_after: int | None = None,
                  rx_counter: int | None = None, gpu_gen_max: int | None = None, memory_node: int | None = 1,
-                 gpu_memory_node: int | None = None, gpus: int = 2) -> None:  # fmt: skip
+                 gpu_memory_node: int | None = None, gpus: int = 2, c2c_links: int | None = None, c2c_active: int | None = None,
+                 c2c_link_mbps: int = 45_000) -> None:  # fmt: skip
         self.gen, self.width, self.gen_max, self.width_max = gen, width, gen_max, width_max
         self.gpus = gpus
         self.rx_kbps, self.tx_kbps = rx_kbps, tx_kbps
@@ -41,13 +48,54 @@ class FakeNVML:
         self.gpu_gen_max = gpu_gen_max
         self.memory_node = memory_node  # the host node nearest the GPU (nvmlDeviceGetMemoryAffinity); None: Not Supported
         self.gpu_memory_node = gpu_memory_node  # the node of the GPU's own memory, where it is one (nvmlDeviceGetNumaNodeId)
+        # A Grace node's GPU: its NVLink-C2C links (None: no C2C, as on a PCIe GPU), how many are active, and
+        # each one's speed. NVML still answers its PCIe queries, as on a real Grace node.
+        self.c2c_links, self.c2c_link_mbps = c2c_links, c2c_link_mbps
+        self.c2c_active = c2c_links if c2c_active is None else c2c_active
         if rx_counter is not None:
             self.NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198
 
-    def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[int]) -> list[Any]:
+    def nvmlDeviceGetFieldValues(self, handle: Any, fields: list[Any]) -> list[Any]:
+        """As pynvml: each field an id, or an (id, scope) pair (the scope a link's index); every field gets its own
+        nvmlReturn, and a field the device does not have answers Not Supported. Anything else is refused as
+        ctypes refuses it (TypeError)."""
         self._device(handle)
-        value = SimpleNamespace(ullVal=self.rx_counter)
-        return [SimpleNamespace(fieldId=field, nvmlReturn=0 if self.rx_counter is not None else 3, value=value) for field in fields]
+        answered = []
+        for field in fields:
+            scope = 0
+            if isinstance(field, tuple):
+                if len(field) != 2 or not all(isinstance(part, int) for part in field):
+                    raise TypeError("fieldId must be an int or an (int, int) pair")
+                field, scope = field
+            elif not isinstance(field, int):
+                raise TypeError(f"int expected instead of {type(field).__name__}")
+            status, value = self._field(field, scope)
+            answered.append(SimpleNamespace(fieldId=field, scopeId=scope, nvmlReturn=status,
+                                            value=SimpleNamespace(ullVal=value, uiVal=value)))  # fmt: skip
+        return answered
+
+    def _field(self, field: int, scope: int) -> tuple[int, int | None]:
+        if field == 198:
+            return (self.NVML_SUCCESS, self.rx_counter) if self.rx_counter is not None else (self.NVML_ERROR_NOT_SUPPORTED, None)
+        if field in (self.NVML_FI_DEV_C2C_LINK_COUNT, self.NVML_FI_DEV_C2C_LINK_GET_STATUS, self.NVML_FI_DEV_C2C_LINK_GET_MAX_BW):
+            if self.c2c_links is None:
+                return self.NVML_ERROR_NOT_SUPPORTED, None
+            if field == self.NVML_FI_DEV_C2C_LINK_COUNT:
+                return self.NVML_SUCCESS, self.c2c_links
+            if not 0 <= scope < self.c2c_links:  # a link the device does not have
+                return self.NVML_ERROR_INVALID_ARGUMENT, None
+            active = scope < self.c2c_active
+            if field == self.NVML_FI_DEV_C2C_LINK_GET_STATUS:
+                return self.NVML_SUCCESS, int(active)
+            return (self.NVML_SUCCESS, self.c2c_link_mbps) if active else (self.NVML_ERROR_NOT_SUPPORTED, None)
+        return self.NVML_ERROR_NOT_SUPPORTED, None
+
+    def nvmlDeviceGetC2cModeInfoV(self, handle: Any) -> Any:
+        """nvmlC2cModeInfo_v1_t: isC2cEnabled; Not Supported on a GPU without C2C."""
+        self._device(handle)
+        if self.c2c_links is None:
+            raise FakeNVMLError("Not Supported")
+        return SimpleNamespace(isC2cEnabled=int(self.c2c_active > 0))
 
     def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: Any) -> int:
         self._device(handle)
@@ -173,8 +221,8 @@ class NodeNVML(FakeNVML):
 
     NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 
-    def __init__(self, host: str, gpus: int, name: str, replays: int | None = 0) -> None:
-        super().__init__(gen=1, width=16, gen_max=5, width_max=16, memory_node=0)
+    def __init__(self, host: str, gpus: int, name: str, replays: int | None = 0, c2c_links: int | None = None) -> None:
+        super().__init__(gen=1, width=16, gen_max=5, width_max=16, memory_node=0, c2c_links=c2c_links)
         self.host, self.gpus, self.name, self.replays = host, gpus, name, replays
 
     def nvmlDeviceGetCount(self) -> int:

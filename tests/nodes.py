@@ -42,15 +42,17 @@ def series(framework: str, mode: str, gbps: float, device: str = "cuda:0", batch
                                host_buffer="", transfer="host-to-device", link=link(*under), params={})  # fmt: skip
 
 
-def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> dict[str, Any]:
+def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[int, int] | None = (0, 0),
+                     c2c_links: int | None = None) -> dict[str, Any]:  # fmt: skip
     """A node's environment as a real check writes it: environment.capture() and nvml_health() run
     against a fake NVML for `gpus` GPUs of one model (NodeNVML), with CUDA's view of them as the cuda
-    worker reports it (matched to NVML's by UUID)."""
+    worker reports it (matched to NVML's by UUID). `c2c_links`: the GPUs' NVLink-C2C links, as on a
+    Grace node (None: none, a PCIe GPU)."""
     from fake_nvml import NodeNVML
 
     from xferbench.core import environment
 
-    fake = NodeNVML(host, gpus, name, replays[0] if replays else None)
+    fake = NodeNVML(host, gpus, name, replays[0] if replays else None, c2c_links=c2c_links)
     cuda = {"version": "13.0", "devices": [{"id": f"cuda:{i}", "kind": "cuda", "name": name, "uuid": fake.nvmlDeviceGetUUID(i),
                                             "pci_bus_id": f"0000:{0x18 + 0x10 * i:02x}:00.0"} for i in range(gpus)]}  # fmt: skip
     saved = sys.modules.get("pynvml")
@@ -69,15 +71,16 @@ def node_environment(host: str, gpus: int = 1, name: str = H100, replays: tuple[
 
 
 def node(host: str, raw_gbps: float = 55.0, under: tuple[int, int] = (5, 16), gpus: int = 1, torch_share: float = 0.9,
-         name: str = H100, replays: tuple[int, int] | None = (0, 0)) -> Result:  # fmt: skip
-    """One node's result: per GPU a streamed raw pinned copy and a per-call torch pinned_into."""
+         name: str = H100, replays: tuple[int, int] | None = (0, 0), c2c_links: int | None = None) -> Result:  # fmt: skip
+    """One node's result: per GPU a streamed raw pinned copy and a per-call torch pinned_into (`c2c_links`: a
+    Grace node's GPUs, as node_environment)."""
     found = []
     for index in range(gpus):
         device = f"cuda:{index}"
         raw = series("cuda", "raw_pinned", raw_gbps, device, under=under)
         torch = series("torch", "pinned_into", raw_gbps * torch_share, device, method="per-call", under=under)
         found += [dataclasses.replace(raw, device_name=name), dataclasses.replace(torch, device_name=name)]
-    environment = node_environment(host, gpus, name, replays)
+    environment = node_environment(host, gpus, name, replays, c2c_links)
     return Result(environment=environment, config={}, created="2026-11-23T00:00:00+00:00", series=found, status="complete")
 
 

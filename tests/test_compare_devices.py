@@ -95,8 +95,8 @@ def test_compare_says_unlike_copies_before_any_count_and_counts_like_pairs_only(
     assert shown.exit_code == 0, shown.output
     lines = shown.stdout.splitlines()
     assert lines[0] == f"rtx-box ({rtx}) → m1-air ({m1}): median MB/s"
-    assert lines[1].startswith("unlike copies: torch/pageable/copy@cuda:0→mps: BASE makes a host-to-device transfer over the GPU's"
-                               " link (CUDA), NEW a copy within unified memory (Apple GPU, MPS); its 6 points compare the time")  # fmt: skip
+    assert lines[1].startswith("unlike copies: torch/pageable/copy@cuda:0→mps: BASE makes a host-to-device transfer over PCIe,"
+                               " NEW a copy within unified memory (Apple GPU, MPS); its 6 points compare the time")  # fmt: skip
     said = shown.stdout
     assert said.index("unlike copies") < min(said.index(word) for word in ("faster", "slower") if word in said)
     assert lines[-1] == "6 points between unlike copies (reported, not counted as slower or faster); no like pair compared (alpha 0.01)"
@@ -112,7 +112,7 @@ def test_report_says_what_each_file_copies_before_any_verdict(m1_and_rtx) -> Non
     assert shown.exit_code == 0, shown.output
     text = shown.stdout
     first_verdict = min(text.index(word) for word in (" faster", " slower") if word in text)
-    assert text.index("| what is copied | a host-to-device transfer over the GPU's link (CUDA) | a copy within unified memory") < first_verdict
+    assert text.index("| what is copied | a host-to-device transfer over PCIe | a copy within unified memory") < first_verdict
     assert text.index("unlike copies") < first_verdict
 
 

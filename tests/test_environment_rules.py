@@ -178,8 +178,12 @@ def node_gpu(index: int, host: str = "n1", **changes: Any) -> dict[str, Any]:
            "memory_bytes": 80 * 2**30, "pcie_gen_current": 1, "pcie_width_current": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
            "pcie_gen_gpu_max": None, "numa_node": 0, "numa_node_source": AFFINITY_SOURCE, "numa_node_reason": None,
            "gpu_memory_numa_node": None, "cpu_affinity": [4, 5, 6, 7], "numa_cpus": [0, 1, 2, 3, 4, 5, 6, 7],
-           "pcie_replay_counter": 0, "clocks_mhz": {"sm": 1980, "memory": 2619}, "pstate": "P0"}  # fmt: skip
+           "pcie_replay_counter": 0, "clocks_mhz": {"sm": 1980, "memory": 2619}, "pstate": "P0", "c2c": NO_C2C}  # fmt: skip
     return {**gpu, **changes}
+
+
+# What NVML's C2C queries give a PCIe GPU: Not Supported (c2c.read_c2c)
+NO_C2C = {"enabled": None, "mode_error": "Not Supported", "link_count": None, "links": []}
 
 
 # --- macOS's tools ---------------------------------------------------------------------------------
@@ -697,7 +701,7 @@ def test_nvml_info_records_nulls_for_what_a_gpu_does_not_answer_and_goes_on_past
             "numa_node": None, "numa_node_source": None,
             "numa_node_reason": "NVML gives no memory affinity, and NVML gives no PCI address to ask the kernel by",
             "gpu_memory_numa_node": 0, "cpu_affinity": [4, 5, 6, 7], "numa_cpus": None,
-            "pcie_replay_counter": None, "clocks_mhz": {"sm": None, "memory": None}, "pstate": None}  # fmt: skip
+            "pcie_replay_counter": None, "clocks_mhz": {"sm": None, "memory": None}, "pstate": None, "c2c": NO_C2C}  # fmt: skip
     assert env.nvml_info() == {"available": True, "driver": "580.65.06", "cuda_driver": None, "gpus": [
         {"index": 0, **bare}, {"index": 1, "uuid": None, "reason": "NVML could not open GPU 1: GPU is lost"}, {"index": 2, **bare}]}  # fmt: skip
     nvml.gpu_memory_node = -1
@@ -832,7 +836,7 @@ def test_capture_on_a_linux_gpu_node_records_everything_once(monkeypatch) -> Non
         "frameworks": {"torch": {"version": "2.5.1"}, "cupy": {"version": "13.3.0"}, "tensorflow": {"version": "2.17.0", "cuda": "12.3"}},
         "devices": [{"id": "cpu", "kind": "cpu", "name": cpu_name, "cores": 16},
                     {"id": "cuda:0", "kind": "cuda", "name": "NVIDIA H100", "uuid": "GPU-n1-0", "capability": "9.0",
-                     "nvml": facts, "driver": "550.54", "cuda_driver": "12.4"}],
+                     "nvml": facts, "driver": "550.54", "cuda_driver": "12.4", "vendor": "NVIDIA", "runtime": "CUDA 12.4", "host_link": "PCIe"}],
         "nvml": {"available": True, "driver": "550.54", "cuda_driver": "12.4", "gpus": [facts]},
     }  # fmt: skip
     assert list(captured) == ["host", "os", "macos", "machine", "cpu", "cpu_count", "cpu_features", "process_cpus", "unavailable_checks",
@@ -847,7 +851,8 @@ def test_capture_on_a_mac_names_the_apple_gpu_from_macos(monkeypatch) -> None:
     captured = env.capture({"torch": {"version": "2.6.0", "devices": [{"id": "mps", "kind": "mps", "name": "mps", "memory_bytes": None, "api": "torch.mps"}]}})
     assert captured["devices"] == [{"id": "cpu", "kind": "cpu", "name": "Apple M1 Pro"},
                                    {"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)", "memory_bytes": 17179869184, "api": "torch.mps",
-                                    "chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "unified_memory": True}]  # fmt: skip
+                                    "chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "unified_memory": True,
+                                    "vendor": "Apple", "runtime": "Metal", "host_link": "unified memory"}]  # fmt: skip
     assert {k: captured[k] for k in ("host", "os", "macos", "machine", "cpu", "cpu_features", "process_cpus", "unavailable_checks", "load_average",
                                      "transparent_hugepages", "memory_bytes", "nvml", "frameworks")} == {
         "host": "mac-1", "os": "macOS-14.5-arm64-arm-64bit", "macos": "14.5", "machine": "arm64", "cpu": "Apple M1 Pro",
@@ -934,7 +939,8 @@ def test_a_figure_above_the_ceiling_that_another_reading_allows_is_a_disagreemen
 class OlderBinding:
     """An nvidia-ml-py from before the NUMA, CPU-affinity and GPU-maximum queries: those names are missing."""
 
-    MISSING = ("nvmlDeviceGetNumaNodeId", "nvmlDeviceGetCpuAffinity", "nvmlDeviceGetGpuMaxPcieLinkGeneration", "nvmlDeviceGetMemoryAffinity")
+    MISSING = ("nvmlDeviceGetNumaNodeId", "nvmlDeviceGetCpuAffinity", "nvmlDeviceGetGpuMaxPcieLinkGeneration", "nvmlDeviceGetMemoryAffinity",
+               "nvmlDeviceGetC2cModeInfoV")
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -950,4 +956,5 @@ def test_an_older_binding_without_the_newer_queries_records_them_as_null(monkeyp
     files = {**LINUX_FILES, "/sys/bus/pci/devices/0000:18:00.0/numa_node": "1\n"}
     simulate(monkeypatch, "linux", nvml=OlderBinding(NodeNVML("n1", 1, "NVIDIA A100-SXM4-40GB")), files=files)
     assert env.nvml_info()["gpus"] == [node_gpu(0, name="NVIDIA A100-SXM4-40GB", numa_node=1, numa_node_source=KERNEL_SOURCE,
-                                                cpu_affinity=None, numa_cpus=list(range(8, 16)))]  # fmt: skip
+                                                cpu_affinity=None, numa_cpus=list(range(8, 16)),
+                                                c2c={**NO_C2C, "mode_error": "this nvidia-ml-py has no nvmlDeviceGetC2cModeInfoV"})]  # fmt: skip

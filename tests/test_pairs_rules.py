@@ -101,7 +101,9 @@ def test_a_gpu_run_records_every_field_in_a_fixed_order() -> None:
                                                              for name in SETTINGS}  # fmt: skip
     assert list(found.items()) == [
         ("what is copied", "a device-to-host transfer over the GPU's link (CUDA); a host-to-device transfer over the GPU's link (CUDA)"),
-        ("device", "NVIDIA H200"), ("driver", "580.159.04"), ("CUDA (driver)", "13.0"), ("PCIe link under load", "Gen5 x16"),
+        ("device", "NVIDIA H200"), ("driver", "580.159.04"), ("CUDA (driver)", "13.0"),
+        # NVML described it, so NVIDIA's; the file records no machine, so no link is derived: unknown, never PCIe by default
+        ("vendor", "NVIDIA"), ("runtime", "CUDA 13.0"), ("host link", "unknown"), ("PCIe link under load", "Gen5 x16"),
         ("NUMA binding", "bound to CPUs 0-15, memory preferred on NUMA node 0"), ("DataLoader workers", "—"), ("source before each call", "—"),
         ("host staging chunk", "—"),
         ("GPU cores", "—"),
@@ -123,7 +125,7 @@ def test_a_file_that_records_little_says_so_field_by_field() -> None:
     assert found["what is copied"] == "a host-to-host copy (CPU, no GPU)" and found["device"] == "cpu"
     assert found["CPU"] == "AMD EPYC"
     assert {name: value for name, value in found.items() if name not in ("what is copied", "device", "CPU")} == \
-        {name: "—" for name in ["driver", "CUDA (driver)", "PCIe link under load", "NUMA binding", "DataLoader workers", "source before each call", "host staging chunk", "GPU cores",
+        {name: "—" for name in ["driver", "CUDA (driver)", "vendor", "runtime", "host link", "PCIe link under load", "NUMA binding", "DataLoader workers", "source before each call", "host staging chunk", "GPU cores",
                                 "CPU features that turn oneDNN on", "transparent huge pages", "memory", "macOS", "process CPUs", "OS", "Python", "numpy", *SETTINGS, "host", "xferbench",
                                 "clock", "sampling"]}  # fmt: skip
 

@@ -98,13 +98,13 @@ def test_detail_shows_device_clock_directions_and_page_faults_where_recorded() -
 def test_device_rows_of_a_non_cuda_device_and_of_missing_nvml_fields() -> None:
     """MPS has no driver or link; the environment's name wins; a half-read link is "?"; NUMA CPUs stand in for affinity."""
     assert report._device_fields(MAC, "mps", "other") == {
-        "device": "Apple M2", "driver": "n/a", "CUDA (driver)": "n/a", "PCIe link": "n/a", "NUMA node": "n/a", "CPU affinity": "n/a"}
+        "device": "Apple M2", "vendor": "Apple", "runtime": "Metal", "host link": "unknown", "driver": "n/a", "CUDA (driver)": "n/a", "PCIe link": "n/a", "NUMA node": "n/a", "CPU affinity": "n/a"}
     nvml = {"pcie_gen_current": 4, "pcie_gen_max": 5, "pcie_width_max": 16, "numa_cpus": [0, 1]}
     assert report._device_fields({"devices": [{"id": "cuda:1", "nvml": nvml}]}, "cuda:1", "GPU B") == {
-        "device": "GPU B", "driver": "—", "CUDA (driver)": "—", "PCIe link": "current ? / max Gen5 x16", "NUMA node": "—",
+        "device": "GPU B", "vendor": "NVIDIA", "runtime": "unknown", "host link": "unknown", "driver": "—", "CUDA (driver)": "—", "PCIe link": "current ? / max Gen5 x16", "NUMA node": "—",
         "CPU affinity": "process ?; GPU's ideal CPUs 0-1"}  # fmt: skip
     assert report._device_fields({"devices": [{"id": "cuda:1", "nvml": {}}]}, "cuda:1", None) == {
-        "device": "cuda:1", "driver": "—", "CUDA (driver)": "—", "PCIe link": "—", "NUMA node": "—", "CPU affinity": "—"}
+        "device": "cuda:1", "vendor": "unknown", "runtime": "unknown", "host link": "unknown", "driver": "—", "CUDA (driver)": "—", "PCIe link": "—", "NUMA node": "—", "CPU affinity": "—"}
 
 
 def test_the_environment_table_names_each_gpu_of_a_file_and_leaves_the_cpu_out() -> None:
@@ -116,16 +116,18 @@ def test_the_environment_table_names_each_gpu_of_a_file_and_leaves_the_cpu_out()
               curve("numpy", "copy", {1: 6000.0}, device="cpu", device_name="Intel Xeon", transfer="host-to-host")]
     result = Result(e, {}, "2026-01-01T00:00:00+00:00", series, "complete")
     lines = report.environment_table([Selected(Path("a.json"), result, s) for s in series], [(Path("a.json"), result)], ["a"])
-    assert lines[4:11] == [
-        "| device | cuda:0: NVIDIA RTX 4090; cuda:1: GPU B |", "| driver | cuda:0: 550.54; cuda:1: — |",
+    assert lines[4:14] == [
+        "| device | cuda:0: NVIDIA RTX 4090; cuda:1: GPU B |", "| vendor | cuda:0: NVIDIA; cuda:1: unknown |",
+        "| runtime | cuda:0: CUDA 12.4; cuda:1: unknown |", "| host link | cuda:0: unknown; cuda:1: unknown |",
+        "| driver | cuda:0: 550.54; cuda:1: — |",
         "| CUDA (driver) | cuda:0: 12.4; cuda:1: — |", "| PCIe link | cuda:0: current Gen4 x16 / max Gen4 x16; cuda:1: — |",
         "| NUMA node | cuda:0: 1; cuda:1: — |",
         "| CPU affinity | cuda:0: process 0-7; GPU's ideal CPUs 0-3; cuda:1: process 0-7; GPU's ideal CPUs ? |",
         "| CPU | Intel Xeon |"]  # fmt: skip
-    assert lines[11] == "| memory | — |" and lines[16] == "| settings | OMP_NUM_THREADS=4; GLIBC_TUNABLES=x=1 |"
+    assert lines[14] == "| memory | — |" and lines[19] == "| settings | OMP_NUM_THREADS=4; GLIBC_TUNABLES=x=1 |"
     alone = Result(env("c"), {}, "2026-01-01T00:00:00+00:00", series[1:], "complete")
     lines = report.environment_table([Selected(Path("c.json"), alone, series[1])], [(Path("c.json"), alone)], ["c"])
-    assert lines[4:6] == ["| device | GPU B |", "| driver | — |"]
+    assert lines[4:6] == ["| device | GPU B |", "| vendor | unknown |"]
 
 
 def test_an_mps_summary_reads_against_unified_memory_and_locates_cliffs_by_bytes() -> None:

@@ -409,6 +409,9 @@ Median MB/s at each size, series side by side (their items differ in shape, or a
 | file | results/nvidia-h200/2026-11-26/run-3/validation/link.json | results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json |
 | host | vm | vm |
 | device | NVIDIA H200 | NVIDIA H200 |
+| vendor | NVIDIA | NVIDIA |
+| runtime | CUDA 13.0 | CUDA 13.0 |
+| host link | PCIe | PCIe |
 | driver | 580.159.04 | 580.159.04 |
 | CUDA (driver) | 13.0 | 13.0 |
 | PCIe link | current Gen5 x16 / max Gen5 x16 | current Gen5 x16 / max Gen5 x16 |
@@ -728,6 +731,9 @@ Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):
 | file | results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json | results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json |
 | host | vm | vm |
 | device | NVIDIA H200 | NVIDIA H200 |
+| vendor | NVIDIA | NVIDIA |
+| runtime | CUDA 13.0 | CUDA 13.0 |
+| host link | PCIe | PCIe |
 | driver | 580.159.04 | 580.159.04 |
 | CUDA (driver) | 13.0 | 13.0 |
 | PCIe link | current Gen5 x16 / max Gen5 x16 | current Gen5 x16 / max Gen5 x16 |
@@ -913,6 +919,9 @@ Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):
 | file | a.json | b.json | c.json |
 | host | a | b | c |
 | device | NVIDIA RTX 4090 | NVIDIA RTX 4090 | NVIDIA RTX 4090 |
+| vendor | NVIDIA | NVIDIA | NVIDIA |
+| runtime | CUDA 12.4 | CUDA 12.4 | CUDA 12.4 |
+| host link | unknown | unknown | unknown |
 | driver | 550.54 | 550.54 | 550.54 |
 | CUDA (driver) | 12.4 | 12.4 | 12.4 |
 | PCIe link | current Gen4 x16 / max Gen4 x16 | current Gen4 x16 / max Gen4 x16 | current Gen4 x16 / max Gen4 x16 |
@@ -1082,6 +1091,9 @@ Median MB/s at each batch size, series side by side; (×): the ratio to the firs
 | file | one.json |
 | host | a |
 | device | NVIDIA RTX 4090 |
+| vendor | NVIDIA |
+| runtime | CUDA 12.4 |
+| host link | unknown |
 | driver | 550.54 |
 | CUDA (driver) | 12.4 |
 | PCIe link | current Gen4 x16 / max Gen4 x16 |

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from xferbench.core import c2c
 from xferbench.core.spec import HOST_ENV
+from xferbench.core.vendors import label_devices
 
 VERSIONED_PACKAGES = (
     "xferbench", "numpy", "pandas", "torch", "tensorflow", "tensorflow-metal",
@@ -59,14 +61,17 @@ def cpu_name() -> str:
         chip = mac_facts().get("chip")
         if chip:
             return str(chip)
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
                 if line.startswith("model name"):
                     return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip().lower(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    return c2c.arm_cpu_name(fields) or platform.processor() or platform.machine() or "unknown CPU"
 
 
 def package_versions() -> dict[str, str]:
@@ -502,6 +507,7 @@ def nvml_info() -> dict[str, Any]:
                     "cpu_affinity": _mask_cpus(affinity) if affinity is not None else None,
                     "numa_cpus": numa_node_cpus(host["numa_node"]),
                     **_health(pynvml, handle, read),
+                    "c2c": c2c.read_c2c(pynvml, handle),  # NVLink-C2C on a Grace node, where PCIe facts are not the host link
                 }
             )
         return {
@@ -596,6 +602,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         known["mps"].update(mps_device(known["mps"]))
     nvml = nvml_info()
     _attach_nvml(devices, nvml)
+    label_devices(devices, platform.machine())
     return {
         "host": os.environ.get(HOST_ENV) or platform.node(),
         "os": platform.platform(),
@@ -639,6 +646,8 @@ UNDER_LOAD, SYSTEM_MAX, GPU_MAX = "under load", "system maximum", "GPU maximum"
 def link_readings(device: dict[str, Any], link: dict[str, Any] | None = None) -> list[tuple[str, int, int]]:
     """Every reading of a device's PCIe link as (source, generation, width), best supported first.
     `link` is a series' NVML samples (telemetry), whose highest generation and width under load lead."""
+    if c2c.is_c2c(device):  # NVML still reads a PCIe link on a Grace node: it is not the host link
+        return []
     nvml, link = device.get("nvml") or {}, link or {}
     summary = link.get("summary") or {}
     readings = []
@@ -664,7 +673,10 @@ def pcie_ceiling(device: dict[str, Any], link: dict[str, Any] | None = None) -> 
     """The theoretical per-direction link rate of a device NVML described, and a label that says so
     and which reading it came from (link_readings), naming any reading that disagrees with it.
 
-    Never the idle current reading: an idle link drops its generation to save power."""
+    Never the idle current reading: an idle link drops its generation to save power. On a Grace node, the
+    NVLink-C2C link's rate (c2c.ceiling), never a PCIe reading's."""
+    if c2c.is_c2c(device):
+        return c2c.ceiling(device)
     readings = link_readings(device, link)
     if not readings:
         return None

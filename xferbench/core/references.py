@@ -324,11 +324,12 @@ PUBLISHED: tuple[Published, ...] = (
               checked=f"{READ_AGAIN} at b408bf8 {AZURE_FORKS}; the figure is unchanged in the newest revision read (ae775aa, 2025-11-11)",
               excludes=("nvl",), link="PCIe", note=AZURE_RESULTS),
     _measured("GH200 (480GB LPDDR5X + 96GB HBM3)", "GH200", ("gh200",), "nvbandwidth (given as v5.0), host to device", CE,
-              "not stated", None, H2D, 346.0, None, "2024-08-23", NVBW_23,
-              note="the CPU-GPU link is NVLink-C2C, not PCIe; the poster finds host to device about 15% faster than "
+              "not stated", None, H2D, 346.0, None, "2024-08-23", NVBW_23, checked=f"{READ_AGAIN} (the thread's stored copy)",
+              link="NVLink-C2C", note="the CPU-GPU link is NVLink-C2C, not PCIe; the poster finds host to device about 15% faster than "
                    "device to host, with no figure for the latter"),
     _measured("GH200 (480GB LPDDR5X + 96GB HBM3)", "GH200", ("gh200",), "nvbandwidth (given as v5.0), host to device", SM,
-              "not stated", None, H2D, 342.0, None, "2024-08-23", NVBW_23, caveat="an SM copy kernel, not the copy engine"),
+              "not stated", None, H2D, 342.0, None, "2024-08-23", NVBW_23, checked=f"{READ_AGAIN} (the thread's stored copy)",
+              link="NVLink-C2C", caveat="an SM copy kernel, not the copy engine"),
     _measured("8x NVIDIA GeForce RTX 4090", "RTX 4090", ("rtx 4090",), "nvbandwidth v0.2 host_to_device_memcpy_ce", CE,
               "64 MiB (v0.2's default)", 64 * MIB, H2D, 23.90, 26.38, "2024-01-06", NVBW_15, excludes=("d",)),
     _measured("8x NVIDIA GeForce RTX 4090", "RTX 4090", ("rtx 4090",), "nvbandwidth v0.2 device_to_host_memcpy_ce", CE,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from xferbench.core import c2c
 from xferbench.core.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
 from xferbench.core.numa import pages_off_node
 from xferbench.core.references import bandwidth_for, gbps_text
@@ -94,7 +95,11 @@ def link_summary(link: dict[str, Any]) -> dict[str, Any]:
 
 
 def _maxima(series: Series, environment: dict[str, Any] | None) -> tuple[int | None, int | None]:
-    nvml = device_entry(environment or {}, series.device).get("nvml") or {}
+    """The PCIe link's maximum generation and width; none on a Grace node, where PCIe is not the host link."""
+    device = device_entry(environment or {}, series.device)
+    if c2c.is_c2c(device):
+        return None, None
+    nvml = device.get("nvml") or {}
     link = series.link or {}
     return link.get("pcie_gen_max") or nvml.get("pcie_gen_max"), link.get("pcie_width_max") or nvml.get("pcie_width_max")
 
@@ -219,6 +224,8 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     known = pcie_ceiling(device, series.link)
     if known:
         return known
+    if c2c.is_c2c(device):
+        return None, c2c.unknown_ceiling(device)
     nvml = environment.get("nvml") or {}
     why = "NVML gave no PCIe link" if device.get("nvml") else nvml.get("reason") or "no NVML facts"
     return None, f"unknown: {why}"

@@ -27,6 +27,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from xferbench.reading.compare import INCONCLUSIVE, SLOWER, compare_point
+from xferbench.core import c2c
 from xferbench.core.environment import device_entry, link_readings, pcie_ceiling
 from xferbench.core.references import floor_for, floor_line, published_line
 from xferbench.core.results import Point, Result, Series
@@ -74,7 +75,9 @@ def best_point(series: list[Series]) -> tuple[Series, Point] | None:
 def _link_findings(series: Series, environment: dict[str, Any], mbps: float, share: float) -> list[Verdict]:
     device = device_entry(environment, series.device)
     ceiling = pcie_ceiling(device, series.link)
-    if ceiling is None:
+    if ceiling is None and c2c.is_c2c(device):  # a Grace node: never judged by its PCIe reading
+        link = Verdict("link", NA, f"no theoretical rate to judge by: {c2c.unknown_ceiling(device).removeprefix('unknown: ')}")
+    elif ceiling is None:
         why = (series.link or {}).get("reason") or (environment.get("nvml") or {}).get("reason") or "NVML gave no PCIe link"
         link = Verdict("link", NA, f"no theoretical rate to judge by: {why}")
     else:
@@ -88,6 +91,8 @@ def _link_findings(series: Series, environment: dict[str, Any], mbps: float, sha
 
 def _link_state(series: Series, environment: dict[str, Any]) -> Verdict:
     """Down-trained when most samples under load ran below the maximum (telemetry.ran_below_max)."""
+    if c2c.is_c2c(device_entry(environment, series.device)):
+        return Verdict("link state", NA, f"the host link is {c2c.C2C} (a Grace node): NVML's PCIe generation and width are not the host link")
     down = ran_below_max(series, environment)
     if down:
         return Verdict("link state", FAIL, down)

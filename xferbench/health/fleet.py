@@ -29,6 +29,7 @@ from typing import Any
 
 from xferbench.health.check import best_point, checked
 from xferbench.core.verdict import FAIL, NA, WARN
+from xferbench.core import c2c
 from xferbench.core.environment import device_entry, link_readings
 from xferbench.core.errors import XferbenchError
 from xferbench.reading.peers import PEER_CEILINGS
@@ -98,7 +99,10 @@ def find_files(inputs: Sequence[Path]) -> list[Path]:
 def _link(series: Series, result: Result) -> tuple[str, str, bool]:
     """The link as it ran, its maximum, and whether it ran below the maximum in most samples while
     data moved (telemetry.ran_below_max: a sample taken while the link woke from idle is not enough)."""
-    readings = link_readings(device_entry(result.environment, series.device), series.link)
+    device = device_entry(result.environment, series.device)
+    if c2c.is_c2c(device):  # a Grace node: NVML's PCIe readings are not its host link
+        return c2c.C2C, c2c.C2C, False
+    readings = link_readings(device, series.link)
     maxima = [(g, w) for source, g, w in readings if source != "under load"]
     top = f"Gen{maxima[0][0]} x{maxima[0][1]}" if maxima else "-"
     summary = (series.link or {}).get("summary") or {}

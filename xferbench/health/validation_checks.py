@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Union
 
 from xferbench.reading.display import rate, size
+from xferbench.core import c2c
 from xferbench.core.environment import device_entry, lane_rate, link_disagreement, link_readings, pcie_ceiling
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import H2D, PER_CALL, STREAMED
@@ -72,6 +73,11 @@ def _cuda(results: Results) -> list[tuple[str, Result, Series]]:
     return [(name, r, s) for name, r in named(results) for s in r.series if s.device.startswith("cuda") and s.ok_points()]
 
 
+def _over_c2c(result: Result, series: Series) -> bool:
+    """Whether the series' GPU reaches host memory over NVLink-C2C, where NVML's PCIe readings are not the host link."""
+    return c2c.is_c2c(device_entry(result.environment, series.device))
+
+
 def _worst(gaps: Iterable[tuple[float, str]]) -> tuple[tuple[float, str] | None, int]:
     """The relative gap furthest from zero with where it was (None if there was none), and how many there were."""
     found = list(gaps)
@@ -94,6 +100,8 @@ def raw_ceiling_check(results: Results) -> Verdict:
     device = device_entry(result.environment, series.device)
     ceiling = pcie_ceiling(device, series.link)
     peak = series.summary.peak_mbps or 0.0
+    if ceiling is None and c2c.is_c2c(device):  # a Grace node: a PCIe reading is never its ceiling
+        return Verdict(name, NA, f"peak {rate(peak)} MB/s{source(file)}; the link is {c2c.unknown_ceiling(device).removeprefix('unknown: ')}")
     if ceiling is None:
         return Verdict(name, NA, f"peak {rate(peak)} MB/s{source(file)}; the link is unknown (no NVML PCIe facts for {series.device})")
     share = peak / (ceiling[0] * 1e3)
@@ -111,7 +119,10 @@ def link_check(results: Results) -> Verdict:
     """The PCIe link ran at its maximum generation and width while data moved: a link trained down
     (a bad riser, a BIOS setting, power saving) caps every figure below it."""
     name = "PCIe link at its maximum generation and width under load"
-    sampled = [(f, r, s) for f, r, s in _cuda(results) if loaded_samples(s.link or {})]
+    measured = [(f, r, s) for f, r, s in _cuda(results) if loaded_samples(s.link or {})]
+    sampled = [(f, r, s) for f, r, s in measured if not _over_c2c(r, s)]
+    if measured and not sampled:
+        return Verdict(name, NA, f"the host link is {c2c.C2C} (a Grace node): NVML's PCIe generation and width are not the host link")
     if not sampled:
         return Verdict(name, NA, "no CUDA series has NVML link samples taken while data moved")
     slow = [(f, s, warning) for f, r, s in sampled if (warning := link_below_max(s, r.environment))]
@@ -238,8 +249,11 @@ def bytes_check(results: Results) -> Verdict:
     that cut the run short shows here, whatever the timing says."""
     name = (f"NVML's count of bytes received within -{BYTES_BELOW:.0%} / +{BYTES_ABOVE:.0%} of the bytes claimed"
             " (longest cuda/raw_pinned run)")  # fmt: skip
-    runs = [(claimed_bytes(s), f, s) for f, _, s in _series(results, "cuda", "raw_pinned") if s.link.get("t_s")]
+    raw = _series(results, "cuda", "raw_pinned")
+    runs = [(claimed_bytes(s), f, s) for f, r, s in raw if s.link.get("t_s") and not _over_c2c(r, s)]
     runs = [(claimed, f, s) for claimed, f, s in runs if claimed]
+    if raw and all(_over_c2c(r, s) for _, r, s in raw):
+        return Verdict(name, NA, f"the host link is {c2c.C2C} (a Grace node): NVML's PCIe byte count does not count its transfers")
     if not runs:
         return Verdict(name, NA, "no cuda/raw_pinned series has both its transfers counted and NVML link samples")
     claimed, file, series = max(runs, key=lambda run: run[0])

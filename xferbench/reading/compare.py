@@ -30,7 +30,7 @@ from rich.text import Text
 
 from xferbench.reading.display import rate
 from xferbench.core.errors import XferbenchError
-from xferbench.reading.pairs import Difference, differences, file_names, pair, path_name, unlike
+from xferbench.reading.pairs import Difference, differences, file_names, pair, path_name
 from xferbench.core.results import DAMAGED, Point, Result, Series, damaged_points, load
 from xferbench.core.spec import SeriesKey
 from xferbench.core.stats import point_stats
@@ -361,7 +361,7 @@ def compare(
     comparison.damaged = {"base": damaged_points(base), "new": damaged_points(new)}
     base_label, new_label = file_names([(Path(names[0]), base), (Path(names[1]), new)])
     comparison.labels = (base_label, new_label)
-    for found in pair([list(base_series.values()), [*new_series.values(), *lost]]):
+    for found in pair([list(base_series.values()), [*new_series.values(), *lost]], [base.environment, new.environment]):
         series, other = found.members
         if series is None:
             if other is not None and _points(other):
@@ -371,7 +371,7 @@ def compare(
             comparison.unmatched.append(Unmatched(_name(series), None, "base"))
             continue
         name = _pair_label(series, other)
-        kinds = unlike([series, other])
+        kinds = found.unlike()  # a copy over NVLink-C2C or within unified memory against one over PCIe
         if kinds:
             comparison.unlike[name] = kinds
         if not _points(other):

@@ -11,6 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from xferbench.core import c2c
+from xferbench.core.environment import device_entry
 from xferbench.core.numa import plan_binding
 from xferbench.core.references import published_line
 from xferbench.core.results import BUSY_SHARE, Point, Result, Series
@@ -262,7 +264,8 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
     elif of_link:
         which = "as configured" if series.device.split(":")[0] == "sim" else "theoretical"
         both = ", both ways" if series.direction == BIDIR else ""
-        parts.append(f"{of_link:.0%} of the link's {gbps:.1f} GB/s ({which}{both})")
+        named = f"{c2c.C2C} link" if c2c.is_c2c(device_entry(result.environment, series.device)) else "link"  # a Grace node's
+        parts.append(f"{of_link:.0%} of the {named}'s {gbps:.1f} GB/s ({which}{both})")
     of_raw = fraction_of_raw(series, result.series)
     if of_raw and not is_raw_reference(series):
         parts.append(f"{of_raw:.0%} of the raw ceiling (cuda/raw_pinned/copy)")

@@ -4,7 +4,16 @@ runs (two GPUs, a setting changed, before and after) turns on.
 Two series are counterparts when they ran the same path the same way (framework, mode, op, item shape,
 host buffer, timing method, direction, devices at once), whatever device they ran on: "GPU A vs GPU B"
 pairs tf/eager on cuda:0 of one machine with tf/eager on cuda:0, or cuda:1, of the other. Like devices pair
-first (the same id, then the same kind), so a file's cuda:0 series never loses its counterpart to its mps one.
+first (LIKENESS: the same id making the same copy, then the same copy, then the same kind of device), so a
+file's cuda:0 series never loses its counterpart to its mps one.
+
+What makes two copies alike is what one call moves and over what (copy_kind), not who made the GPU: a
+host-to-device copy over PCIe is the same copy on an NVIDIA H100 under CUDA and on an AMD MI300X under ROCm
+(whose PyTorch also names it cuda:0), so their ratio compares two PCIe links. A copy over NVLink-C2C (a
+Grace node) is not the copy a PCIe GPU makes, nor is a copy within Apple's unified memory: such pairs are
+"unlike copies", and their ratio is the time until a batch is usable on each device. A link that a file
+does not record (and cannot be derived, vendors.host_link) makes no pair unlike: it is said unknown in
+"What differs", never guessed.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xferbench.core import vendors
 from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry
 from xferbench.core.results import Result, Series, file_labels
 from xferbench.core.spec import BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_HOST, SIMULATED, SeriesKey
@@ -57,9 +67,11 @@ def path_name(series: Series) -> str:
     return series.label().rsplit("@", 1)[0]
 
 
-def copy_kind(series: Series) -> str:
-    """What one call of the series really moves, in words: two series pair across devices, and a copy
-    within Apple silicon's one memory is no PCIe transfer, nor a CPU's memory copy."""
+def copy_kind(series: Series, environment: dict[str, Any] | None = None) -> str:
+    """What one call of the series really moves, and over what, in words: two series pair across devices,
+    and a copy within Apple silicon's one memory is no PCIe transfer, nor a CPU's memory copy, and a copy
+    over a Grace node's NVLink-C2C is none over PCIe. The link comes from the device's entry in the file's
+    `environment` (recorded, else derived: vendors.host_link); where it is unknown, the GPU's link."""
     device = device_kind(series)
     if series.transfer == SIMULATED or device == "sim":
         return "a simulated link (no data moves)"
@@ -69,17 +81,34 @@ def copy_kind(series: Series) -> str:
         return "a copy within unified memory (Apple GPU, MPS)"
     if series.transfer == HOST_TO_HOST or device == "cpu":
         return "a host-to-host copy (CPU, no GPU)"
+    way = {DEVICE_TO_HOST: "device-to-host", BIDIRECTIONAL: "bidirectional"}.get(series.transfer or "", "host-to-device")
+    link = vendors.host_link(device_entry(environment or {}, series.device), (environment or {}).get("machine"))
+    if link == vendors.C2C:
+        return f"a {way} transfer over {link} (a Grace node)"
+    if link:  # another vendor's GPU whose entry records its link (an Intel XPU over PCIe) is alike with a CUDA one
+        return f"a {way} transfer over {link}"
     if device == "cuda":
-        way = {DEVICE_TO_HOST: "device-to-host", BIDIRECTIONAL: "bidirectional"}.get(series.transfer or "", "host-to-device")
         return f"a {way} transfer over the GPU's link (CUDA)"
     return f"a {series.transfer or 'transfer'} on {device}"
 
 
-def unlike(members: Sequence[Series | None]) -> list[str]:
-    """The kinds of copy a pair's members make, when they are not all the same (else empty): their
-    ratio is then time until a batch is usable on each device, not the same copy measured twice."""
-    kinds = list(dict.fromkeys(copy_kind(m) for m in members if m is not None))
-    return kinds if len(kinds) > 1 else []
+def alike(first: str, second: str) -> bool:
+    """Whether two copy kinds are the same copy: equal, or one a transfer over a link not recorded and the
+    other the same transfer over any link (nothing says they differ)."""
+    if first == second:
+        return True
+    way = [text.split(" over ", 1)[0] for text in (first, second)]
+    unknown = [" over the GPU's link (" in text for text in (first, second)]
+    return way[0] == way[1] and any(unknown) and all(" transfer over " in text for text in (first, second))
+
+
+def unlike(members: Sequence[Series | None], environments: Sequence[dict[str, Any] | None] | None = None) -> list[str]:
+    """The kinds of copy a pair's members make, when they are not all alike (else empty): their ratio is
+    then time until a batch is usable on each device, not the same copy measured twice. `environments`:
+    each member's file's environment, which says its device's link."""
+    found = [copy_kind(m, (environments or [None] * len(members))[i]) for i, m in enumerate(members) if m is not None]
+    kinds = list(dict.fromkeys(found))
+    return kinds if any(not alike(a, b) for a in kinds for b in kinds) else []
 
 
 def pair_key(series: Series) -> SeriesKey:
@@ -89,14 +118,26 @@ def pair_key(series: Series) -> SeriesKey:
 
 @dataclass
 class Pair:
-    """One path across the files: its series in each file, None where a file has no counterpart."""
+    """One path across the files: its series in each file, None where a file has no counterpart, and each
+    file's environment (what says the link each member's copy crossed)."""
 
     name: str
     members: list[Series | None]
+    environments: list[dict[str, Any] | None] = dataclasses.field(default_factory=list)
 
     @property
     def paired(self) -> bool:
         return sum(m is not None for m in self.members) >= 2
+
+    def kind(self, index: int) -> str:
+        """What the member of file `index` copies (copy_kind), read with its file's environment."""
+        member = self.members[index]
+        assert member is not None
+        return copy_kind(member, self.environments[index] if index < len(self.environments) else None)
+
+    def unlike(self) -> list[str]:
+        """The kinds of copy its members make, where they are not alike (unlike); else empty."""
+        return unlike(self.members, self.environments or None)
 
 
 def device_kind(series: Series) -> str:
@@ -104,49 +145,57 @@ def device_kind(series: Series) -> str:
     return series.device.split(":")[0]
 
 
-# How closely two counterparts' devices agree, closest first: the same device id, the same kind of device
-# (one GPU against another), then any (a copy within an Apple GPU's memory against one over a GPU's link).
-LIKENESS: tuple[Callable[[Series, Series], bool], ...] = (
-    lambda a, b: a.device == b.device,
-    lambda a, b: device_kind(a) == device_kind(b),
-    lambda a, b: True,
+# How closely two counterparts agree, closest first, each given the two series and their copy kinds: the
+# same device id making the same copy; the same copy on another device (a PCIe GPU of one vendor against a
+# PCIe GPU of another); the same kind of device making unlike copies (a Grace node's GPU over NVLink-C2C
+# against a PCIe GPU); then any (a copy within an Apple GPU's memory against one over a GPU's link).
+LIKENESS: tuple[Callable[[Series, Series, str, str], bool], ...] = (
+    lambda a, b, copy_a, copy_b: a.device == b.device and alike(copy_a, copy_b),
+    lambda a, b, copy_a, copy_b: alike(copy_a, copy_b),
+    lambda a, b, copy_a, copy_b: device_kind(a) == device_kind(b),
+    lambda a, b, copy_a, copy_b: True,
 )
 
 
-def _matches(anchors: Sequence[Series], others: Sequence[Series], used: set[int]) -> dict[int, Series]:
+def _matches(anchors: Sequence[Series], others: Sequence[Series], used: set[int], kinds: dict[int, str]) -> dict[int, Series]:
     """Each anchor's counterpart among `others` not yet used, by id of the anchor: every pair on one device
-    is made first, then every pair of one kind of device, and only then across kinds, so that a like
-    counterpart is never taken by an unlike one that comes first in the file."""
+    making one copy is made first, then every pair making one copy, then every pair of one kind of device,
+    and only then across kinds, so that a like counterpart is never taken by an unlike one that comes first
+    in the file. `kinds`: each series' copy kind, by id."""
     found: dict[int, Series] = {}
-    for alike in LIKENESS:
+    for like in LIKENESS:
         for series in anchors:
             if id(series) in found:
                 continue
-            match = next((s for s in others if id(s) not in used and pair_key(s) == pair_key(series) and alike(series, s)), None)
+            match = next((s for s in others if id(s) not in used and pair_key(s) == pair_key(series)
+                          and like(series, s, kinds[id(series)], kinds[id(s)])), None)  # fmt: skip
             if match is not None:
                 used.add(id(match))
                 found[id(series)] = match
     return found
 
 
-def pair(files: Sequence[Sequence[Series]]) -> list[Pair]:
+def pair(files: Sequence[Sequence[Series]], environments: Sequence[dict[str, Any] | None] | None = None) -> list[Pair]:
     """Pair each file's series with its counterpart in every other file, in the order they first appear.
+    `environments`: each file's environment, which says what link its devices' copies crossed.
 
-    Within one path, a series takes the counterpart on the same device id where there is one, else one on
-    the same kind of device, else the first one left (one GPU per file: any device). A series with no
-    counterpart gets a pair of its own, so nothing is dropped."""
+    Within one path, a series takes the counterpart in the order of LIKENESS: on the same device id making
+    the same copy, else making the same copy, else on the same kind of device, else the first one left
+    (one GPU per file: any device). A series with no counterpart gets a pair of its own, so nothing is dropped."""
+    envs = list(environments) if environments is not None else [None] * len(files)
+    kinds = {id(s): copy_kind(s, env) for found, env in zip(files, envs) for s in found}
     used: set[int] = set()
     pairs: list[Pair] = []
     for anchor_file, anchor_series in enumerate(files):
         anchors = [s for s in anchor_series if id(s) not in used]
         used.update(id(s) for s in anchors)
-        matches = [_matches(anchors, files[other], used) for other in range(anchor_file + 1, len(files))]
+        matches = [_matches(anchors, files[other], used, kinds) for other in range(anchor_file + 1, len(files))]
         for series in anchors:
             members: list[Series | None] = [None] * len(files)
             members[anchor_file] = series
             for other, found in zip(range(anchor_file + 1, len(files)), matches):
                 members[other] = found.get(id(series))
-            pairs.append(Pair(path_name(series), members))
+            pairs.append(Pair(path_name(series), members, list(envs)))
     counts: dict[str, int] = {}
     for p in pairs:
         counts[p.name] = counts.get(p.name, 0) + 1
@@ -243,13 +292,20 @@ def facts(result: Result, series: Sequence[Series]) -> dict[str, str]:
     field: the fields a difference between two runs is looked for in."""
     env = result.environment
     gpus = [device_entry(env, d) for d in dict.fromkeys(s.device for s in series) if d.startswith("cuda")]
+    described = [vendors.describe(device_entry(env, d), env) for d in dict.fromkeys(s.device for s in series)
+                 if d.split(":")[0] not in ("cpu", "sim")]  # every GPU's, whoever made it  # fmt: skip
     macs = [device_entry(env, d) for d in dict.fromkeys(s.device for s in series) if d == "mps"]  # Apple's GPU, by its cores
     found = {
-        "what is copied": _joined([copy_kind(s) for s in series]),
+        "what is copied": _joined([copy_kind(s, env) for s in series]),
         "device": _joined([s.device_name or s.device for s in series]),
         "driver": _joined([d.get("driver") for d in gpus]),
         "CUDA (driver)": _joined([d.get("cuda_driver") for d in gpus]),
-        "PCIe link under load": _joined([_link(s) for s in series]),
+        # Who made the GPU, what drives it and what links it to host memory: unknown where the file neither
+        # records nor implies it (vendors.describe), MISSING where no GPU ran.
+        "vendor": _joined([vendors.text(d[vendors.VENDOR]) for d in described]),
+        "runtime": _joined([vendors.text(d[vendors.RUNTIME]) for d in described]),
+        "host link": _joined([vendors.text(d[vendors.HOST_LINK]) for d in described]),
+        "PCIe link under load": _joined([_link(s) for s in series if vendors.host_link(device_entry(env, s.device), env.get("machine")) != vendors.C2C]),
         "NUMA binding": _joined([placement(s) for s in series]),
         "DataLoader workers": _joined([str(s.params["num_workers"]) for s in series if s.params.get("num_workers")]),
         "source before each call": _joined([_source_cache(s) for s in series]),
@@ -305,7 +361,10 @@ def differences(files: Sequence[tuple[Result, Sequence[Series]]]) -> list[Differ
     names = list(dict.fromkeys(name for found in recorded for name in found))
     found = [Difference(name, [r.get(name, MISSING) for r in recorded]) for name in names]
     # A setting no file has is no difference; a field every file leaves unrecorded is none either.
-    return [d for d in found if len(set(d.values)) > 1]
+    found = [d for d in found if len(set(d.values)) > 1]
+    driver = next((d.values for d in found if d.field == "CUDA (driver)"), None)
+    # The runtime of NVIDIA GPUs alone is their driver's CUDA version: said once, as CUDA (driver).
+    return [d for d in found if not (d.field == "runtime" and driver and d.values == [f"CUDA {v}" for v in driver])]
 
 
 def tags(labels: Sequence[str], found: Sequence[Difference], most: int = 2) -> list[str]:

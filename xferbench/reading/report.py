@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
+from xferbench.core import c2c, vendors
 from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
 from xferbench.core.errors import XferbenchError
 from xferbench.reading import pipeline_report
 from xferbench.core.concurrency import groups
 from xferbench.reading.compare import FASTER, INCONCLUSIVE, JUMP, NO_CHANGE, SLOWER, UNTESTED, Failure, Row, compare_point, p_text, path_changes
-from xferbench.reading.pairs import Pair, copy_kind, differences, file_names, framework_version, pair, pair_key, placement, unlike
+from xferbench.reading.pairs import Pair, differences, file_names, framework_version, pair, pair_key, placement
 from xferbench.core.results import Point, Result, Selected, Selection, Series, by_bytes, damaged_points, refuse_unless_regular, why_unwritable, write_whole
 from xferbench.core.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.core.stats import CLIFF_FRACTION, SATURATION_FRACTION
@@ -40,8 +41,9 @@ ABSENT = "–"  # the series has no measured point at this batch size
 BLANK = " "  # an empty cell ("" reads as MISSING): a path named once at the head of its rows
 RAW_LABEL = "/".join(RAW_REFERENCE)  # cuda/raw_pinned/copy: the run's own ceiling on each GPU
 
-# The theoretical per-direction PCIe rate of a device NVML described: one table, kept in environment.
+# The theoretical per-direction rate of a device's host link (PCIe, or NVLink-C2C on a Grace node): kept in environment.
 ceiling_gbps = pcie_ceiling
+VENDOR_ROWS = ("vendor", "runtime", "host link")  # shown where a file's device is a GPU
 
 
 def cell(value: Any) -> str:
@@ -67,7 +69,12 @@ def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dic
     """The device rows of the environment table; a CPU, MPS or simulated device has no driver or PCIe link."""
     device = device_entry(env, device_id)
     fields = {"device": device.get("name") or name or device_id}
-    if device_id.split(":")[0] != "cuda":
+    kind = device_id.split(":")[0]
+    if kind not in ("cpu", "sim"):
+        found = vendors.describe(device, env)
+        fields.update({"vendor": vendors.text(found[vendors.VENDOR]), "runtime": vendors.text(found[vendors.RUNTIME]),
+                       "host link": vendors.text(found[vendors.HOST_LINK])})  # fmt: skip
+    if kind != "cuda":
         return {**fields, "driver": NA, "CUDA (driver)": NA, "PCIe link": NA, "NUMA node": NA, "CPU affinity": NA}
     nvml = device.get("nvml") or {}
 
@@ -80,6 +87,8 @@ def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dic
         if nvml
         else MISSING
     )
+    if c2c.is_c2c(device):  # NVML still reads a PCIe link on a Grace node: say it is not the host link
+        pcie = f"not the host link ({c2c.C2C})" + (f"; NVML reads {pcie}" if nvml else "")
     numa = nvml.get("numa_node")
     process, ideal = env.get("process_cpus"), nvml.get("cpu_affinity") or nvml.get("numa_cpus")
     affinity = f"process {cpu_ranges(process) if process else '?'}; GPU's ideal CPUs {cpu_ranges(ideal) if ideal else '?'}"
@@ -100,8 +109,8 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
         names = {s.device: s.device_name for s in mine}
         per_device = [_device_fields(env, d, names.get(d)) for d in ids]
         column = {"file": str(path), "host": env.get("host") or MISSING}
-        for key in per_device[0]:
-            values = [fields[key] for fields in per_device]
+        for key in dict.fromkeys(key for fields in per_device for key in fields):
+            values = [fields.get(key, NA) for fields in per_device]
             column[key] = "; ".join(f"{d}: {v}" for d, v in zip(ids, values)) if len(ids) > 1 else values[0]
         cores = f" ({env['cpu_count']} logical CPUs)" if env.get("cpu_count") else ""
         memory = env.get("memory_bytes")
@@ -116,7 +125,8 @@ def environment_table(picks: Sequence[Selected], files: list[tuple[Path, Result]
         column["settings"] = "; ".join(f"{k}={v}" for k, v in settings.items()) or ("none" if "settings" in env else MISSING)
         column.update(xferbench=result.xferbench_version or MISSING, created=result.created, status=result.status)
         columns.append(column)
-    rows = ["file", "host", "device", "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU affinity", "CPU", "memory", "OS", "Python",
+    shown = [row for row in VENDOR_ROWS if any(column.get(row, NA) != NA for column in columns)]
+    rows = ["file", "host", "device", *shown, "driver", "CUDA (driver)", "PCIe link", "NUMA node", "CPU affinity", "CPU", "memory", "OS", "Python",
             *frameworks, "numpy", "settings", "xferbench", "created", "status"]  # fmt: skip
     return table(["field", *labels], [[row, *(c.get(row, MISSING) for c in columns)] for row in rows])
 
@@ -279,7 +289,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
     notes can sit between them. Both empty when no series has a counterpart in another file (then series
     stand side by side as in one file)."""
     per_file = [[p.series for p in picks if p.result is r] for _, r in files]
-    found = pair(per_file)
+    found = pair(per_file, [result.environment for _, result in files])
     paired = [p for p in found if p.paired]
     if not paired:
         return [], []
@@ -318,8 +328,8 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             failures = [Failure(p.name, b, error) for b, error in errors[pairs_seen][index].items()]
             change = path_changes([per_member[index][b] for b in sorted(per_member[index])], failures)[0]
             place = (lambda batch, m=member: at(m, batch, True)) if in_bytes else None
-            kinds = unlike(p.members)
-            what = ("; ".join(f"{labels[i]}: {copy_kind(m)}" for i, m in enumerate(p.members) if m is not None)
+            kinds = p.unlike()
+            what = ("; ".join(f"{labels[i]}: {p.kind(i)}" for i, m in enumerate(p.members) if m is not None)
                     if kinds else "")  # fmt: skip
             said = change.sentence(labels[index], place)
             if kinds:  # never a bare "faster" between unlike copies: what the ratio compares comes first
@@ -384,7 +394,7 @@ def paired_sections(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             if two:
                 t = tested[1]
                 verdict = f"{FAILED}: {cell(failed[1][batch])}" if batch in failed[1] else t.verdict if t else ABSENT
-                verdict += " (unlike copies)" if t and unlike(p.members) and t.verdict in (SLOWER, FASTER) else ""
+                verdict += " (unlike copies)" if t and p.unlike() and t.verdict in (SLOWER, FASTER) else ""
                 row += [f"{t.ratio:.2f}×" if t and math.isfinite(t.ratio) else ABSENT,
                         (p_text(t.p_value) if t.p_value is not None else t.method) if t else ABSENT, verdict]  # fmt: skip
             else:
@@ -427,7 +437,7 @@ def peak_rule(series: Sequence[Series]) -> str:
 
 def pair_cell(found: Pair) -> str:
     """A pair's name in a table: its path, marked where its members make unlike copies."""
-    return f"`{found.name}`" + (" (unlike copies)" if unlike(found.members) else "")
+    return f"`{found.name}`" + (" (unlike copies)" if found.unlike() else "")
 
 
 def _bytes_of(found: Pair, batch: int) -> int:
@@ -470,7 +480,7 @@ def at_once_section(picks: Sequence[Selected], files: list[tuple[Path, Result]],
             "", *lines]  # fmt: skip
 
 
-def detail(series: Series, name: str, in_bytes: bool = False) -> list[str]:
+def detail(series: Series, name: str, in_bytes: bool = False, environment: dict[str, Any] | None = None) -> list[str]:
     """The original report's columns for every batch, folded away so the summary stays on screen."""
     device_clock = any(p.device_mbps for p in series.points)
     # As in the terminal table: page faults per call explain host-side cliffs, shown only where they happen.
@@ -495,13 +505,15 @@ def detail(series: Series, name: str, in_bytes: bool = False) -> list[str]:
     how = (f"{series.device_name or series.device}; {series.transfer or MISSING}; {'x'.join(map(str, series.shape))}"
            f" uint8 per item from {series.host_buffer}; timed {series.method}; clock {series.clock or MISSING};"
            f" sync {series.sync or MISSING}" + (f"; device clock {series.device_clock}" if series.device_clock else ""))  # fmt: skip
-    facts = [fact for fact in (placement(series), link_under_load(series), verify_cost(series)) if fact]
+    over_c2c = c2c.is_c2c(device_entry(environment or {}, series.device))
+    facts = [fact for fact in (placement(series), link_under_load(series, over_c2c), verify_cost(series)) if fact]
     return ["<details>", f"<summary>{html.escape(title)}</summary>", "", how, "", *(f"- {fact}" for fact in facts),
             *([""] if facts else []), *table(header, rows, [True] * len(header)), "", "</details>", ""]  # fmt: skip
 
 
-def link_under_load(series: Series) -> str | None:
-    """The link as NVML read it while the series ran; throughput figures are approximate."""
+def link_under_load(series: Series, over_c2c: bool = False) -> str | None:
+    """The link as NVML read it while the series ran; throughput figures are approximate. On a Grace node
+    (`over_c2c`) NVML's PCIe reading is said not to be the host link."""
     summary = (series.link or {}).get("summary") or {}
     if not summary.get("samples"):
         return None
@@ -511,7 +523,8 @@ def link_under_load(series: Series) -> str | None:
     rx = f"; RX peak ≈ {rate(peak)} MB/s (NVML, approximate: 20 ms windows)" if peak is not None else ""
     received = summary.get("rx_bytes")
     count = f"; {received / 1e9:,.2f} GB received ({summary.get('rx_bytes_from')})" if received else ""
-    return f"PCIe link: {under} in {summary['samples']} NVML samples{rx}{count}"
+    what = f"NVML's PCIe reading (not the host link: {c2c.C2C})" if over_c2c else "PCIe link"
+    return f"{what}: {under} in {summary['samples']} NVML samples{rx}{count}"
 
 
 def verify_cost(series: Series) -> str | None:
@@ -702,7 +715,7 @@ def render(
                   command, "```", ""]  # fmt: skip
     lines += ["### Per-batch detail", ""]
     for pick, name in zip(picks, names):
-        lines += detail(pick.series, name, by_bytes(picks))
+        lines += detail(pick.series, name, by_bytes(picks), pick.result.environment)
     return "\n".join(lines).rstrip() + "\n"
 
 
