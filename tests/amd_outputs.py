@@ -466,3 +466,110 @@ NumCUs   CPU00        CPU01        GPU00        GPU01        GPU02        GPU03
   11     13.17        13.21       165.78        33.44        33.54        32.55
   12     13.09        13.07       175.03        33.43        33.49        32.55
 """
+
+
+IHC_SOURCE = {"url": "https://github.com/mhilgema-amd/proj/blob/f5e4dc311f47a4da7876e86bc58b6fbe0ce2726a/ihc_mi350x/README.md",
+              "date": "2025-07-07",
+              "what": ("an AMD engineer's MI350X bring-up notes (ihc_mi350x/README.md, dated 07/07/2025, committed 2025-07-10):"
+                       " sections 5.1.1.2 (`TransferBench p2p`, 256 MiB, the author's '....' elision kept) and 5.1.1.3 (the"
+                       " example config file under TransferBench v1.62.00), each code block whole")}  # fmt: skip
+IHC_P2P = r"""TransferBench p2p
+Bytes Per Direction 268435456
+....
+Unidirectional copy peak bandwidth GB/s [Local read / Remote write] (GPU-Executor: GFX)
+ SRC+EXE\DST    CPU 00    CPU 01       GPU 00    GPU 01    GPU 02    GPU 03    GPU 04    GPU 05    GPU 06    GPU 07
+  CPU 00  ->     92.21    102.51        45.11     45.16     45.13     45.07     45.06     45.11     44.64     45.05
+  CPU 01  ->    104.88     90.09        44.74     44.81     44.76     44.77     44.78     44.83     44.83     44.77
+
+  GPU 00  ->     55.47     55.54      2132.28     57.39     57.69     57.46     57.46     57.65     57.42     57.62
+  GPU 01  ->     55.59     55.66        57.41   2152.51     57.58     57.52     57.65     57.37     57.65     57.50
+  GPU 02  ->     55.60     55.61        57.41     57.50   2145.75     57.62     57.29     57.55     57.30     57.63
+  GPU 03  ->     54.18     54.24        57.48     57.75     57.57   2150.49     57.61     57.48     57.38     57.36
+  GPU 04  ->     55.52     55.53        57.38     57.66     57.37     57.72   2122.07     57.41     57.65     57.46
+  GPU 05  ->     55.60     55.62        57.64     57.33     57.60     57.38     57.57   2150.67     57.51     57.43
+  GPU 06  ->     54.41     54.57        57.41     57.68     57.43     57.31     57.67     57.62   2163.46     57.63
+  GPU 07  ->     55.43     55.45        57.69     46.66     57.51     57.34     57.38     57.56     57.42   2154.14
+                           CPU->CPU  CPU->GPU  GPU->CPU  GPU->GPU
+Averages (During UniDir):    103.69     44.91     55.25     57.32
+
+Bidirectional copy peak bandwidth GB/s [Local read / Remote write] (GPU-Executor: GFX)
+     SRC\DST    CPU 00    CPU 01       GPU 00    GPU 01    GPU 02    GPU 03    GPU 04    GPU 05    GPU 06    GPU 07
+  CPU 00  ->       N/A     88.77        44.81     44.81     44.76     44.78     44.77     44.76     44.81     44.74
+  CPU 00 <-        N/A     89.79        55.10     55.03     54.94     53.93     55.14     55.05     53.77     55.14
+  CPU 00 <->       N/A    178.56        99.90     99.84     99.70     98.71     99.90     99.81     98.58     99.87
+
+  CPU 01  ->     88.50       N/A        44.36     44.33     44.39     44.28     44.38     44.39     44.43     44.42
+  CPU 01 <-      88.29       N/A        55.10     55.04     54.96     53.91     55.15     55.06     53.75     55.13
+  CPU 01 <->    176.79       N/A        99.45     99.37     99.35     98.19     99.53     99.45     98.18     99.55
+
+
+  GPU 00  ->     55.02     54.96          N/A     54.69     54.91     54.71     54.52     55.02     54.74     54.88
+  GPU 00 <-      44.71     44.45          N/A     54.61     54.72     54.58     54.52     54.96     54.53     54.82
+  GPU 00 <->     99.73     99.41          N/A    109.30    109.63    109.29    109.04    109.99    109.26    109.70
+
+  GPU 01  ->     55.08     55.11        54.68       N/A     54.60     54.93     54.83     54.64     54.87     54.66
+  GPU 01 <-      44.74     44.41        54.63       N/A     54.63     54.86     54.80     54.63     54.82     54.57
+  GPU 01 <->     99.82     99.52       109.30       N/A    109.23    109.80    109.63    109.27    109.68    109.23
+
+  GPU 02  ->     55.12     55.14        54.60     54.57       N/A     54.88     54.68     54.88     54.67     54.93
+  GPU 02 <-      44.74     44.31        54.90     54.59       N/A     54.99     54.56     54.73     54.60     54.87
+  GPU 02 <->     99.86     99.45       109.50    109.16       N/A    109.86    109.24    109.62    109.27    109.80
+
+  GPU 03  ->     53.83     53.83        54.54     54.89     54.91       N/A     54.93     54.69     38.96     54.55
+  GPU 03 <-      44.74     44.29        54.77     54.91     54.92       N/A     54.80     54.70     40.37     54.48
+  GPU 03 <->     98.57     98.12       109.31    109.80    109.83       N/A    109.73    109.40     79.33    109.03
+
+  GPU 04  ->     54.95     55.08        54.55     54.82     54.61     54.68       N/A     54.71     54.97     54.68
+  GPU 04 <-      44.75     44.45        54.57     54.88     54.79     54.85       N/A     54.90     54.84     54.57
+  GPU 04 <->     99.70     99.52       109.11    109.70    109.40    109.52       N/A    109.61    109.81    109.26
+
+  GPU 05  ->     55.12     55.13        54.97     54.52     54.66     54.58     54.83       N/A     54.68     54.79
+  GPU 05 <-      44.76     44.37        54.94     54.61     54.91     54.63     54.60       N/A     54.47     54.81
+  GPU 05 <->     99.88     99.50       109.91    109.14    109.57    109.21    109.43       N/A    109.14    109.60
+
+  GPU 06  ->     53.92     53.94        54.60     54.75     54.58     54.39     54.83     54.68       N/A     54.88
+  GPU 06 <-      44.69     44.37        54.64     54.89     54.65     54.64     54.98     54.66       N/A     54.67
+  GPU 06 <->     98.61     98.30       109.24    109.65    109.23    109.03    109.80    109.34       N/A    109.55
+
+  GPU 07  ->     54.96     54.96        54.93     54.79     54.96     54.55     54.53     54.88     54.66       N/A
+  GPU 07 <-      44.74     44.46        54.88     37.99     54.90     54.62     54.69     54.65     54.84       N/A
+  GPU 07 <->     99.70     99.42       109.81     92.79    109.86    109.17    109.22    109.53    109.50       N/A
+                           CPU->CPU  CPU->GPU  GPU->CPU  GPU->GPU
+Averages (During  BiDir):     88.84     49.67     49.66     54.32
+"""
+IHC_CONFIG = """HSA_OVERRIDE_GFX_VERSION=9.4.2 TransferBench /opt/transferbench/examples/example.cfg 
+TransferBench v1.62.00
+…
+## Single GPU-executed Transfer between GPUs 0 and 1 using 4 CUs
+Test 1:
+ Executor: GPU 00 |   56.299 GB/s |    4.768 ms |    268435456 bytes | 56.309  GB/s (sum)
+     Transfer 00  |   56.309 GB/s |    4.767 ms |    268435456 bytes | G0 -> G000:004 -> G1
+ Aggregate (CPU)  |   55.015 GB/s |    4.879 ms |    268435456 bytes | Overhead: 0.111 ms
+## Single DMA executed Transfer between GPUs 0 and 1
+Test 2:
+ Executor: DMA 00 |   59.334 GB/s |    4.524 ms |    268435456 bytes | 60.973  GB/s (sum)
+     Transfer 00  |   60.973 GB/s |    4.403 ms |    268435456 bytes | G0 -> D000:001 -> G1
+ Aggregate (CPU)  |   58.541 GB/s |    4.585 ms |    268435456 bytes | Overhead: 0.061 ms
+## Copy 1Mb from GPU0 to GPU1 with 4 CUs, and 2Mb from GPU1 to GPU0 with 8 CUs
+Test 3:
+ Executor: GPU 00 |   36.885 GB/s |    0.028 ms |      1048576 bytes | 37.857  GB/s (sum)
+     Transfer 00  |   37.857 GB/s |    0.028 ms |      1048576 bytes | G0 -> G000:004 -> G1
+ Executor: GPU 01 |   45.471 GB/s |    0.046 ms |      2097152 bytes | 46.304  GB/s (sum)
+     Transfer 01  |   46.304 GB/s |    0.045 ms |      2097152 bytes | G1 -> G001:008 -> G0
+ Aggregate (CPU)  |   18.741 GB/s |    0.168 ms |      3145728 bytes | Overhead: 0.122 ms
+## "Memset" by GPU 0 to GPU 0 memory
+Test 4:
+ Executor: GPU 00 | 1487.329 GB/s |    0.180 ms |    268435456 bytes | 1493.789 GB/s (sum)
+     Transfer 00  | 1493.789 GB/s |    0.180 ms |    268435456 bytes | N -> G000:032 -> G0
+ Aggregate (CPU)  |  698.995 GB/s |    0.384 ms |    268435456 bytes | Overhead: 0.204 ms
+## "Read-only" by CPU 0
+Test 5:
+ Executor: CPU 00 |   37.356 GB/s |    7.186 ms |    268435456 bytes | 37.756  GB/s (sum)
+     Transfer 00  |   37.756 GB/s |    7.110 ms |    268435456 bytes | C0 -> C000:004 -> N
+ Aggregate (CPU)  |   36.803 GB/s |    7.294 ms |    268435456 bytes | Overhead: 0.108 ms
+## Broadcast from GPU 0 to GPU 0 and GPU 1
+Test 6:
+ Executor: GPU 00 |   58.313 GB/s |    4.603 ms |    268435456 bytes | 58.327  GB/s (sum)
+     Transfer 00  |   58.327 GB/s |    4.602 ms |    268435456 bytes | G0 -> G000:016 -> G0G1
+ Aggregate (CPU)  |   56.768 GB/s |    4.729 ms |    268435456 bytes | Overhead: 0.125 ms
+"""

@@ -348,3 +348,23 @@ def test_pr45_s_scaling_example_reads_its_whole_rows(tmp_path) -> None:
     assert ("gfx_c0_12cu", "cuda:0", D2H, 64 * MIB) not in figures(cut_result) and any("ends inside this row" in n for n in notes(cut_result))
     missing = amd.PR45_SCALING_LINES.replace("- Copying 67108864 bytes from GPU 0 to other devices\n", "")
     one_line_error(lambda: read_transferbench([write(tmp_path, missing, "nosize.txt")]), "scaling table without its '- Copying")
+
+
+def test_an_mi350x_bring_up_s_p2p_run_and_its_config_file_run_read_as_two_runs(tmp_path) -> None:
+    """mhilgema-amd/proj's MI350X notes: the p2p block (256 MiB, no version line) reads every host cell; the example
+    config file's run (v1.62.00) copies only between GPUs, into null memory or two GPUs at once: each is named."""
+    result = read_transferbench([write(tmp_path, amd.IHC_P2P)])
+    size = 256 * MIB
+    expected = {**_row([45.11, 45.16, 45.13, 45.07, 45.06, 45.11, 44.64, 45.05], "cpu_c0", H2D, size),
+                **_row([44.74, 44.81, 44.76, 44.77, 44.78, 44.83, 44.83, 44.77], "cpu_c1", H2D, size),
+                **_row([55.47, 55.59, 55.60, 54.18, 55.52, 55.60, 54.41, 55.43], "gfx_c0", D2H, size),
+                **_row([55.54, 55.66, 55.61, 54.24, 55.53, 55.62, 54.57, 55.45], "gfx_c1", D2H, size)}  # fmt: skip
+    assert figures(result) == expected and result.environment["peer"]["version"] is None
+    one_line_error(lambda: read_transferbench([write(tmp_path, amd.IHC_CONFIG, "cfg.txt")]),
+                   r"no host<->device figure.*G0 -> G000:004 -> G1: a copy between GPU memories.*G0 -> D000:001 -> G1")  # fmt: skip
+    both = read_transferbench([write(tmp_path, amd.IHC_CONFIG + amd.CLUSTER_P2P, "both.txt")])
+    assert len(figures(both)) == 32 and figures(both)[("cpu_c0", "cuda:0", H2D, 4 * MIB)] == 17.32
+    said = " | ".join(notes(both))
+    assert "run 1" in said and "'N' is not one host buffer" in said and "'G0G1' is not one host buffer" in said
+    assert "'N' is not" in said.split("C0 -> C000:004 -> N")[1]  # the CPU's read-only Transfer names its null destination
+    assert {s.params["tool"] for s in both.series} == {"TransferBench 1.50"}
