@@ -368,3 +368,20 @@ def test_an_mi350x_bring_up_s_p2p_run_and_its_config_file_run_read_as_two_runs(t
     assert "run 1" in said and "'N' is not one host buffer" in said and "'G0G1' is not one host buffer" in said
     assert "'N' is not" in said.split("C0 -> C000:004 -> N")[1]  # the CPU's read-only Transfer names its null destination
     assert {s.params["tool"] for s in both.series} == {"TransferBench 1.50"}
+
+
+def test_a_preset_s_gpu_memory_type_names_its_series_or_leaves_it_out(tmp_path) -> None:
+    """The presets print GPU_MEM_TYPE (0 in presets.rst's blocks): 1 is fine-grained memory (its own series); 2 and 3,
+    uncached and managed memory, are named and not read. The blocks are the published ones with that one line changed."""
+    default = "GPU_MEM_TYPE         =            0 :"
+    assert default in amd.PRESETS_MI300X_P2P and default in amd.PRESETS_MI350X_SCALING
+    fine = read_transferbench([write(tmp_path, amd.PRESETS_MI300X_P2P.replace(default, "GPU_MEM_TYPE         =            1 :"))])
+    assert {s.mode for s in fine.series} == {"cpu_c0_f_4t", "cpu_c1_f_4t", "gfx_c0_f_304cu", "gfx_c1_f_304cu"}
+    assert figures(fine)[("gfx_c0_f_304cu", "cuda:0", D2H, 256 * MIB)] == 55.36
+    assert "GPU 0's fine-grained memory" in next(s for s in fine.series if s.mode == "gfx_c0_f_304cu").note
+    for text, preset in ((amd.PRESETS_MI300X_P2P, "p2p"), (amd.PRESETS_MI350X_SCALING, "scaling")):
+        uncached = text.replace(default, "GPU_MEM_TYPE         =            2 :")
+        one_line_error(lambda: read_transferbench([write(tmp_path, uncached, f"{preset}.txt")]),
+                       f"the {preset} preset ran with GPU_MEM_TYPE=2 \\(uncached GPU memory\\): not read")  # fmt: skip
+    scaled = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING.replace(default, "GPU_MEM_TYPE         =            1 :"), "f.txt")])
+    assert {s.mode for s in scaled.series} == {f"gfx_c{n}_f_{c}cu" for n in (0, 1) for c in range(1, 33)}

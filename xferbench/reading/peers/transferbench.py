@@ -90,7 +90,23 @@ HOW = {"dma": "the GPU's SDMA copy engine (hipMemcpyAsync, or hsa_amd_memory_asy
        "bdma": "the GPU's SDMA engine, batched",
        "gfx": "a copy kernel on the GPU's CUs",
        "cpu": "CPU threads"}  # fmt: skip
-CPU_MEM_TYPE = {0: "C", 1: "B", 2: "D", 3: "K", 4: "H"}  # the p2p preset's CPU_MEM_TYPE (the library's client)
+CPU_MEM_TYPE = {0: "C", 1: "B", 2: "D", 3: "K", 4: "H"}  # the p2p and scaling presets' CPU_MEM_TYPE (the library's client)
+GPU_MEM_TYPE = {0: "", 1: "_f"}  # their GPU_MEM_TYPE: default or fine-grained; 2 (uncached) and 3 (managed) are not read
+
+
+def _preset_gpu_memory(settings: dict[str, int], preset: str, where: str, build: Builder) -> str | None:
+    """The GPU memory a preset's table copied ("" default, "_f" fine-grained), or None where GPU_MEM_TYPE names
+    uncached or managed memory, which no series here stands for: the table is named and left out. USE_FINE_GRAIN
+    counts for p2p only (the scaling preset reads it but copies from the GPU's default memory)."""
+    if preset == "p2p" and settings.get("USE_FINE_GRAIN"):
+        return "_f"
+    kind = settings.get("GPU_MEM_TYPE", 0)
+    if kind not in GPU_MEM_TYPE:
+        what = {2: "uncached", 3: "managed"}.get(kind, "unknown")
+        build.note(f"{where}: the {preset} preset ran with GPU_MEM_TYPE={kind} ({what} GPU memory): not read (read here: 0, the"
+                   " default, and 1, fine-grained)")  # fmt: skip
+        return None
+    return GPU_MEM_TYPE[kind]
 
 
 @dataclass(frozen=True)
@@ -373,7 +389,11 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     executes_source = True
     between = False  # a cell between two GPUs or two NUMA nodes was named
     host = "B" if settings.get("USE_FINE_GRAIN") else CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
-    fine = "_f" if settings.get("USE_FINE_GRAIN") else ""
+    if not any(P2P_TITLE.match(line) for line in lines):
+        return found
+    fine = _preset_gpu_memory(settings, "p2p", where, build)
+    if fine is None:
+        return found
     for line in lines:
         if (match := P2P_TITLE.match(line)) is not None:
             title, columns = match, []
@@ -429,6 +449,11 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
     columns: list[tuple[str, int]] = []
     inside = between = best = False
     host = CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
+    if not any(SCALING_TITLE.match(line) for line in lines):
+        return found
+    fine = _preset_gpu_memory(settings, "scaling", where, build)
+    if fine is None:
+        return found
     for line in lines:
         if SCALING_TITLE.match(line):
             inside, columns, nbytes = True, [], None
@@ -470,7 +495,7 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
                     between = True
                     build.note(f"{where}: the scaling table's GPU columns: copies between GPU memories, not host<->device")
                 continue
-            found.append(_Copy(line.strip(), f"scaling {units}", cell, nbytes, host, index, gpu, "", D2H, "gfx", gpu, units))
+            found.append(_Copy(line.strip(), f"scaling {units}", cell, nbytes, host, index, gpu, fine, D2H, "gfx", gpu, units))
     return found
 
 
