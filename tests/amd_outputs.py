@@ -18,6 +18,10 @@ TransferBench's p2p preset (RunPeerToPeerBenchmarks up to v1.52, Presets/PeerToP
 text): `Bytes Per Direction,N`, then per direction a title, a header of `%7s %02d` columns and rows of
 `%5s %02d %3s` labels and `%10.2f` cells (N/A where nothing ran), `,` after each with CSV.
 
+TransferBench's scaling preset (RunScalingBenchmark up to v1.52, Presets/Scaling.hpp after): a title, `- Copying N bytes from
+GPU G to other devices`, a `NumCUs` header of `%c  CPU%02d     ` columns, a row per CU count (`%4d  ` then `%c%7.2f     `
+per column) and a ` Best ` row of `%c%7.2f(%3d)` cells, the separator `,` with CSV and a blank without.
+
 rocm_bandwidth_test (legacy, rocm_bandwidth_test_report.cpp and _print.cpp): ten blanks before each
 line, `RocmBandwidthTest Version: V`, `Launch Command is: CMD`, `Device: N,  NAME` (a GPU adds its UUID
 and PCI address), then the matrices: a title, `D/D` and the device numbers in 12-wide columns, and a row
