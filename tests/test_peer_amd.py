@@ -330,6 +330,10 @@ def test_the_scaling_preset_reads_each_cu_count_s_host_columns_as_device_to_host
     one = next(s for s in result.series if s.mode == "gfx_c1_7cu")
     assert "(7 CUs) of GPU 0 between pinned host memory (hipHostMalloc) on NUMA node 1" in one.note and "scaling preset" in one.note
     assert one.host_buffer == "pinned" and one.params["subexecutors"] == 7
+    # The table ends at its Best row: a row after it (here the schmoo preset's first MI300X row, presets.rst) is not the table's.
+    after = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING + "\n     1     51.037       53.012       53.762       23.204"
+                                                "       46.208       25.919\n", "after.txt")])  # fmt: skip
+    assert figures(after) == expected and not any("cells under" in n for n in notes(after))
 
 
 def test_pr45_s_scaling_example_reads_its_whole_rows(tmp_path) -> None:

@@ -468,7 +468,8 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
             continue
         if not columns:
             continue
-        if SCALING_BEST.match(line):
+        if SCALING_BEST.match(line):  # the table's last row
+            inside = False
             if not best:
                 best = True
                 build.note(f"{where}: the scaling preset's Best row: each column's highest figure again, with its CU count; not read"
