@@ -334,6 +334,9 @@ def test_the_scaling_preset_reads_each_cu_count_s_host_columns_as_device_to_host
     after = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING + "\n     1     51.037       53.012       53.762       23.204"
                                                 "       46.208       25.919\n", "after.txt")])  # fmt: skip
     assert figures(after) == expected and not any("cells under" in n for n in notes(after))
+    # rocm_bandwidth_test 2.x runs the same preset (`rocm_bandwidth_test run tb scaling`) and prints its table
+    via_rbt = read_rocm_bandwidth_test([write(tmp_path, amd.PRESETS_MI350X_SCALING, "rbt.txt")])
+    assert figures(via_rbt) == expected and {s.framework for s in via_rbt.series} == {"rocm_bandwidth_test"}
 
 
 def test_pr45_s_scaling_example_reads_its_whole_rows(tmp_path) -> None:
