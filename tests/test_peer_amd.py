@@ -248,3 +248,149 @@ def test_the_environment_lines_say_how_many_iterations_a_figure_is_the_mean_of(t
     seconds = amd.tb_env("1.50", True, (("NUM_ITERATIONS", -3, "Running 3 seconds(s) per Test"),))
     (series,) = read_transferbench([write(tmp_path, seconds + amd.OLD_HEADER_LINE + row + "\n", "s.txt")]).series
     assert series.points[0].n == 1 and "mean of 3 s of iterations" in series.note
+
+
+# TransferBench's real outputs, as published (amd_outputs.py quotes each with its source and date) ---------
+
+
+def _row(figures_by_gpu: list[float], mode: str, direction: str, nbytes: int) -> dict[tuple[str, str, str, int], float]:
+    return {(mode, f"cuda:{gpu}", direction, nbytes): gbps for gpu, gbps in enumerate(figures_by_gpu)}
+
+
+def test_the_cluster_guide_s_p2p_run_reads_every_host_cell(tmp_path) -> None:
+    """gpu-cluster-networking's single-node guide, TransferBench v1.50, `p2p 4M`: CPU rows (CPU threads copy host to
+    device) and GPU rows' CPU columns (the GPU's kernel copies device to host); the bidirectional matrix is named."""
+    result = read_transferbench([write(tmp_path, amd.CLUSTER_P2P)])
+    size = 4 * MIB
+    expected = {**_row([17.32, 16.97, 17.33, 17.47, 16.77, 17.12, 16.91, 16.96], "cpu_c0", H2D, size),
+                **_row([14.84, 15.47, 15.16, 15.13, 16.11, 16.13, 16.01, 15.91], "cpu_c1", H2D, size),
+                **_row([23.83, 24.05, 23.83, 24.35, 23.30, 23.39, 23.43, 23.45], "gfx_c0", D2H, size),
+                **_row([23.40, 23.93, 23.47, 23.93, 23.84, 24.08, 24.03, 23.94], "gfx_c1", D2H, size)}  # fmt: skip
+    assert figures(result) == expected
+    assert result.environment["peer"]["version"] == "1.50" and result.environment["peer"]["sizes_bytes"] == [size]
+    said = " | ".join(notes(result))
+    assert "between GPUs (and between NUMA nodes)" in said and "bidirectional matrix" in said
+    assert all("TransferBench v1.50" in s.note and "0.01 GB/s in the p2p preset's matrix" in s.note for s in result.series)
+    assert {s.note.split(", copied by ")[1].split(" between ")[0] for s in result.series} == {"CPU threads", "a copy kernel on the GPU's CUs of GPU 0",
+            *(f"a copy kernel on the GPU's CUs of GPU {g}" for g in range(1, 8))}  # fmt: skip
+
+
+def test_transferbench_s_own_mi300x_p2p_example_reads_with_its_threads_and_cus(tmp_path) -> None:
+    """presets.rst's MI300X p2p block: NUM_CPU_SE=4 and NUM_GPU_SE=304 name the series; 256 MiB per direction."""
+    result = read_transferbench([write(tmp_path, amd.PRESETS_MI300X_P2P)])
+    size = 256 * MIB
+    expected = {**_row([39.44, 34.00, 33.12, 35.53, 31.90, 29.73, 28.11, 31.00], "cpu_c0_4t", H2D, size),
+                **_row([29.92, 29.85, 31.19, 29.63, 38.99, 38.41, 38.32, 39.56], "cpu_c1_4t", H2D, size),
+                **_row([55.36, 55.36, 55.35, 55.34, 55.30, 55.29, 55.32, 55.30], "gfx_c0_304cu", D2H, size),
+                **_row([55.25, 54.14, 55.26, 55.26, 55.38, 55.35, 55.34, 55.34], "gfx_c1_304cu", D2H, size)}  # fmt: skip
+    assert figures(result) == expected
+    assert 1618.87 not in figures(result).values() and 54.81 not in figures(result).values()  # GPU 0 itself; a bidirectional cell
+    assert next(s for s in result.series if s.mode == "gfx_c0_304cu").note.count("304 CUs") == 1
+
+
+def test_show_iterations_min_max_and_sd_rows_are_not_figures(tmp_path) -> None:
+    """PR #50's p2p example (SHOW_ITERATIONS=1): the `->` row is the mean and the only figure; `min`, `max` (and
+    `sd`) rows follow it. The thread's paste has no size line, so alone it is refused with what to add."""
+    one_line_error(lambda: read_transferbench([write(tmp_path, amd.PR50_P2P_LINES)]), "without its 'Bytes Per Direction' line.*give")
+    # A size given here only so the rows parse (the thread's paste has none); the cells checked are the thread's.
+    sized = "Bytes Per Direction 67108864\n" + amd.PR50_P2P_LINES
+    result = read_transferbench([write(tmp_path, sized, "sized.txt")])
+    assert figures(result) == _row([9.88, 8.77, 9.65, 6.87], "cpu_c0", H2D, 64 * MIB)
+    assert not {9.82, 9.95, 8.72, 8.83}.intersection(figures(result).values())
+    # The sd row (%10.1e here): its first two cells are the thread's, the rest (cut off in the stored copy) stand in for its shape.
+    sd = sized + "  CPU 00  sd   3.3e-01   9.6e-02   1.0e-02   1.0e-02   1.0e-02   1.0e-02\n"
+    with_sd = read_transferbench([write(tmp_path, sd, "sd.txt")])
+    assert figures(with_sd) == figures(result)
+    assert [n.split(": ", 1)[1] for n in notes(with_sd)] == [n.split(": ", 1)[1] for n in notes(result)]  # nothing of the sd row named
+
+
+def test_show_iterations_config_rows_and_a_gpu_to_gpu_copy_are_named_not_imported(tmp_path) -> None:
+    """PR #50's config-file example: G0 -> GPU00:004 -> G1 copies between GPU memories, its Iter rows are not Transfers."""
+    one_line_error(lambda: read_transferbench([write(tmp_path, amd.PR50_CONFIG)]),
+                   r"no host<->device figure.*G0 -> GPU00:004 -> G1: a copy between GPU memories")  # fmt: skip
+
+
+def test_the_scaling_preset_reads_each_cu_count_s_host_columns_as_device_to_host(tmp_path) -> None:
+    """presets.rst's MI350X scaling block: GPU 0's kernel copies 256 MiB into each NUMA node's pinned memory on
+    1 to 32 CUs, one copy at a time; each CU count is its own series. The Best row repeats the columns' highest."""
+    result = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING)])
+    by_cus = {1: (26.51, 26.30), 2: (51.52, 50.86), 3: (42.83, 43.01), 4: (50.02, 49.93), 5: (53.58, 53.58), 6: (53.84, 53.82),
+              7: (53.56, 53.63), 8: (53.22, 52.97), 9: (54.22, 54.22), 10: (54.37, 54.34), 11: (54.62, 54.58), 12: (54.63, 54.56),
+              13: (54.66, 54.69), 14: (54.73, 54.63), 15: (54.73, 54.64), 16: (54.63, 54.59), 17: (54.75, 54.76), 18: (54.74, 54.73),
+              19: (54.77, 54.73), 20: (54.82, 54.86), 21: (54.79, 54.76), 22: (54.74, 54.72), 23: (54.79, 54.78), 24: (54.65, 54.73),
+              25: (54.72, 54.78), 26: (54.67, 54.71), 27: (54.74, 54.73), 28: (54.67, 54.73), 29: (54.72, 54.71), 30: (54.75, 54.79),
+              31: (54.79, 54.75), 32: (54.74, 54.79)}  # fmt: skip
+    expected = {(f"gfx_c{node}_{cus}cu", "cuda:0", D2H, 256 * MIB): pair[node] for cus, pair in by_cus.items() for node in (0, 1)}
+    assert figures(result) == expected
+    for node, (best, at) in ((0, (54.82, 20)), (1, (54.86, 20))):  # the Best row agrees with the rows read
+        column = {key: value for key, value in expected.items() if key[0].startswith(f"gfx_c{node}_")}
+        assert max(column.values()) == best and column[(f"gfx_c{node}_{at}cu", "cuda:0", D2H, 256 * MIB)] == best
+    said = " | ".join(notes(result))
+    assert "Best row" in said and "GPU columns: copies between GPU memories" in said
+    one = next(s for s in result.series if s.mode == "gfx_c1_7cu")
+    assert "(7 CUs) of GPU 0 between pinned host memory (hipHostMalloc) on NUMA node 1" in one.note and "scaling preset" in one.note
+    assert one.host_buffer == "pinned" and one.params["subexecutors"] == 7
+    # The table ends at its Best row: a row after it (here the schmoo preset's first MI300X row, presets.rst) is not the table's.
+    after = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING + "\n     1     51.037       53.012       53.762       23.204"
+                                                "       46.208       25.919\n", "after.txt")])  # fmt: skip
+    assert figures(after) == expected and not any("cells under" in n for n in notes(after))
+    # rocm_bandwidth_test 2.x runs the same preset (`rocm_bandwidth_test run tb scaling`) and prints its table
+    via_rbt = read_rocm_bandwidth_test([write(tmp_path, amd.PRESETS_MI350X_SCALING, "rbt.txt")])
+    assert figures(via_rbt) == expected and {s.framework for s in via_rbt.series} == {"rocm_bandwidth_test"}
+
+
+def test_pr45_s_scaling_example_reads_its_whole_rows(tmp_path) -> None:
+    """PR #45's first scaling example (64 MiB from GPU 0, 4 GPUs), rows 1 to 12 (the stored copy ends inside row 13)."""
+    result = read_transferbench([write(tmp_path, amd.PR45_SCALING_LINES)])
+    by_cus = {1: (14.11, 14.02), 2: (14.11, 14.02), 3: (14.08, 14.01), 4: (14.06, 13.99), 5: (14.04, 13.94), 6: (13.88, 13.83),
+              7: (13.70, 13.64), 8: (13.50, 13.44), 9: (13.41, 13.38), 10: (13.24, 13.26), 11: (13.17, 13.21), 12: (13.09, 13.07)}  # fmt: skip
+    assert figures(result) == {(f"gfx_c{node}_{cus}cu", "cuda:0", D2H, 64 * MIB): pair[node] for cus, pair in by_cus.items() for node in (0, 1)}
+    # With OUTPUT_TO_CSV=1 the same printf puts ',' where the blank was: "%4d  " then ",%7.2f     " per column.
+    head = amd.PR45_SCALING_LINES[: amd.PR45_SCALING_LINES.index("NumCUs")]
+    cells = [("CPU00", "CPU01", "GPU00", "GPU01", "GPU02", "GPU03")] + [tuple(line.split()[1:]) for line in amd.PR45_SCALING_LINES.split("\n")[6:8]]
+    csv = head + "NumCUs" + "".join(f",  {c}     " for c in cells[0]) + "\n" \
+        + "".join(f"{n:4d}  " + "".join(f",{float(c):7.2f}     " for c in row) + "\n" for n, row in ((1, cells[1]), (2, cells[2])))  # fmt: skip
+    assert figures(read_transferbench([write(tmp_path, csv, "csv.txt")])) == {
+        (f"gfx_c{node}_{cus}cu", "cuda:0", D2H, 64 * MIB): by_cus[cus][node] for cus in (1, 2) for node in (0, 1)}
+    cut = amd.PR45_SCALING_LINES[: amd.PR45_SCALING_LINES.index("  12     13.09") + len("  12     13.0")]
+    cut_result = read_transferbench([write(tmp_path, cut, "cut.txt")])
+    assert ("gfx_c0_12cu", "cuda:0", D2H, 64 * MIB) not in figures(cut_result) and any("ends inside this row" in n for n in notes(cut_result))
+    missing = amd.PR45_SCALING_LINES.replace("- Copying 67108864 bytes from GPU 0 to other devices\n", "")
+    one_line_error(lambda: read_transferbench([write(tmp_path, missing, "nosize.txt")]), "scaling table without its '- Copying")
+
+
+def test_an_mi350x_bring_up_s_p2p_run_and_its_config_file_run_read_as_two_runs(tmp_path) -> None:
+    """mhilgema-amd/proj's MI350X notes: the p2p block (256 MiB, no version line) reads every host cell; the example
+    config file's run (v1.62.00) copies only between GPUs, into null memory or two GPUs at once: each is named."""
+    result = read_transferbench([write(tmp_path, amd.IHC_P2P)])
+    size = 256 * MIB
+    expected = {**_row([45.11, 45.16, 45.13, 45.07, 45.06, 45.11, 44.64, 45.05], "cpu_c0", H2D, size),
+                **_row([44.74, 44.81, 44.76, 44.77, 44.78, 44.83, 44.83, 44.77], "cpu_c1", H2D, size),
+                **_row([55.47, 55.59, 55.60, 54.18, 55.52, 55.60, 54.41, 55.43], "gfx_c0", D2H, size),
+                **_row([55.54, 55.66, 55.61, 54.24, 55.53, 55.62, 54.57, 55.45], "gfx_c1", D2H, size)}  # fmt: skip
+    assert figures(result) == expected and result.environment["peer"]["version"] is None
+    one_line_error(lambda: read_transferbench([write(tmp_path, amd.IHC_CONFIG, "cfg.txt")]),
+                   r"no host<->device figure.*G0 -> G000:004 -> G1: a copy between GPU memories.*G0 -> D000:001 -> G1")  # fmt: skip
+    both = read_transferbench([write(tmp_path, amd.IHC_CONFIG + amd.CLUSTER_P2P, "both.txt")])
+    assert len(figures(both)) == 32 and figures(both)[("cpu_c0", "cuda:0", H2D, 4 * MIB)] == 17.32
+    said = " | ".join(notes(both))
+    assert "run 1" in said and "'N' is not one host buffer" in said and "'G0G1' is not one host buffer" in said
+    assert "'N' is not" in said.split("C0 -> C000:004 -> N")[1]  # the CPU's read-only Transfer names its null destination
+    assert {s.params["tool"] for s in both.series} == {"TransferBench 1.50"}
+
+
+def test_a_preset_s_gpu_memory_type_names_its_series_or_leaves_it_out(tmp_path) -> None:
+    """The presets print GPU_MEM_TYPE (0 in presets.rst's blocks): 1 is fine-grained memory (its own series); 2 and 3,
+    uncached and managed memory, are named and not read. The blocks are the published ones with that one line changed."""
+    default = "GPU_MEM_TYPE         =            0 :"
+    assert default in amd.PRESETS_MI300X_P2P and default in amd.PRESETS_MI350X_SCALING
+    fine = read_transferbench([write(tmp_path, amd.PRESETS_MI300X_P2P.replace(default, "GPU_MEM_TYPE         =            1 :"))])
+    assert {s.mode for s in fine.series} == {"cpu_c0_f_4t", "cpu_c1_f_4t", "gfx_c0_f_304cu", "gfx_c1_f_304cu"}
+    assert figures(fine)[("gfx_c0_f_304cu", "cuda:0", D2H, 256 * MIB)] == 55.36
+    assert "GPU 0's fine-grained memory" in next(s for s in fine.series if s.mode == "gfx_c0_f_304cu").note
+    for text, preset in ((amd.PRESETS_MI300X_P2P, "p2p"), (amd.PRESETS_MI350X_SCALING, "scaling")):
+        uncached = text.replace(default, "GPU_MEM_TYPE         =            2 :")
+        one_line_error(lambda: read_transferbench([write(tmp_path, uncached, f"{preset}.txt")]),
+                       f"the {preset} preset ran with GPU_MEM_TYPE=2 \\(uncached GPU memory\\): not read")  # fmt: skip
+    scaled = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING.replace(default, "GPU_MEM_TYPE         =            1 :"), "f.txt")])
+    assert {s.mode for s in scaled.series} == {f"gfx_c{n}_f_{c}cu" for n in (0, 1) for c in range(1, 33)}

@@ -23,6 +23,11 @@ The `p2p` preset (and rocm_bandwidth_test 2.x's `run tb p2p`, which is TransferB
 of CPU and GPU rows and columns per direction; its header says who executes: `SRC+EXE\\DST` (the source
 copies: CPU threads write into the GPU, the GPU writes into host memory) or `SRC\\EXE+DST` (the
 destination copies), and its title whether a GPU copies with a kernel (GFX) or its SDMA engine (DMA).
+With SHOW_ITERATIONS=1 each `->` row (the mean) is followed by `min`, `max` and `sd` rows: only `->` is read.
+
+The `scaling` preset prints a table of one GPU's kernel copies, one at a time, from its memory into each
+CPU's (pinned host memory on that NUMA node) and each GPU's, a row per CU count and a `Best` row; each
+host column's cell is a device-to-host figure on that many CUs, read as its own series.
 """
 
 from __future__ import annotations
@@ -63,6 +68,11 @@ P2P_TITLE = re.compile(r"^\s*(Uni|Bi)directional copy peak bandwidth GB/s \[(Loc
 P2P_HEADER = re.compile(r"^\s*(SRC\\DST|SRC\\EXE\+DST|SRC\+EXE\\DST)\s*,?(.*)$")
 P2P_ROW = re.compile(r"^\s*(CPU|GPU) ([0-9]+)\s+(->|<-|<->|min|max|sd)\s*,?(.*)$")
 P2P_BYTES = re.compile(r"^\s*Bytes Per Direction[, ]([0-9]+)\s*$")
+SCALING_TITLE = re.compile(r"^\s*GPU-GFX Scaling benchmark:\s*$")
+SCALING_COPY = re.compile(r"^\s*- Copying ([0-9]+) bytes from GPU ([0-9]+) to other devices\s*$")
+SCALING_HEADER = re.compile(r"^\s*NumCUs\s*,?(.*)$")
+SCALING_ROW = re.compile(r"^\s*([0-9]+)\s*,?\s+(.*)$")
+SCALING_BEST = re.compile(r"^\s*Best\s*,?")
 HEALTHCHECK = re.compile(r"^\s*Testing (?:unidirectional|bidirectional|all-to-all|HBM)")
 
 # Host memory as the letters print it. C and B mean the same in every version; the others moved when
@@ -80,7 +90,23 @@ HOW = {"dma": "the GPU's SDMA copy engine (hipMemcpyAsync, or hsa_amd_memory_asy
        "bdma": "the GPU's SDMA engine, batched",
        "gfx": "a copy kernel on the GPU's CUs",
        "cpu": "CPU threads"}  # fmt: skip
-CPU_MEM_TYPE = {0: "C", 1: "B", 2: "D", 3: "K", 4: "H"}  # the p2p preset's CPU_MEM_TYPE (the library's client)
+CPU_MEM_TYPE = {0: "C", 1: "B", 2: "D", 3: "K", 4: "H"}  # the p2p and scaling presets' CPU_MEM_TYPE (the library's client)
+GPU_MEM_TYPE = {0: "", 1: "_f"}  # their GPU_MEM_TYPE: default or fine-grained; 2 (uncached) and 3 (managed) are not read
+
+
+def _preset_gpu_memory(settings: dict[str, int], preset: str, where: str, build: Builder) -> str | None:
+    """The GPU memory a preset's table copied ("" default, "_f" fine-grained), or None where GPU_MEM_TYPE names
+    uncached or managed memory, which no series here stands for: the table is named and left out. USE_FINE_GRAIN
+    counts for p2p only (the scaling preset reads it but copies from the GPU's default memory)."""
+    if preset == "p2p" and settings.get("USE_FINE_GRAIN"):
+        return "_f"
+    kind = settings.get("GPU_MEM_TYPE", 0)
+    if kind not in GPU_MEM_TYPE:
+        what = {2: "uncached", 3: "managed"}.get(kind, "unknown")
+        build.note(f"{where}: the {preset} preset ran with GPU_MEM_TYPE={kind} ({what} GPU memory): not read (read here: 0, the"
+                   " default, and 1, fine-grained)")  # fmt: skip
+        return None
+    return GPU_MEM_TYPE[kind]
 
 
 @dataclass(frozen=True)
@@ -127,7 +153,8 @@ def _version(match: re.Match[str]) -> str:
 def is_transferbench(text: str) -> bool:
     """Whether a text holds TransferBench's output: its version line, CSV header, a Transfer row or a p2p matrix."""
     return bool(VERSION.search(text) or OLD_HEADER in text
-                or any(ROW.match(line) or P2P_TITLE.match(line) or HEALTHCHECK.match(line) for line in text.split("\n")))
+                or any(ROW.match(line) or P2P_TITLE.match(line) or SCALING_TITLE.match(line) or HEALTHCHECK.match(line)
+                       for line in text.split("\n")))  # fmt: skip
 
 
 def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE, environment: dict[str, Any] | None = None,
@@ -156,16 +183,19 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
         build.start_run(where, None, {})
         noted = len(build.not_imported)
         lines = run["lines"]
-        if run["cut"] and lines and (ROW.match(lines[-1]) or OLD_ROW.match(lines[-1].strip()) or P2P_ROW.match(lines[-1])):
+        scaling = any(SCALING_TITLE.match(line) for line in lines)
+        if run["cut"] and lines and (ROW.match(lines[-1]) or OLD_ROW.match(lines[-1].strip()) or P2P_ROW.match(lines[-1])
+                                     or scaling and (SCALING_ROW.match(lines[-1]) or SCALING_BEST.match(lines[-1]))):  # fmt: skip
             build.note(f"{where}: the paste ends inside this row: it was cut short there, and the row is left out: {one_line(lines[-1], 200)}")
             lines = lines[:-1]
         if any(HEALTHCHECK.match(line) for line in lines):
             build.note(f"{where}: the healthcheck preset's lines: they print a GPU's figure only where it fails its limit (or with"
                        " VERBOSE=1), from a NUMA node they do not name, and up to v1.52 a kernel's reads or writes, no copy; not read")  # fmt: skip
-        copies = [*_config_copies(lines, where, build), *_p2p_copies(lines, where, settings, build)]
+        copies = [*_config_copies(lines, where, build), *_p2p_copies(lines, where, settings, build),
+                  *_scaling_copies(lines, where, settings, build)]
         if not copies and len(build.not_imported) == noted:
             said = one_line(" ".join(run["lines"]), 80, last=True)
-            build.note(f"{where}: no Transfer row or p2p matrix{': ' + said if said else ''}")
+            build.note(f"{where}: no Transfer row, p2p matrix or scaling table{': ' + said if said else ''}")
         for copy in copies:
             _figure(build, copy, where, version, settings, sizes)
         build.end_run(None)
@@ -185,8 +215,9 @@ def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settin
         build.gap(_mode(copy), f"cuda:{copy.gpu}", copy.direction, copy.nbytes, _fields(copy, version, settings), "skipped",
                   "N/A in TransferBench's p2p matrix: not run (a NUMA node without CPUs)")  # fmt: skip
         return
-    if not (P2P_FIGURE if copy.test == "p2p" else FIGURE).fullmatch(copy.gbps):
-        build.note(f"{at}: {one_line(copy.gbps, 40)!r} is not a figure (TransferBench prints GB/s to 0.001, or 0.01 in p2p): left out")
+    if not (P2P_FIGURE if _preset(copy) else FIGURE).fullmatch(copy.gbps):
+        build.note(f"{at}: {one_line(copy.gbps, 40)!r} is not a figure (TransferBench prints GB/s to 0.001, or 0.01 in its p2p and"
+                   " scaling presets): left out")  # fmt: skip
         return
     if copy.nbytes <= 0:
         build.note(f"{at}: no bytes moved: left out")
@@ -201,6 +232,11 @@ def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settin
         return
     iterations = settings.get("NUM_ITERATIONS", TB_ITERATIONS)  # negative: a run of that many seconds, its count not printed
     build.figure(mode, device, copy.direction, copy.nbytes, fields, gbps, max(iterations, 1), 1)
+
+
+def _preset(copy: _Copy) -> str | None:
+    """The preset whose table a figure came from (printed to 0.01 GB/s), or None for a config-file Transfer (0.001)."""
+    return "p2p" if copy.test == "p2p" else "scaling" if copy.test.startswith("scaling") else None
 
 
 def _mode(copy: _Copy) -> str:
@@ -222,8 +258,10 @@ def _fields(copy: _Copy, version: str | None, settings: dict[str, int]) -> dict[
     note = (f"TransferBench{' v' + version if version else ''}: {way}, copied by {executor}{owner} between {memory} on NUMA node"
             f" {copy.node} and GPU {copy.gpu}'s {'fine-grained ' if copy.fine else ''}memory; bytes over the mean of {timed}"
             f" after {warmups} warm-up{'s' * (warmups != 1)}{stated}, printed to 0.001 GB/s")  # fmt: skip
-    if copy.test == "p2p":
+    if _preset(copy) == "p2p":
         note = note.replace("printed to 0.001 GB/s", "printed to 0.01 GB/s in the p2p preset's matrix")
+    elif _preset(copy) == "scaling":
+        note = note.replace("printed to 0.001 GB/s", "printed to 0.01 GB/s in the scaling preset's table (one copy at a time)")
     return {"host_buffer": buffer, "method": PER_CALL, "transfer": HOST_TO_DEVICE if copy.direction == H2D else DEVICE_TO_HOST,
             "clock": ("the host clock around each iteration" if copy.exe == "cpu"
                       else "HIP events around each iteration (USE_HIP_EVENTS, TransferBench's default)"),
@@ -351,7 +389,11 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     executes_source = True
     between = False  # a cell between two GPUs or two NUMA nodes was named
     host = "B" if settings.get("USE_FINE_GRAIN") else CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
-    fine = "_f" if settings.get("USE_FINE_GRAIN") else ""
+    if not any(P2P_TITLE.match(line) for line in lines):
+        return found
+    fine = _preset_gpu_memory(settings, "p2p", where, build)
+    if fine is None:
+        return found
     for line in lines:
         if (match := P2P_TITLE.match(line)) is not None:
             title, columns = match, []
@@ -376,7 +418,8 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
                        " left out")  # fmt: skip
             continue
         if nbytes is None:
-            build.note(f"{where}: the p2p matrix without its 'Bytes Per Direction' line: its size is not known; left out")
+            build.note(f"{where}: the p2p matrix without its 'Bytes Per Direction' line: its size is not known; left out (give the"
+                       " output from that line on)")  # fmt: skip
             return found
         for (kind, index), cell in zip(columns, cells):
             if (row.group(1) == "CPU") == (kind == "CPU"):
@@ -397,6 +440,67 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     return found
 
 
+def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], build: Builder) -> list[_Copy]:
+    """The host columns of a scaling preset's table: per CU count, the GPU's kernel copy from its memory
+    into each NUMA node's host memory, alone (device to host). GPU columns and the Best row are named."""
+    found: list[_Copy] = []
+    nbytes: int | None = None
+    gpu = 0
+    columns: list[tuple[str, int]] = []
+    inside = between = best = False
+    host = CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
+    if not any(SCALING_TITLE.match(line) for line in lines):
+        return found
+    fine = _preset_gpu_memory(settings, "scaling", where, build)
+    if fine is None:
+        return found
+    for line in lines:
+        if SCALING_TITLE.match(line):
+            inside, columns, nbytes = True, [], None
+            continue
+        if not inside:
+            continue
+        if (copying := SCALING_COPY.match(line)) is not None:
+            nbytes, gpu = int(copying.group(1)), int(copying.group(2))
+            continue
+        if (header := SCALING_HEADER.match(line)) is not None:
+            columns = [(kind, int(index)) for kind, index in re.findall(r"(CPU|GPU)([0-9]+)", header.group(1))]
+            continue
+        if not columns:
+            continue
+        if SCALING_BEST.match(line):  # the table's last row
+            inside = False
+            if not best:
+                best = True
+                build.note(f"{where}: the scaling preset's Best row: each column's highest figure again, with its CU count; not read"
+                           " twice")  # fmt: skip
+            continue
+        if (row := SCALING_ROW.match(line)) is None:
+            continue
+        rest = row.group(2)
+        cells = [c.strip() for c in rest.split(",")] if "," in rest else rest.split()
+        while cells and cells[-1] == "":
+            cells.pop()
+        if len(cells) != len(columns):
+            build.note(f"{where}: a scaling row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)};"
+                       " left out")  # fmt: skip
+            continue
+        if nbytes is None:
+            build.note(f"{where}: the scaling table without its '- Copying N bytes from GPU G' line: its size is not known; left out"
+                       " (give the output from its title on)")  # fmt: skip
+            return found
+        units = int(row.group(1))
+        for (kind, index), cell in zip(columns, cells):
+            if kind == "GPU":
+                if not between:
+                    between = True
+                    build.note(f"{where}: the scaling table's GPU columns: copies between GPU memories, not host<->device")
+                continue
+            found.append(_Copy(line.strip(), f"scaling {units}", cell, nbytes, host, index, gpu, fine, D2H, "gfx", gpu, units))
+    return found
+
+
 PEER = Peer(TOOL, read_transferbench, "dma_c0", "transferbench",
             "Import AMD TransferBench's output (OUTPUT_TO_CSV=1, or its table): each config-file Transfer between host memory and one"
-            " GPU that ran alone, and the p2p preset's host rows and columns, a series per executor (DMA engine, GPU kernel, CPU).")
+            " GPU that ran alone, the p2p preset's host rows and columns and the scaling preset's host columns, a series per"
+            " executor (DMA engine, GPU kernel, CPU).")
