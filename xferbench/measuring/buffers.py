@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +25,30 @@ COMPARE_SLICE_BYTES = 2**20
 ALIAS_PROBE_BYTES = 65536  # bytes re-read to tell a copy from a view of the source
 
 
+# Verifications begun in this process, and the one under way (0: none). Each gets patterns of its own.
+_rounds = {"begun": 0, "now": 0}
+
+
+@contextlib.contextmanager
+def verification_round() -> Iterator[int]:
+    """Inside it, every variant of the pattern is drawn afresh for this verification (its round), so no
+    two points' checks send the same bytes: a destination that a framework's allocator hands back from
+    an earlier point (a cached block that still holds that point's checked bytes) cannot pass for a copy
+    that did not happen. Outside any round, the variants are the fixed ones."""
+    _rounds["begun"] += 1
+    previous, _rounds["now"] = _rounds["now"], _rounds["begun"]
+    try:
+        yield _rounds["now"]
+    finally:
+        _rounds["now"] = previous
+
+
 @functools.lru_cache(maxsize=8)
-def _pattern(variant: int) -> np.ndarray:
-    """One period of a variant, drawn once per process (every point fills with it twice), read-only."""
+def _pattern(variant: int, round_: int = 0) -> np.ndarray:
+    """One period of a variant in a verification round (0: none), drawn once per process, read-only."""
+    seed = 20240611 + variant if round_ == 0 else [20240611 + variant, round_]
     # Values 1..255: zero never appears, so a zero-poisoned destination cannot pass by accident.
-    pattern = np.random.default_rng(20240611 + variant).integers(1, 256, PATTERN_PERIOD, dtype=np.uint8)
+    pattern = np.random.default_rng(seed).integers(1, 256, PATTERN_PERIOD, dtype=np.uint8)
     pattern.flags.writeable = False
     return pattern
 
@@ -37,10 +57,12 @@ def fill_pattern(buffer: np.ndarray, variant: int = 0) -> None:
     """Fill a uint8 buffer with a fixed pseudo-random periodic pattern, by doubling memcpy.
 
     verify() refills the source with another variant before its check, so bytes left over from
-    warm-up (a recycled allocation, a copy that stopped happening) cannot pass for a transfer.
+    warm-up (a recycled allocation, a copy that stopped happening) cannot pass for a transfer; inside
+    a verification_round the variant is that round's own, so bytes left over from an earlier point's
+    check cannot either.
     """
     flat = buffer.reshape(-1)
-    pattern = _pattern(variant)
+    pattern = _pattern(variant, _rounds["now"])
     filled = min(flat.size, pattern.size)
     flat[:filled] = pattern[:filled]
     while filled < flat.size:
