@@ -96,8 +96,8 @@ def test_the_pattern_is_65521_bytes_of_1_to_255_from_a_fixed_seed_per_variant() 
 
 
 def test_the_module_constants_are_the_documented_sizes() -> None:
-    """64 MiB verify chunks, a 65,536-byte alias probe, glibc's 16-byte large-block offset."""
-    assert buffers.VERIFY_CHUNK_BYTES == 67_108_864
+    """8 MiB verify chunks, 1 MiB compare slices, a 65,536-byte alias probe, glibc's 16-byte large-block offset."""
+    assert buffers.VERIFY_CHUNK_BYTES == 8_388_608 and buffers.COMPARE_SLICE_BYTES == 1_048_576
     assert buffers.ALIAS_PROBE_BYTES == 65_536
     assert buffers.GLIBC_LARGE_OFFSET == 16
 
@@ -275,7 +275,7 @@ def test_check_all_chunks_at_the_buffers_size_edges(monkeypatch: pytest.MonkeyPa
 
 
 def test_check_all_reads_into_the_callers_staging_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Given a 6-byte staging buffer, the 64 MiB default is ignored: reads of 6, 6 and 3 bytes, each a view of it."""
+    """Given a 6-byte staging buffer, the 8 MiB default is ignored: reads of 6, 6 and 3 bytes, each a view of it."""
     monkeypatch.setattr(buffers, "VERIFY_CHUNK_BYTES", 4)
     source = make_source((15,))
     staging = np.zeros(6, np.uint8)
@@ -293,7 +293,7 @@ def test_check_all_reads_into_the_callers_staging_buffer(monkeypatch: pytest.Mon
 
 
 def test_check_all_without_staging_uses_one_buffer_the_size_of_a_small_source() -> None:
-    """Under the 64 MiB chunk, the default chunk buffer is the source's size: a single read of it all."""
+    """Under the 8 MiB chunk, the default chunk buffer is the source's size: a single read of it all."""
     source = make_source((3, 1000))
     reads: list[tuple[int, int]] = []
     outs: list[np.ndarray] = []
