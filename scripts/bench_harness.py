@@ -15,7 +15,9 @@
    others, printed apart: what a path's call costs is no cost of the harness), at the default sweep's batch sizes, each path's series in a
    fresh process as a worker runs it: host, torch and tf on the CPU, and the cuda path under the CuPy
    stand-in (tests/fake_cupy.py: host memory behind CuPy's calls, so it shows the host-side work of
-   that path, not a GPU's). Each series runs three times; a point's figures are its medians. Printed
+   that path, not a GPU's). Each series runs three times; a point's figures are its medians. The fixed
+   cost is split into prepare (allocating and filling fresh buffers), the check (less its call) and
+   close; what is left is the page sampling, the counters and the statistics. Printed
    in seconds, as a share of the point's timed time and of the 0.1 s target (target: every point <= 0.1 s).
 
 Run: .venv/bin/python scripts/bench_harness.py   (exit 1 if a target is missed)
@@ -192,7 +194,8 @@ def fixed_cost_child(framework: str, mode: str, batches: list[int]) -> None:
 
     backend = BACKENDS[framework]
     backend.devices(), backend.environment()  # what a worker does before its first series (hello)
-    spent = {"loops": 0.0, "calls": 0.0, "depth": 0}  # seconds in the timed loops, in calls outside them; nesting
+    # Seconds in the timed loops, in calls outside them, in prepare (allocating and filling) and in close; nesting.
+    spent = {"loops": 0.0, "calls": 0.0, "prepare": 0.0, "close": 0.0, "depth": 0}
 
     def timing(loop, bucket: str):  # type: ignore[no-untyped-def]
         def run(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -213,12 +216,24 @@ def fixed_cost_child(framework: str, mode: str, batches: list[int]) -> None:
     prepare = backend.prepare
 
     def prepared(spec, params):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
         transfer = prepare(spec, params)
+        spent["prepare"] += time.perf_counter() - started
         kind = type(transfer)
         if kind not in patched:
             for name in TRANSFER_CALLS:
                 if name in vars(kind):
                     setattr(kind, name, timing(vars(kind)[name], "calls"))
+            close = kind.close
+
+            def closing(self):  # type: ignore[no-untyped-def]
+                started = time.perf_counter()
+                try:
+                    return close(self)
+                finally:
+                    spent["close"] += time.perf_counter() - started
+
+            kind.close = closing  # type: ignore[method-assign]
             patched.add(kind)
         return transfer
 
@@ -226,11 +241,12 @@ def fixed_cost_child(framework: str, mode: str, batches: list[int]) -> None:
     point_of = measure.measure_point
 
     def measured(*args, **kwargs):  # type: ignore[no-untyped-def]
-        spent.update(loops=0.0, calls=0.0)
+        spent.update(loops=0.0, calls=0.0, prepare=0.0, close=0.0)
         started = time.perf_counter()
         point = point_of(*args, **kwargs)
         wall = time.perf_counter() - started
         print(json.dumps({"batch": point.batch_size, "wall_s": wall, "timed_s": spent["loops"], "call_s": spent["calls"],
+                          "prepare_s": spent["prepare"], "check_s": (point.verify_s or 0.0) - spent["calls"], "close_s": spent["close"],
                           "error": point.error}), flush=True)  # fmt: skip
         return point
 
@@ -270,13 +286,15 @@ def fixed_cost(batches: tuple[int, ...] = FIXED_BATCHES, runs: int = 3) -> None:
             for row in rows:
                 row["fixed_s"] = row["wall_s"] - row["timed_s"] - row["call_s"]
                 by_batch[row["batch"]].append(row)
-        medians = [{"batch": batch, **{name: statistics.median(row[name] for row in rows) for name in ("fixed_s", "timed_s", "call_s")}}
+        medians = [{"batch": batch, **{name: statistics.median(row[name] for row in rows) for name in ("fixed_s", "timed_s", "call_s", "prepare_s", "check_s", "close_s")}}
                    for batch, rows in by_batch.items()]  # fmt: skip
         label = f"{framework}/{mode}" + (" (CuPy stand-in)" if framework == "cuda" else "")
-        print(f"  {label}: batch, MB, fixed s, timed s, verifying call s, fixed / timed, fixed / {FIXED_TARGET_S:g} s")
+        print(f"  {label}: batch, MB, fixed s (of it: prepare, check, close), timed s, verifying call s, fixed / timed,"
+              f" fixed / {FIXED_TARGET_S:g} s")  # fmt: skip
         for row in medians:
-            print(f"    {row['batch']:>4} {row['batch'] * 196608 / 1e6:7.1f} {row['fixed_s']:8.4f} {row['timed_s']:8.3f}"
-                  f" {row['call_s']:8.4f} {row['fixed_s'] / row['timed_s']:8.3f} {row['fixed_s'] / FIXED_TARGET_S:8.3f}")  # fmt: skip
+            print(f"    {row['batch']:>4} {row['batch'] * 196608 / 1e6:7.1f} {row['fixed_s']:8.4f} ({row['prepare_s']:.4f},"
+                  f" {row['check_s']:.4f}, {row['close_s']:.4f}) {row['timed_s']:8.3f} {row['call_s']:8.4f}"
+                  f" {row['fixed_s'] / row['timed_s']:8.3f} {row['fixed_s'] / FIXED_TARGET_S:8.3f}")  # fmt: skip
         worst = max(medians, key=lambda row: row["fixed_s"])
         share = sum(row["fixed_s"] for row in medians) / sum(row["timed_s"] for row in medians)
         report(f"{label}: the costliest point's fixed cost (batch {worst['batch']})",
