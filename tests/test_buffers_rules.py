@@ -412,6 +412,33 @@ def test_each_verification_round_draws_its_own_variants_and_outside_them_they_ar
     assert np.array_equal(after, expected_pattern(1))
 
 
+def test_a_verification_round_is_its_threads_own() -> None:
+    """A round entered in one thread leaves another thread's patterns as they were (the fixed ones there), and two
+    threads' rounds draw different patterns."""
+    import threading
+
+    drawn: dict[str, np.ndarray] = {}
+
+    def fill(name: str, in_round: bool) -> None:
+        buffer = np.empty(PERIOD, np.uint8)
+        if in_round:
+            with buffers.verification_round():
+                fill_pattern(buffer, variant=1)
+        else:
+            fill_pattern(buffer, variant=1)
+        drawn[name] = buffer
+
+    with buffers.verification_round():
+        mine = np.empty(PERIOD, np.uint8)
+        fill_pattern(mine, variant=1)
+        for name, in_round in (("plain", False), ("rounded", True)):
+            thread = threading.Thread(target=fill, args=(name, in_round))
+            thread.start()
+            thread.join()
+    assert np.array_equal(drawn["plain"], expected_pattern(1))
+    assert np.count_nonzero(drawn["rounded"] == mine) < PERIOD // 50 and not np.array_equal(mine, expected_pattern(1))
+
+
 def test_check_arrived_passes_equal_values_of_any_array_like() -> None:
     """Arrays, lists and numbers equal to the source raise nothing."""
     assert check_arrived(np.arange(12).reshape(3, 4), np.arange(12).reshape(3, 4), "a") is None

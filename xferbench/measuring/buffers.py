@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -28,8 +30,9 @@ COMPARE_SLICE_BYTES = 2**20
 ALIAS_PROBE_BYTES = 65536  # bytes re-read to tell a copy from a view of the source
 
 
-# Verifications begun in this process, and the one under way (0: none). Each gets patterns of its own.
-_rounds = {"begun": 0, "now": 0}
+# Verifications begun in this process; each thread's round under way (none: 0). Each round gets patterns of its own.
+_rounds_begun = itertools.count(1)
+_round = threading.local()
 
 
 @contextlib.contextmanager
@@ -38,12 +41,11 @@ def verification_round() -> Iterator[int]:
     two points' checks send the same bytes: a destination that a framework's allocator hands back from
     an earlier point (a cached block that still holds that point's checked bytes) cannot pass for a copy
     that did not happen. Outside any round, the variants are the fixed ones."""
-    _rounds["begun"] += 1
-    previous, _rounds["now"] = _rounds["now"], _rounds["begun"]
+    previous, _round.now = getattr(_round, "now", 0), next(_rounds_begun)
     try:
-        yield _rounds["now"]
+        yield _round.now
     finally:
-        _rounds["now"] = previous
+        _round.now = previous
 
 
 @functools.lru_cache(maxsize=8)
@@ -65,7 +67,7 @@ def fill_pattern(buffer: np.ndarray, variant: int = 0) -> None:
     check cannot either.
     """
     flat = buffer.reshape(-1)
-    pattern = _pattern(variant, _rounds["now"])
+    pattern = _pattern(variant, getattr(_round, "now", 0))
     filled = min(flat.size, pattern.size)
     flat[:filled] = pattern[:filled]
     while filled < flat.size:
@@ -99,6 +101,10 @@ def make_source(shape: tuple[int, ...], aligned: bool = False, offset: int | Non
     large one on a page (0), and a block below the threshold lands wherever the heap has room. glibc's
     threshold rises to the largest mapped block freed (up to 32 MiB), so what earlier batch sizes
     allocated can move a later one onto the heap. Each point records the offset it got (host_offset).
+
+    Every point makes its own: a view into a larger buffer kept from an earlier point would carry that
+    buffer's placement and pages (huge or not) rather than what a batch of this size gets, and a copy's
+    speed can depend on both. Allocating and filling stays part of a point's cost (docs/method.md).
     """
     if aligned:
         offset = 0
