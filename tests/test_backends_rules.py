@@ -672,7 +672,7 @@ def test_the_host_copy_starts_from_an_aligned_pattern_into_an_aligned_buffer(mon
 
 
 def test_host_verification_refills_the_source_zeroes_the_destination_and_names_the_series(monkeypatch: pytest.MonkeyPatch) -> None:
-    """verify(): source refilled with pattern variant 1, destination zeroed, one copy, every value checked."""
+    """verify(): source refilled with pattern variant 1, destination zeroed, one copy, every byte checked."""
     t = HostCopy(host_spec(2))
     t.verify()
     variant = np.empty((2, 4, 4, 3), dtype=np.uint8)
@@ -681,7 +681,7 @@ def test_host_verification_refills_the_source_zeroes_the_destination_and_names_t
     monkeypatch.setattr(HostCopy, "__call__", lambda self: None)  # the copy stops: the destination must not pass as it was
     with pytest.raises(VerificationError) as raised:
         t.verify()
-    assert str(raised.value) == ("host/numpy/copy@cpu: 96 of 96 checked values differ from the source;"
+    assert str(raised.value) == ("host/numpy/copy@cpu: 96 of 96 bytes differ from the source (the first at byte 0);"
                                  " the transfer did not deliver the data")  # fmt: skip
     streamed = HostCopy(host_spec(1))
     streamed.method = STREAMED
@@ -926,7 +926,8 @@ class Scripted(PipelineTransfer):
         return batch
 
     def _read(self, batch: np.ndarray) -> tuple[Callable[[int, np.ndarray], None], np.ndarray | None]:
-        return read_host(batch), self.staging
+        read = read_host(batch)  # given a staging buffer, read through it as a device's read does (a bare read_host is compared in place)
+        return (read if self.staging is None else lambda offset, out: read(offset, out)), self.staging
 
     def _compute(self, batch: np.ndarray | None) -> None:
         self.log.append(("compute", None if batch is None else int(batch.reshape(-1)[0]), self.repeats))

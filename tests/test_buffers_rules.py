@@ -96,8 +96,8 @@ def test_the_pattern_is_65521_bytes_of_1_to_255_from_a_fixed_seed_per_variant() 
 
 
 def test_the_module_constants_are_the_documented_sizes() -> None:
-    """64 MiB verify chunks, a 65,536-byte alias probe, glibc's 16-byte large-block offset."""
-    assert buffers.VERIFY_CHUNK_BYTES == 67_108_864
+    """8 MiB verify chunks, 1 MiB compare slices, a 65,536-byte alias probe, glibc's 16-byte large-block offset."""
+    assert buffers.VERIFY_CHUNK_BYTES == 8_388_608 and buffers.COMPARE_SLICE_BYTES == 1_048_576
     assert buffers.ALIAS_PROBE_BYTES == 65_536
     assert buffers.GLIBC_LARGE_OFFSET == 16
 
@@ -275,7 +275,7 @@ def test_check_all_chunks_at_the_buffers_size_edges(monkeypatch: pytest.MonkeyPa
 
 
 def test_check_all_reads_into_the_callers_staging_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Given a 6-byte staging buffer, the 64 MiB default is ignored: reads of 6, 6 and 3 bytes, each a view of it."""
+    """Given a 6-byte staging buffer, the 8 MiB default is ignored: reads of 6, 6 and 3 bytes, each a view of it."""
     monkeypatch.setattr(buffers, "VERIFY_CHUNK_BYTES", 4)
     source = make_source((15,))
     staging = np.zeros(6, np.uint8)
@@ -293,7 +293,7 @@ def test_check_all_reads_into_the_callers_staging_buffer(monkeypatch: pytest.Mon
 
 
 def test_check_all_without_staging_uses_one_buffer_the_size_of_a_small_source() -> None:
-    """Under the 64 MiB chunk, the default chunk buffer is the source's size: a single read of it all."""
+    """Under the 8 MiB chunk, the default chunk buffer is the source's size: a single read of it all."""
     source = make_source((3, 1000))
     reads: list[tuple[int, int]] = []
     outs: list[np.ndarray] = []
@@ -345,6 +345,98 @@ def test_check_all_reports_a_wrong_first_byte_as_byte_0(monkeypatch: pytest.Monk
         with pytest.raises(VerificationError) as excinfo:
             check_all(source, read_host(np.zeros(9, np.uint8)), "zeros")
         assert message(excinfo) == "zeros: 9 of 9 bytes differ from the source (the first at byte 0); the transfer did not deliver the data"
+
+
+def test_check_all_finds_one_wrong_byte_wherever_it_is_in_place_or_through_staging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every byte is checked: 16-byte compare slices in 24-byte read chunks, over sizes around both edges; one
+    byte changed at any place, read in place (read_host) or staged (a device's read), is found and named."""
+    monkeypatch.setattr(buffers, "COMPARE_SLICE_BYTES", 16)
+    monkeypatch.setattr(buffers, "VERIFY_CHUNK_BYTES", 24)
+    for size in (1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 47, 48, 49, 61):
+        source = make_source((size,))
+        for at in range(size):
+            wrong = source.copy()
+            wrong[at] ^= 0x01
+            for read in (read_host(wrong), recording_read(wrong, [])):
+                with pytest.raises(VerificationError) as excinfo:
+                    check_all(source, read, "one byte")
+                assert message(excinfo) == (f"one byte: 1 of {size} bytes differ from the source (the first at byte {at});"
+                                            " the transfer did not deliver the data"), (size, at)  # fmt: skip
+        assert check_all(source, read_host(source.copy()), "same") is None
+        assert check_all(source, recording_read(source.copy(), []), "same") is None
+
+
+def test_a_host_destination_is_compared_where_it_lies_without_a_read() -> None:
+    """read_host's destination is compared in place: no read into staging (the staging buffer is left as it was)."""
+    source = make_source((3, 40))
+    dest = source.copy()
+    staging = np.zeros(16, np.uint8)
+    check_all(source, read_host(dest), "in place", staging)
+    assert not staging.any()
+    assert isinstance(read_host(dest), buffers.HostRead) and np.shares_memory(read_host(dest).flat, dest)
+
+
+def test_a_host_destination_of_another_size_fails_rather_than_comparing_a_prefix() -> None:
+    """A destination one byte longer (or shorter) than the source is no delivery of it, even with every shared byte right."""
+    source = make_source((10,))
+    for size in (11, 9):
+        dest = np.zeros(size, np.uint8)
+        dest[: min(size, 10)] = source[: min(size, 10)]
+        with pytest.raises(VerificationError) as excinfo:
+            check_all(source, read_host(dest), "sized")
+        assert message(excinfo) == f"sized: {size} bytes arrived where the source has 10; the transfer did not deliver the data"
+
+
+def test_each_verification_round_draws_its_own_variants_and_outside_them_they_are_fixed() -> None:
+    """Inside a round, variant 1 differs from the fixed variant 1 and from the last round's at nearly every byte; values
+    stay 1..255; after the round (nested or not) the fixed variants come back."""
+    fixed = np.empty(PERIOD, np.uint8)
+    fill_pattern(fixed, variant=1)
+    seen = [fixed]
+    for _ in range(3):
+        with buffers.verification_round() as round_:
+            assert round_ > 0
+            drawn = np.empty(PERIOD, np.uint8)
+            fill_pattern(drawn, variant=1)
+            with buffers.verification_round():
+                inner = np.empty(PERIOD, np.uint8)
+                fill_pattern(inner, variant=1)
+            again = np.empty(PERIOD, np.uint8)
+            fill_pattern(again, variant=1)
+        assert np.array_equal(drawn, again) and drawn.min() >= 1  # one round: one pattern per variant
+        for earlier in [*seen, inner]:
+            assert np.count_nonzero(drawn == earlier) < PERIOD // 50
+        seen.append(drawn)
+    after = np.empty(PERIOD, np.uint8)
+    fill_pattern(after, variant=1)
+    assert np.array_equal(after, expected_pattern(1))
+
+
+def test_a_verification_round_is_its_threads_own() -> None:
+    """A round entered in one thread leaves another thread's patterns as they were (the fixed ones there), and two
+    threads' rounds draw different patterns."""
+    import threading
+
+    drawn: dict[str, np.ndarray] = {}
+
+    def fill(name: str, in_round: bool) -> None:
+        buffer = np.empty(PERIOD, np.uint8)
+        if in_round:
+            with buffers.verification_round():
+                fill_pattern(buffer, variant=1)
+        else:
+            fill_pattern(buffer, variant=1)
+        drawn[name] = buffer
+
+    with buffers.verification_round():
+        mine = np.empty(PERIOD, np.uint8)
+        fill_pattern(mine, variant=1)
+        for name, in_round in (("plain", False), ("rounded", True)):
+            thread = threading.Thread(target=fill, args=(name, in_round))
+            thread.start()
+            thread.join()
+    assert np.array_equal(drawn["plain"], expected_pattern(1))
+    assert np.count_nonzero(drawn["rounded"] == mine) < PERIOD // 50 and not np.array_equal(mine, expected_pattern(1))
 
 
 def test_check_arrived_passes_equal_values_of_any_array_like() -> None:

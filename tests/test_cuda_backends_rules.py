@@ -963,10 +963,11 @@ def test_an_asarray_verification_sends_new_bytes_reads_each_chunk_back_then_prob
 
 
 def test_the_alias_probe_rereads_64_kib_of_a_larger_batch(calls: Calls) -> None:
-    """A batch above ALIAS_PROBE_BYTES has only its first 65,536 bytes re-read."""
+    """A batch above ALIAS_PROBE_BYTES has only its first 65,536 bytes refilled and re-read."""
     transfer = CupyBackend().prepare(asarray_key().at(8), {})
     transfer.verify()
-    assert calls[-1] == ("get", ANY, 65_536, None, False) and calls[-2] == ("fill_pattern", ptr(transfer.host), 2 * N, 2)
+    assert calls[-1] == ("get", ANY, 65_536, None, False) and calls[-2] == ("fill_pattern", ptr(transfer.host), 65_536, 2)
+    assert transfer.host.size == 2 * N > 65_536
 
 
 def test_an_asarray_that_moves_the_wrong_bytes_fails_naming_the_series(monkeypatch: pytest.MonkeyPatch) -> None:

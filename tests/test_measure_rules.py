@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 from xferbench.core.errors import NotSupportedHere, VerificationError
@@ -431,3 +432,75 @@ def test_describe_failing_otherwise_fails_the_series(host: dict[str, Any]) -> No
     backend.describe_error = ImportError("no module named x\ntraceback")
     series, log = run_series(backend, [1])
     assert (series.status, series.reason, series.points, log) == ("failed", "could not set up: ImportError: no module named x", [], [])
+
+
+# Real bytes: what a check must catch across points
+
+
+class CachedCopy(Transfer):
+    """A copy into a destination block the backend keeps between points, as a framework's caching allocator hands
+    a freed block back; its verify, as a framework path's, cannot poison a destination made by the call itself."""
+
+    def __init__(self, backend: CachingBackend, spec: Any) -> None:
+        from xferbench.measuring.buffers import make_source
+
+        self.backend, self.source = backend, make_source(spec.batch_shape)
+        self.dest = backend.blocks.setdefault(spec.nbytes, np.zeros(spec.nbytes, np.uint8))
+
+    def __call__(self) -> None:
+        if self.backend.copies:
+            np.copyto(self.dest, self.source.reshape(-1))
+
+    def verify(self) -> None:
+        from xferbench.measuring.buffers import check_all, fill_pattern, read_host
+
+        fill_pattern(self.source, variant=1)  # new bytes: leftovers from warm-up cannot match
+        self.once()
+        check_all(self.source, read_host(self.dest), "cached")
+
+
+class CachingBackend(StandBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks: dict[int, np.ndarray] = {}
+        self.copies = True
+
+    def prepare(self, spec: Any, params: dict[str, Any]) -> Transfer:
+        return CachedCopy(self, spec)
+
+
+FAST = TimingConfig(warmup_calls=1, warmup_s=0, min_samples=1, min_time_s=0, max_samples=3, settle_s=0)
+
+
+def test_a_block_left_by_an_earlier_points_check_cannot_pass_for_a_copy_that_stopped() -> None:
+    """The first point copies and passes; at the next point of the same size the copy stops, and the destination the
+    allocator hands back still holds the first point's checked bytes: each check's bytes are its own, so it fails."""
+    backend = CachingBackend()
+    assert measure.measure_point(backend, KEY.at(50), {}, FAST).status == "ok"
+    backend.copies = False
+    point = measure.measure_point(backend, KEY.at(50), {}, FAST)
+    assert point.status == "error" and point.error.startswith(f"{measure.VERIFICATION_FAILED}: cached: ")
+
+
+def test_a_host_copy_that_misses_one_byte_fails_its_point() -> None:
+    """The host path's check reads every byte: a copy that leaves out the last byte, or one in the middle, or the
+    first, fails the point, at any size around the compare's 8-byte words."""
+    from xferbench.measuring.backends.host import HostBackend, HostCopy
+
+    key = SeriesKey("host", "numpy", "copy", "cpu", (1, 1, 3))
+    for batch in (1, 3, 5, 700):
+        size = batch * 3
+        for missed in sorted({0, size // 2, size - 1}):
+
+            class Missing(HostCopy):
+                def __call__(self) -> None:
+                    keep = self.dest.reshape(-1)[missed]
+                    super().__call__()
+                    self.dest.reshape(-1)[missed] = keep
+
+            backend = HostBackend()
+            backend.prepare = lambda spec, params: Missing(spec)  # type: ignore[method-assign]
+            point = measure.measure_point(backend, key.at(batch), {}, FAST)
+            assert point.error == (f"{measure.VERIFICATION_FAILED}: host/numpy/copy@cpu: 1 of {size:,} bytes differ from"
+                                   f" the source (the first at byte {missed:,}); the transfer did not deliver the data"), (batch, missed)  # fmt: skip
+        assert measure.measure_point(HostBackend(), key.at(batch), {}, FAST).status == "ok"

@@ -1521,3 +1521,25 @@ def test_with_real_pytorch_each_cpu_copy_delivers_real_bytes() -> None:
     held = into.into.data_ptr()
     assert into() is None and into.into.data_ptr() == held != into.on_device.data_ptr()
     into.verify()
+
+
+@needs_torch
+def test_with_real_pytorch_a_cpu_destination_is_compared_where_it_lies() -> None:
+    """On the CPU the copy's destination is host memory already: read in place (no staging buffer), and a copy
+    that loses its last byte fails the check."""
+    from xferbench.measuring.buffers import HostRead
+
+    transfer = TorchTransfer(key("pageable", "copy", "cpu").at(BATCH))
+    moved, _, _ = transfer._run()
+    read, staging = transfer._read_back(moved)
+    assert staging is None and isinstance(read, HostRead) and np.shares_memory(read.flat, moved.numpy())
+    real_run = transfer._run
+
+    def losing() -> Any:
+        moved, result, seconds = real_run()
+        moved.reshape(-1)[-1] += 1
+        return moved, result, seconds
+
+    transfer._run = losing  # type: ignore[method-assign]
+    with pytest.raises(VerificationError, match=r"1 of [\d,]+ bytes differ from the source \(the first at byte [\d,]+\)"):
+        transfer.verify()

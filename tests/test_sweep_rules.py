@@ -630,7 +630,7 @@ def test_host_memory_is_checked_at_the_largest_batch_of_each_runnable_series(reg
 
 
 def test_a_dataloaders_memory_check_counts_the_workers_the_sweep_starts(monkeypatch) -> None:
-    """--loader-workers 16 at batch 512 of 1024x1024x3 holds 32 batches of 1.6 GB ahead: 58.1 GB, refused
+    """--loader-workers 16 at batch 512 of 1024x1024x3 holds 32 batches of 1.6 GB ahead: 58.0 GB, refused
     with 24 GB available, though the default 4 workers would fit; the refusal says which worker count fits."""
     from xferbench.measuring.backends import pytorch
 
@@ -650,7 +650,7 @@ def test_a_dataloaders_memory_check_counts_the_workers_the_sweep_starts(monkeypa
 
     assert check("loader_workers", 4) is None and check("loader_workers", 5) is None  # 19.4 and 22.6 GB
     assert check("loader_workers", 16) == (
-        "batch 512 of torch/loader_workers/copy@cuda:0 needs 58.1 GB of host memory with --loader-workers 16 (each worker"
+        "batch 512 of torch/loader_workers/copy@cuda:0 needs 58.0 GB of host memory with --loader-workers 16 (each worker"
         " holds 2 batches ahead) but 24.0 GB is available; lower --loader-workers to 5, or --batch-sizes (the largest"
         " that fits is 128)")  # fmt: skip
     assert check("loader_workers", 16, (512,)).endswith("is available; lower --loader-workers to 5, or --batch-sizes")
@@ -658,7 +658,7 @@ def test_a_dataloaders_memory_check_counts_the_workers_the_sweep_starts(monkeypa
     assert pinned is not None and pinned.endswith("lower --loader-workers to 2, or --batch-sizes (the largest that fits is 128)")
     # without workers the count changes nothing, and the message names none
     assert check("loader", 16, (2048,)) == (
-        "batch 2048 of torch/loader/copy@cuda:0 needs 32.3 GB of host memory but 24.0 GB is available; lower --batch-sizes or --shape")
+        "batch 2048 of torch/loader/copy@cuda:0 needs 32.2 GB of host memory but 24.0 GB is available; lower --batch-sizes or --shape")
     assert check("loader_workers", 16, (4096,)).endswith("(each worker holds 2 batches ahead) but 24.0 GB is available;"
                                                           " lower --batch-sizes or --shape")  # fmt: skip
 

@@ -625,12 +625,12 @@ def test_verification_sends_new_bytes_and_checks_every_one_then_that_they_were_c
                                                                                      transfers: Any, mode: str) -> None:
     """copy: pattern 1 is sent and checked whole under the series' label, then pattern 2 shows no alias; no device-wide sync."""
     transfer = transfers[mode, "copy"]
-    filled: list[tuple[bool, int]] = []
+    filled: list[tuple[bool, int, int]] = []
     checked: list[tuple[bool, bool, str]] = []
     fill, check_all = backend.fill_pattern, backend.check_all
 
     def record_fill(buffer: np.ndarray, variant: int = 0) -> None:
-        filled.append((buffer is transfer.host, variant))
+        filled.append((buffer.ctypes.data == transfer.host.ctypes.data, buffer.size, variant))
         fill(buffer, variant)
 
     def record_check(source: np.ndarray, read: Any, what: str, staging: Any = None) -> None:
@@ -646,7 +646,7 @@ def test_verification_sends_new_bytes_and_checks_every_one_then_that_they_were_c
     monkeypatch.setattr(tf.test.experimental, "sync_devices", no_sync)
     transfer()
     transfer.verify()
-    assert filled == [(True, 1), (True, 2)]
+    assert filled == [(True, transfer.host.size, 1), (True, min(transfer.host.size, backend.ALIAS_PROBE_BYTES), 2)]  # the probe's bytes only
     assert checked == [(True, True, f"tf/{mode}/copy@cpu")]
     assert np.array_equal(transfer.host, pattern(transfer.host.shape, 2))
 

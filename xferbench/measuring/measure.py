@@ -14,6 +14,7 @@ from typing import Any
 from xferbench.measuring import contention
 from xferbench.measuring.cold import Eviction, take_eviction
 from xferbench.measuring.backends import Backend
+from xferbench.measuring.buffers import verification_round
 from xferbench.core.errors import NotSupportedHere, VerificationError
 from xferbench.core.numa import page_nodes
 from xferbench.core.results import Point, Series
@@ -74,7 +75,8 @@ def measure_point(
         else:
             warmup_calls = warm_up(transfer, timing, transfer.clock)
         started = time.perf_counter()
-        transfer.verify()  # every byte, outside the samples
+        with verification_round():  # every byte, outside the samples, with bytes no earlier point's check sent
+            transfer.verify()
         verify_s = time.perf_counter() - started
         span = transfer.host_span()
         nodes = page_nodes(*span) if span else None
@@ -90,7 +92,8 @@ def measure_point(
         faults_after = minor_faults()  # the samples' own, before a check or the compute's phase adds any
         cpu = contention.usage(cpu_before, contention.snapshot())
         if getattr(transfer, "verify_after", False):  # a pipeline: no batch dropped or repeated while sampled either
-            transfer.verify()
+            with verification_round():
+                transfer.verify()
         point = Point.measured(spec, samples, warmup_calls)
         if params.get("overlap") and hasattr(transfer, "overlap"):  # after the copy's figures, outside its window
             point.compute = transfer.overlap(point.median_s, timing)

@@ -138,10 +138,12 @@ class _TorchCopy(Transfer):
         elif self.kind == "mps":
             self.torch.mps.synchronize()
 
-    def _read_back(self, moved: Any) -> tuple[Any, np.ndarray]:
+    def _read_back(self, moved: Any) -> tuple[Any, np.ndarray | None]:
         """The verification's read of the destination, chunk by chunk, into pinned memory on CUDA:
-        plain copies, no kernel."""
+        plain copies, no kernel. A destination in host memory is compared where it lies (read_host)."""
         torch = self.torch
+        if moved.device.type == "cpu":
+            return read_host(moved.numpy()), None
         size = min(moved.numel(), VERIFY_CHUNK_BYTES)
         staging = torch.empty(size, dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
         flat = moved.reshape(-1)
