@@ -753,7 +753,7 @@ def gpu(device: str, *statuses: str) -> checking.DeviceVerdict:
 def node_check(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """check on a machine with a CUDA GPU and PyTorch, with measure_check and the verdicts replaced by recorders."""
     calls = SimpleNamespace(measured=[], judged=[], found=[gpu("cuda:0", PASS)], result=Result({"host": "a"}, {}, "2026", [], "complete"))
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: True)
     monkeypatch.setattr(BACKENDS["torch"], "missing", lambda: None)
 
     def measure(config: SweepConfig, out_path: str | None, overwrite: bool) -> tuple[Result, OutputFile]:
@@ -834,7 +834,7 @@ def test_bad_check_input_is_one_line_exit_2_before_measuring(node_check: SimpleN
 
 def test_check_without_an_nvidia_gpu_measures_nothing(node_check: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
     """check on a machine with no CUDA GPU (an Apple one counts for nothing): one line, exit 2."""
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["mps"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: False)
     r = invoke("check")
     assert (r.exit_code, r.stdout) == (2, "") and node_check.measured == []
     assert r.stderr == ("error: nothing to check: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML sees"
@@ -1302,7 +1302,7 @@ def validating(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """validate on a machine with a CUDA GPU, with find_peers, Validation and run replaced by recorders."""
     calls = SimpleNamespace(peers=[], made=[], runs=[], checks=[Verdict("link", PASS, "ran [bold]Gen5[/bold]")],
                             missing={"bandwidthTest": "bandwidthTest is not on PATH: build [it]"}, echoed="step [one]: " + "y" * 200)
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: True)
     monkeypatch.setattr(validate_command, "find_peers", lambda given: calls.peers.append(given) or ({"nvbandwidth": "/x/nvb"}, calls.missing))
     monkeypatch.setattr(validate_command, "Validation", lambda *args: calls.made.append(args) or SimpleNamespace(folder=Path("the folder")))
 
@@ -1373,7 +1373,7 @@ def test_validate_without_an_nvidia_gpu_or_with_a_bad_peer_runs_nothing(validati
     """validate: no CUDA GPU here, or find_peers' error, is one line and exit 2."""
     monkeypatch.setattr(validate_command, "find_peers", raising(XferbenchError("--peer x: no executable file there")))
     assert invoke("validate").stderr == "error: --peer x: no executable file there\n"
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["mps"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: False)
     r = invoke("validate")
     assert (r.exit_code, r.stdout) == (2, "") and validating.made == []
     assert r.stderr == ("error: nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML sees"

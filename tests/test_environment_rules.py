@@ -341,7 +341,7 @@ def test_an_apple_silicon_mac_names_its_gpu_with_its_core_count(monkeypatch) -> 
     assert env.apple_gpu_name() == "Apple M1 Pro (16-core GPU)"
     assert env.mps_device() == {"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)", "chip": "Apple M1 Pro",
                                 "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "memory_bytes": 17179869184,
-                                "unified_memory": True}  # fmt: skip
+                                "unified_memory": True, "vendor": "Apple", "runtime": "Metal", "host_link": "unified memory"}  # fmt: skip
 
 
 def test_without_a_core_count_or_chip_name_the_gpu_is_named_from_what_is_known(monkeypatch) -> None:
@@ -364,7 +364,7 @@ def test_an_intel_mac_gpu_is_not_named_after_its_cpu_and_does_not_share_memory(m
     described = {"id": "mps:0", "name": "AMD Radeon Pro 5500M", "memory_bytes": 1, "capability": None}
     assert env.mps_device(described) == {"id": "mps", "name": "the GPU of an Intel Mac (MPS)", "memory_bytes": 4_000_000 * 4096,
                                          "capability": None, "kind": "mps", "chip": "Intel(R) Core(TM) i9-9880H",
-                                         "gpu_cores": None, "gpu_cores_source": NO_CORES, "unified_memory": False}  # fmt: skip
+                                         "gpu_cores": None, "gpu_cores_source": NO_CORES, "unified_memory": False, "vendor": "Apple", "runtime": "Metal", "host_link": None}  # fmt: skip
 
 
 # --- CPU lists, the OS and its limits --------------------------------------------------------------
@@ -847,7 +847,7 @@ def test_capture_on_a_mac_names_the_apple_gpu_from_macos(monkeypatch) -> None:
     captured = env.capture({"torch": {"version": "2.6.0", "devices": [{"id": "mps", "kind": "mps", "name": "mps", "memory_bytes": None, "api": "torch.mps"}]}})
     assert captured["devices"] == [{"id": "cpu", "kind": "cpu", "name": "Apple M1 Pro"},
                                    {"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)", "memory_bytes": 17179869184, "api": "torch.mps",
-                                    "chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "unified_memory": True}]  # fmt: skip
+                                    "chip": "Apple M1 Pro", "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "unified_memory": True, "vendor": "Apple", "runtime": "Metal", "host_link": "unified memory"}]  # fmt: skip
     assert {k: captured[k] for k in ("host", "os", "macos", "machine", "cpu", "cpu_features", "process_cpus", "unavailable_checks", "load_average",
                                      "transparent_hugepages", "memory_bytes", "nvml", "frameworks")} == {
         "host": "mac-1", "os": "macOS-14.5-arm64-arm-64bit", "macos": "14.5", "machine": "arm64", "cpu": "Apple M1 Pro",

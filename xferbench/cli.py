@@ -293,7 +293,7 @@ def check(
         item = parse_shape(shape)
         base = load(baseline) if baseline is not None else None
         paths = check_paths(path or ())
-        if "cuda" not in environment.accelerator_kinds():
+        if not environment.nvidia_gpu_present():
             raise XferbenchError("nothing to check: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); check measures each CUDA GPU's link")  # fmt: skip
         frameworks = tuple(dict.fromkeys(("cuda", *(name for name, _ in paths))))
@@ -655,7 +655,7 @@ def validate(
         if max_minutes is not None and not (math.isfinite(max_minutes) and 0 < max_minutes <= MAX_VALIDATE_MINUTES):
             raise XferbenchError(f"--max-minutes {max_minutes:g}: give minutes above 0 and at most {MAX_VALIDATE_MINUTES}"
                                  " (validate prints its estimated duration before it starts)")  # fmt: skip
-        if "cuda" not in environment.accelerator_kinds():
+        if not environment.nvidia_gpu_present():
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
         peers, missing = validate_command.find_peers(peer or ())

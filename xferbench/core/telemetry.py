@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from xferbench.core.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
+from xferbench.core.environment import cpu_ranges, device_entry, gpu_link_facts, link_disagreement, pcie_ceiling
 from xferbench.core.numa import pages_off_node
 from xferbench.core.references import bandwidth_for, gbps_text
 from xferbench.core.results import Series
@@ -94,7 +94,7 @@ def link_summary(link: dict[str, Any]) -> dict[str, Any]:
 
 
 def _maxima(series: Series, environment: dict[str, Any] | None) -> tuple[int | None, int | None]:
-    nvml = device_entry(environment or {}, series.device).get("nvml") or {}
+    nvml = gpu_link_facts(device_entry(environment or {}, series.device))
     link = series.link or {}
     return link.get("pcie_gen_max") or nvml.get("pcie_gen_max"), link.get("pcie_width_max") or nvml.get("pcie_width_max")
 
@@ -125,7 +125,7 @@ def link_below_max(series: Series, environment: dict[str, Any] | None = None) ->
     link = series.link or {}
     if loaded_samples(link):
         return ran_below_max(series, environment)
-    nvml = device_entry(environment or {}, series.device).get("nvml") or {}
+    nvml = gpu_link_facts(device_entry(environment or {}, series.device))
     gen, width = nvml.get("pcie_gen_current"), nvml.get("pcie_width_current")
     if gen is None or width is None or (gen >= gen_max and width >= width_max):
         return None
@@ -139,7 +139,7 @@ def numa_warning(environment: dict[str, Any], device_id: str, numa: dict[str, An
     node cut one user's P100 from 12.4 to 3.9 GB/s host to device (docs/published-figures.md). `numa`
     is a series' binding record: where its worker was bound, the CPUs it was bound to are what count,
     not the sweep's."""
-    nvml = device_entry(environment, device_id).get("nvml") or {}
+    nvml = gpu_link_facts(device_entry(environment, device_id))
     ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
     process = (numa or {}).get("cpus") or environment.get("process_cpus")
     if not ideal or not process:
@@ -159,7 +159,7 @@ def numa_warning(environment: dict[str, Any], device_id: str, numa: dict[str, An
 
 def pages_warning(series: Series, environment: dict[str, Any]) -> str | None:
     """A warning when sampled pages of the source buffers sat on a NUMA node other than the GPU's."""
-    node = (device_entry(environment, series.device).get("nvml") or {}).get("numa_node")
+    node = gpu_link_facts(device_entry(environment, series.device)).get("numa_node")
     off = {p.batch_size: pages_off_node(p.host_nodes, node) for p in series.points}
     off = {batch: count for batch, count in off.items() if count}
     if not off:
@@ -220,7 +220,8 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if known:
         return known
     nvml = environment.get("nvml") or {}
-    why = "NVML gave no PCIe link" if device.get("nvml") else nvml.get("reason") or "no NVML facts"
+    why = ("NVML gave no PCIe link" if device.get("nvml") else "amdsmi gave no PCIe link" if device.get("amdsmi")
+           else device.get("amdsmi_reason") or nvml.get("reason") or "no NVML facts")  # fmt: skip
     return None, f"unknown: {why}"
 
 
