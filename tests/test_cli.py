@@ -112,7 +112,7 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["-f", "host", "-m", "warp"], "unknown mode 'warp'; valid modes are host: numpy"),
         (["--op", "cast"], "unknown op 'cast'; choose from: copy, seed"),
         (["-f", "host", "--op", "seed"], "the seed op is not defined for host"),
-        (["--device", "tpu"], "unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N or mps"),
+        (["--device", "tpu"], "unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps"),
         (["-f", "torch", "--device", "cuda:7"], "device 'cuda:7' is not present; devices present: cpu"),
         (["-f", "host", "--batch-sizes", "1,1000000"], "GB of host memory but"),
         (["-f", "sim", "--sim-bandwidth-gbps", "0"], "--sim-bandwidth-gbps > 0"),
@@ -199,7 +199,7 @@ def test_paths_and_env_without_a_gpu_start_no_framework(monkeypatch) -> None:
     rows = [line for line in r.stdout.splitlines() if "│" in line]
     assert rows and not any(" cuda " in row or " mps " in row for row in rows)
     assert any("torch" in row and "pageable" in row and " cpu " in row for row in rows) == HAS_TORCH
-    assert "on devices this machine lacks (cuda, mps) are not shown; --all lists them" in r.stdout
+    assert "on devices this machine lacks (cuda, mps, xpu) are not shown; --all lists them" in r.stdout
     r = runner.invoke(app, ["env"])
     assert r.exit_code == 0 and json.loads(r.stdout)["devices"][0]["id"] == "cpu"
 

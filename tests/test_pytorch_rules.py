@@ -494,8 +494,9 @@ def test_the_environment_records_each_gpus_properties_and_the_apple_gpu(torch: C
     torch.props[1].uuid = ""
     assert TorchBackend().environment() == {"version": "2.14.1+cu130", "cuda": "13.0", "threads": 7, "devices": [
         {"id": "cuda:0", "kind": "cuda", "name": "GPU 0", "memory_bytes": 2**30, "capability": "9.0", "uuid": "GPU-ab",
-         "pci_bus_id": "0000:1b:00.0"},
-        {"id": "cuda:1", "kind": "cuda", "name": "GPU 1", "memory_bytes": 2**31, "capability": "9.1", "uuid": None, "pci_bus_id": None},
+         "pci_bus_id": "0000:1b:00.0", "vendor": "NVIDIA", "runtime": "CUDA 13.0", "host_link": "PCIe"},
+        {"id": "cuda:1", "kind": "cuda", "name": "GPU 1", "memory_bytes": 2**31, "capability": "9.1", "uuid": None, "pci_bus_id": None,
+         "vendor": "NVIDIA", "runtime": "CUDA 13.0", "host_link": "PCIe"},
         {"id": "mps", "kind": "mps", "name": "Test Apple GPU"}]}  # fmt: skip
     del torch.props[1].uuid
     torch.backends.mps.is_available = lambda: False

@@ -146,7 +146,7 @@ _NOT_DEFAULT = ", ".join(b.name for b in BACKENDS.values() if not b.in_default_s
 @app.command()
 def sweep(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable or comma-separated: {', '.join(BACKENDS)}. Default: every installed one except {_NOT_DEFAULT}.")] = None,
-    device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N or mps; repeatable, each device in turn. auto picks CUDA, then MPS, then the CPU.", show_default=False)] = None,
+    device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N (an NVIDIA GPU, or an AMD GPU with PyTorch for ROCm), xpu, xpu:N (an Intel GPU) or mps; repeatable, each device in turn. auto picks CUDA, then XPU, then MPS, then the CPU.", show_default=False)] = None,
     concurrent: Annotated[bool, typer.Option("--concurrent", help="With several devices: after each device alone, run each path on all of them at once (a worker per device, starting each point together), with each device's figure, their sum and each one's ratio to its solo run.")] = False,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable or comma-separated. {mode_defaults()} A path the device cannot run is skipped; xferbench paths says which run by default.")] = None,
     jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's jit mode only (tf.function with jit_compile=True): shorthand for --framework tf --mode jit.")] = False,

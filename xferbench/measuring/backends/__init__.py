@@ -81,7 +81,7 @@ def path_availability(devices: Mapping[str, list[str]], failed: Mapping[str, str
         if backend.fixed_device:
             listed = [backend.fixed_device]
         else:
-            kinds = ("cuda",) if backend.cuda_only else ("cpu", "cuda", "mps")  # a CUDA-only path has no row elsewhere
+            kinds = ("cuda",) if backend.cuda_only else backend.device_kinds  # a CUDA-only path has no row elsewhere
             absent = [k for k in kinds if not any(d.split(":")[0] == k for d in present)]
             listed = present + absent
         for mode in backend.modes:
