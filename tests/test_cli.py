@@ -108,7 +108,7 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["--shape", "256x"], "give positive integers joined by 'x'"),
         (["--shape", "256x0x3"], "give positive integers joined by 'x'"),
         (["--shape", "big"], "give positive integers joined by 'x'"),
-        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: cuda, torch, tf, jax, cupy, host, sim"),
+        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: cuda, hip, torch, tf, jax, cupy, host, sim"),
         (["-f", "host", "-m", "warp"], "unknown mode 'warp'; valid modes are host: numpy"),
         (["--op", "cast"], "unknown op 'cast'; choose from: copy, seed"),
         (["-f", "host", "--op", "seed"], "the seed op is not defined for host"),

@@ -23,6 +23,7 @@ LOADED_MBPS = 100.0  # RX + TX at or above this: data was moving when the link w
 KB = 1000
 FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps", "rx_bytes")  # a link record's sample lists, one per read
 RAW_REFERENCE = ("cuda", "raw_pinned", "copy")  # framework, mode, op: the run's own ceiling
+RAW_REFERENCES = (RAW_REFERENCE, ("hip", "raw_pinned", "copy"))  # and an AMD GPU's: the same copy through HIP
 
 
 def received_bytes(link: dict[str, Any]) -> tuple[float | None, str]:
@@ -245,7 +246,7 @@ def unified_memory_ceiling(series: Series, environment: dict[str, Any]) -> tuple
 
 
 def is_raw_reference(series: Series) -> bool:
-    return (series.framework, series.mode, series.op) == RAW_REFERENCE
+    return (series.framework, series.mode, series.op) in RAW_REFERENCES
 
 
 def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:
