@@ -217,6 +217,8 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if kind == "mps":
         return unified_memory_ceiling(series, environment)
     device = device_entry(environment, series.device)
+    if kind == "xpu":  # Level Zero's Sysman reads an Intel GPU's link; xferbench does not ask it
+        return None, f"unknown: an Intel GPU's link ({device.get('host_link') or 'unknown kind'}) is not read by xferbench"
     known = pcie_ceiling(device, series.link)
     if known:
         return known
