@@ -6,7 +6,7 @@ interpreter that has this folder on PYTHONPATH (the sweep and each framework wor
 - the stand-in's package folder holds lib/libamdhip64.so, as PyTorch for ROCm bundles HIP's runtime there,
   and ctypes.CDLL loads it as the stand-in for HIP's runtime (tests/fake_hip.py);
 - `import amdsmi` gives the stand-in for AMD's SMI package (tests/fake_amdsmi.py) describing the same GPU:
-  PCIe Gen5 x16 (32000 MT/s), NUMA node 0.
+  PCIe Gen5 x16 at most (32000 MT/s), Gen4 x16 as read idle, NUMA node 0.
 Everything else is this machine's own.
 
 - SIMULATED_ROCM_ROOT: a folder to hold the stand-in torch package's lib/ (required)
@@ -59,6 +59,6 @@ if os.environ.get("SIMULATED_ROCM_AMDSMI") != "absent":
     amdsmi = _load("fake_amdsmi")
     amdsmi.__spec__ = importlib.machinery.ModuleSpec("amdsmi", None)
     amdsmi.describe([{"bdf": "0000:c1:00.0", "market_name": "AMD Instinct MI300X", "gfx": "gfx942", "numa": 0, "max_speed": 32000,
-                      "max_width": 16, "speed": 32000, "width": 16,
+                      "max_width": 16, "speed": 16000, "width": 16,
                       "metrics": os.environ.get("SIMULATED_ROCM_AMDSMI") != "no-metrics"}])  # fmt: skip
     sys.modules["amdsmi"] = amdsmi
