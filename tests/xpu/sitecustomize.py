@@ -5,7 +5,7 @@ interpreter that has this folder on PYTHONPATH (the sweep and each framework wor
 GPU as xpu:0; everything else is this machine's own.
 
 - SIMULATED_XPU_TORCH: the PyTorch version (2.8.0+xpu); 2.5 has no torch.xpu.Event.elapsed_time
-- SIMULATED_XPU_NAME: the GPU's name (Intel(R) Arc(TM) B580 Graphics)
+- SIMULATED_XPU_GPU: the GPU's name (Intel(R) Arc(TM) B580 Graphics)
 """
 
 import importlib.util
@@ -16,7 +16,7 @@ from pathlib import Path
 spec = importlib.util.spec_from_file_location("_simulated_fake_gpu_torch", Path(__file__).resolve().parent.parent / "fake_gpu_torch.py")
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-GPU = {"name": os.environ.get("SIMULATED_XPU_NAME", "Intel(R) Arc(TM) B580 Graphics"), "platform_name": "Intel(R) oneAPI Unified Runtime over Level-Zero",
+GPU = {"name": os.environ.get("SIMULATED_XPU_GPU", "Intel(R) Arc(TM) B580 Graphics"), "platform_name": "Intel(R) oneAPI Unified Runtime over Level-Zero",
        "type": "gpu", "driver_version": "1.6.32224+14", "total_memory": 12 * 2**30, "max_compute_units": 160, "gpu_eu_count": 160,
        "gpu_subslice_count": 20}  # fmt: skip
 sys.modules["torch"] = module.GpuTorch("xpu", os.environ.get("SIMULATED_XPU_TORCH", "2.8.0+xpu"), [GPU])
