@@ -67,6 +67,7 @@ def test_a_rocm_sweep_names_the_amd_gpu_its_link_and_measures_hip_and_torch_thro
         gbps, label = link_ceiling(series, result.environment)
         assert (gbps, label) == (63.0, f"{GEN5_X16}; read Gen4 x16 before the run")
         assert series.numa["node"] == 0  # bound to the GPU's node, as amdsmi named it
+        assert series.link["reason"] == "NVML samples NVIDIA GPUs only: this AMD GPU's link was not sampled under load"
     hip = result.series[0]
     assert hip.params["call"].startswith("hipMemcpyAsync(HostToDevice)") and hip.device_clock.startswith("hipEvent pair")
     assert hip.sync == "hipEventSynchronize on the event recorded after each copy"

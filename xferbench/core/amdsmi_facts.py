@@ -22,8 +22,8 @@ from typing import Any
 
 from xferbench.core.environment import numa_node_cpus, pci_key, sysfs_numa_node
 
-NOT_INSTALLED = ("amdsmi is not installed: it ships with ROCm (pip install /opt/rocm/share/amd_smi, or the amdsmi"
-                 " package of the same ROCm release), so the AMD GPU's PCIe link and NUMA node are not recorded")  # fmt: skip
+NOT_INSTALLED = ("amdsmi is not installed: it ships with ROCm (pip install /opt/rocm/share/amd_smi, or PyPI's amdsmi of"
+                 " the same release as the ROCm driver), so the AMD GPU's PCIe link and NUMA node are not recorded")  # fmt: skip
 # PCIe generations by their transfer rate per lane in MT/s, as amdsmi reports them.
 GEN_BY_MTS = {2500: 1, 5000: 2, 8000: 3, 16000: 4, 32000: 5, 64000: 6}
 

@@ -5,9 +5,10 @@ Modes:
 - raw_pageable: the same call from an ordinary NumPy array, which HIP stages through pinned buffers of its own.
 Each sample is one copy and its wait (per call): the launch and synchronization latency is in every sample.
 
-Made with ctypes over HIP's own runtime library, libamdhip64, rather than CuPy's ROCm build: CuPy publishes
-ROCm wheels for ROCm 4.3 and 5.0 only (cupy-rocm-5-0) and must be built from source for ROCm 6, whereas
-PyTorch for ROCm bundles libamdhip64 in torch/lib, and every ROCm install has it in /opt/rocm/lib. Each
+Made with ctypes over HIP's own runtime library, libamdhip64, rather than CuPy's ROCm build: CuPy's ROCm
+wheels are made for single ROCm releases (cupy-rocm-5-0, cupy-rocm-7-0; none for ROCm 6, where it must be
+built from source), whereas PyTorch for ROCm bundles libamdhip64 in torch/lib, and every ROCm install has
+it in /opt/rocm/lib. Each
 function is declared with its prototype from hip_runtime_api.h before it is called: without argtypes,
 ctypes would pass a 64-bit pointer as a C int. The device ids are PyTorch's (cuda:N): HIP numbers the
 GPUs as PyTorch for ROCm does (both follow HIP_VISIBLE_DEVICES), so this ceiling and the torch curves
