@@ -175,7 +175,7 @@ def test_paths_lists_availability_and_reasons() -> None:
     r = runner.invoke(app, ["paths", "--all"], env={"COLUMNS": "250"})
     assert r.exit_code == 0
     rows = [line for line in r.stdout.splitlines() if "│" in line]
-    rows = [row for row in rows if "torch" in row or "sim" in row]
+    rows = [row for row in rows if row.split("│")[1].strip() in ("torch", "sim")]  # by the framework column: a reason may name torch
     pinned_cpu = next(row for row in rows if "pinned_into" in row and " cpu " in row)
     assert "unavailable" in pinned_cpu and "pinned host memory needs a CUDA device" in pinned_cpu
     pageable_cpu = next(row for row in rows if "pageable" in row and " cpu " in row)
