@@ -131,7 +131,7 @@ class FakeHip:
             raise AttributeError(f"libamdhip64.so: undefined symbol: {name}")
         return self.functions.setdefault(name, Function(self, name))
 
-    # --- helpers -------------------------------------------------------------------------------------------
+    # --- memory and streams -------------------------------------------------------------------------------------------
     def _device_range(self, address: int, size: int) -> np.ndarray | None:
         """The device bytes at [address, address + size), or None where that is no (whole) device range."""
         for start, (buffer, _) in self.device_memory.items():

@@ -71,6 +71,7 @@ class HipError(RuntimeError):
         self.status = status
 
 
+@functools.cache  # find_library runs ldconfig: once per process is enough
 def library_paths() -> list[str]:
     """Where libamdhip64 is, best first: the one PyTorch for ROCm bundles (torch/lib, found without importing
     torch), then ROCm's own ($ROCM_PATH/lib, /opt/rocm/lib), then the loader's search path."""
