@@ -91,6 +91,8 @@ def test_without_amdsmi_or_its_metrics_the_link_is_unknown_and_says_why(tmp_path
     assert "amdsmi" not in gpu and gpu["amdsmi_reason"].startswith("amdsmi is not installed: it ships with ROCm")
     result = load(tmp_path / "rocm.json")
     assert result.series[0].status == "ok"
+    # the kernel's own PCI facts stand in where it has them: this machine has no PCI device at the simulated GPU's address
+    assert not os.path.exists("/sys/bus/pci/devices/0000:c1:00.0") and "pci_sysfs" not in gpu
     assert link_ceiling(result.series[0], result.environment) == (None, f"unknown: {gpu['amdsmi_reason']}")
     assert result.series[0].numa["reason"].startswith("not bound: the GPU's NUMA placement is unknown (amdsmi is not installed")
 
@@ -298,3 +300,25 @@ def test_a_rocm_copy_is_read_only_after_the_device_was_synchronized(monkeypatch)
         torch.cuda.get_device_properties(0).no_such_property  # noqa: B018
     with pytest.raises(RuntimeError, match="not linked with support for xpu"):
         torch.empty(1, device="xpu:0")
+
+
+def test_without_amdsmi_the_kernels_pci_facts_give_the_link_and_node(tmp_path, monkeypatch) -> None:
+    """The files amdsmi reads its maximum from: max_link_speed in GT/s as the kernel writes it, widths, numa_node."""
+    monkeypatch.setattr(environment, "SYSFS", str(tmp_path))
+    gpu = tmp_path / "bus/pci/devices/0000:c1:00.0"
+    gpu.mkdir(parents=True)
+    for name, text in (("max_link_speed", "32.0 GT/s PCIe"), ("max_link_width", "16"), ("current_link_speed", "2.5 GT/s PCIe"),
+                       ("current_link_width", "16"), ("numa_node", "1")):  # fmt: skip
+        (gpu / name).write_text(text + "\n")
+    (tmp_path / "devices/system/node/node1").mkdir(parents=True)
+    (tmp_path / "devices/system/node/node1/cpulist").write_text("8-15\n")
+    devices = [{"id": "cuda:0", "vendor": "AMD", "pci_bus_id": "0000:c1:00.0"}, {"id": "cuda:1", "vendor": "AMD", "pci_bus_id": "0000:c2:00.0"}]
+    amdsmi_facts.attach_amdsmi(devices, {"available": False, "reason": amdsmi_facts.NOT_INSTALLED})
+    kernel = devices[0]["pci_sysfs"]
+    assert (kernel["pcie_gen_max"], kernel["pcie_width_max"], kernel["pcie_gen_current"], kernel["numa_node"]) == (5, 16, 1, 1)
+    assert "pci_sysfs" not in devices[1] and devices[1]["amdsmi_reason"] == amdsmi_facts.NOT_INSTALLED
+    assert environment.pcie_ceiling(devices[0]) == (63.0, f"{GEN5_X16}; read Gen1 x16 before the run")
+    from xferbench.core.numa import plan_binding
+
+    binding, said = plan_binding({"devices": devices, "process_cpus": list(range(16))}, "cuda:0")
+    assert binding is not None and (binding.node, binding.cpus) == (1, tuple(range(8, 16))), said

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from xferbench.core import environment
 from xferbench.core.environment import numa_node_cpus, pci_key, sysfs_numa_node
 
 NOT_INSTALLED = ("amdsmi is not installed: it ships with ROCm (pip install /opt/rocm/share/amd_smi, or PyPI's amdsmi of"
@@ -106,9 +107,46 @@ def amdsmi_info() -> dict[str, Any]:
         read(amdsmi.amdsmi_shut_down)
 
 
+def _link_speed(text: str) -> int | None:
+    """sysfs's '32.0 GT/s PCIe' -> 5: the generation of a link speed as the kernel writes it."""
+    try:
+        return pcie_generation(round(float(text.split()[0]) * 1000))
+    except (ValueError, IndexError):
+        return None
+
+
+def sysfs_link(bus_id: Any) -> dict[str, Any] | None:
+    """A PCI device's link and NUMA node as the kernel gives them (/sys/bus/pci/devices/ADDRESS:
+    max_link_speed, max_link_width, current_link_speed, current_link_width, numa_node), the files amdsmi
+    itself reads its maximum from; None where the kernel gives no link for the address."""
+    key = pci_key(bus_id)
+    if key is None:
+        return None
+    folder = "{}/bus/pci/devices/{:04x}:{:02x}:{:02x}.{:x}".format(environment.SYSFS, *key)
+    read: dict[str, str] = {}
+    for name in ("max_link_speed", "max_link_width", "current_link_speed", "current_link_width"):
+        try:
+            with open(f"{folder}/{name}") as file:
+                read[name] = file.read().strip()
+        except OSError:
+            pass
+    if not read:
+        return None
+    width = {name: int(read[name]) if read.get(name, "").isdigit() and int(read[name]) > 0 else None
+             for name in ("max_link_width", "current_link_width")}  # fmt: skip
+    node = sysfs_numa_node(bus_id)
+    cpus = numa_node_cpus(node)
+    return {"source": f"the kernel's PCI facts ({folder})", "pci_bus_id": bus_id,
+            "pcie_gen_max": _link_speed(read.get("max_link_speed", "")), "pcie_width_max": width["max_link_width"],
+            "pcie_gen_current": _link_speed(read.get("current_link_speed", "")), "pcie_width_current": width["current_link_width"],
+            "numa_node": node if cpus else None, "numa_node_source": "the kernel's PCI facts (sysfs numa_node)" if cpus else None,
+            "numa_node_reason": None if cpus else "the kernel gives no NUMA node with CPUs for its PCI address", "numa_cpus": cpus}  # fmt: skip
+
+
 def attach_amdsmi(devices: list[dict[str, Any]], info: dict[str, Any]) -> None:
     """Give each AMD device its amdsmi facts, matched by PCI address: HIP and amdsmi may number GPUs
-    differently (HIP_VISIBLE_DEVICES renumbers HIP's), so an index is never trusted."""
+    differently (HIP_VISIBLE_DEVICES renumbers HIP's), so an index is never trusted. Where amdsmi cannot
+    describe it, the kernel's own PCI facts stand in (`pci_sysfs`), and `amdsmi_reason` says why."""
     by_pci = {pci_key(gpu.get("pci_bus_id")): gpu for gpu in info.get("gpus", []) if pci_key(gpu.get("pci_bus_id"))}
     for device in devices:
         if device.get("vendor") != "AMD":
@@ -116,8 +154,12 @@ def attach_amdsmi(devices: list[dict[str, Any]], info: dict[str, Any]) -> None:
         gpu = by_pci.get(pci_key(device.get("pci_bus_id")))
         if gpu:
             device["amdsmi"] = gpu
-        elif info.get("available"):
+            continue
+        if info.get("available"):
             device["amdsmi_reason"] = ("amdsmi lists no GPU at this PCI address" if device.get("pci_bus_id")
                                        else "this PyTorch gives no PCI address to match amdsmi's GPUs by")  # fmt: skip
         else:
             device["amdsmi_reason"] = info.get("reason")
+        kernel = sysfs_link(device.get("pci_bus_id"))
+        if kernel:
+            device["pci_sysfs"] = kernel

@@ -676,8 +676,9 @@ def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
 
 
 def gpu_link_facts(device: dict[str, Any]) -> dict[str, Any]:
-    """A GPU's link and NUMA facts: NVML's for an NVIDIA GPU, amdsmi's (under NVML's keys) for an AMD one."""
-    return device.get("nvml") or device.get("amdsmi") or {}
+    """A GPU's link and NUMA facts: NVML's for an NVIDIA GPU, amdsmi's (under NVML's keys) for an AMD one,
+    else the kernel's PCI facts that stood in for amdsmi."""
+    return device.get("nvml") or device.get("amdsmi") or device.get("pci_sysfs") or {}
 
 
 # Where a link's generation and width come from, best supported first: what the link ran at while
