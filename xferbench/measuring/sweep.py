@@ -160,7 +160,7 @@ def check_device_name(requested: str) -> str:
 
 
 def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
-    """'auto' -> the best device any framework reaches (CUDA, then MPS, then CPU); check an explicit one."""
+    """'auto' -> the best device any framework reaches (CUDA, then XPU, then MPS, then CPU); check an explicit one."""
     requested = check_device_name(requested)
     movable = [r for r in runners if not r.backend.fixed_device]
     if not movable:  # only host-side paths: they run where they run, and nowhere else
