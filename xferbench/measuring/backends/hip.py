@@ -284,7 +284,7 @@ class HipBackend(Backend):
 
     def environment(self) -> dict[str, Any]:
         hip = runtime()
-        version = hip.version()
+        version = hip.version()  # HIP's major.minor is its ROCm release's: HIP 6.4.43483 ships in ROCm 6.4.x
         devices = [{"id": f"cuda:{i}", "kind": "cuda", "name": amd_device_name(hip, i), "vendor": "AMD",
                     "runtime": "ROCm " + ".".join(version.split(".")[:2]), "hip": version,
                     "pci_bus_id": hip.text("hipDeviceGetPCIBusId", i)} for i in range(hip.device_count())]  # fmt: skip
