@@ -53,20 +53,23 @@ def test_an_xpu_sweep_measures_pageable_and_pinned_copies_to_the_intel_gpu_throu
         assert series.device == "xpu:0" and series.device_name == "Intel(R) Arc(TM) B580 Graphics"
         assert (series.transfer, series.sync, series.device_clock) == ("host-to-device", "torch.xpu.synchronize", "torch.xpu.Event")
         assert all(p.status == "ok" and p.device_median_s is not None for p in series.points)
-        assert link_ceiling(series, result.environment) == (None, "unknown: an Intel GPU's link (PCIe) is not read by xferbench")
+        assert link_ceiling(series, result.environment) == (None, "unknown: xferbench reads no Intel GPU's PCIe link")
 
 
 @pytest.mark.slow
 def test_pytorch_2_5_on_an_intel_gpu_is_timed_by_the_host_clock_and_an_integrated_gpu_shares_memory(tmp_path) -> None:
     """torch.xpu.Event has no elapsed_time before 2.6: the series still measure, host-timed, saying why."""
     from xferbench.core.results import load
+    from xferbench.core.telemetry import link_ceiling
 
     r, data = simulated_xpu_sweep(tmp_path, "-f", "torch", "--device", "xpu", torch="2.5.1+xpu", gpu="Intel(R) Arc(TM) Graphics")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
     (gpu,) = [d for d in data["environment"]["devices"] if d["id"] != "cpu"]
     assert gpu["host_link"] == "unified memory"  # a Core Ultra's integrated Arc
-    for series in load(tmp_path / "xpu.json").series:
+    result = load(tmp_path / "xpu.json")
+    for series in result.series:
         assert series.status == "ok" and series.device_clock is None
+        assert link_ceiling(series, result.environment)[1].startswith("unknown: this Intel GPU is integrated and shares the host's memory")
         assert all(p.status == "ok" and p.device_median_s is None for p in series.points)
         assert series.params["device_clock"].startswith("torch.xpu.Event has no elapsed_time in PyTorch 2.5.1+xpu")
 

@@ -217,8 +217,10 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if kind == "mps":
         return unified_memory_ceiling(series, environment)
     device = device_entry(environment, series.device)
+    if kind == "xpu" and device.get("host_link") == "unified memory":
+        return None, "unknown: this Intel GPU is integrated and shares the host's memory, whose bandwidth xferbench has no figure for"
     if kind == "xpu":  # Level Zero's Sysman reads an Intel GPU's link; xferbench does not ask it
-        return None, f"unknown: an Intel GPU's link ({device.get('host_link') or 'unknown kind'}) is not read by xferbench"
+        return None, "unknown: xferbench reads no Intel GPU's PCIe link"
     known = pcie_ceiling(device, series.link)
     if known:
         return known
