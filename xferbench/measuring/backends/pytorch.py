@@ -752,7 +752,7 @@ class TorchBackend(Backend):
                     "capability": f"{props.major}.{props.minor}",
                     "uuid": str(getattr(props, "uuid", "")) or None,
                     "pci_bus_id": _pci_bus_id(props),
-                    **torch_gpus.cuda_entry(torch, index, props),  # vendor, runtime, host link; an AMD GPU's name and arch
+                    **torch_gpus.cuda_entry(torch, props),  # vendor, runtime, host link; an AMD GPU's name and arch
                 }
             )
         if torch.backends.mps.is_available():

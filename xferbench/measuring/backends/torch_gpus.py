@@ -94,7 +94,7 @@ def device_name(torch: Any, device: str) -> str:
     return str(torch.cuda.get_device_name(torch.device(device)))
 
 
-def cuda_entry(torch: Any, index: int, props: Any) -> dict[str, Any]:
+def cuda_entry(torch: Any, props: Any) -> dict[str, Any]:
     """What a `cuda` device entry adds by vendor: an NVIDIA GPU's CUDA, an AMD GPU's ROCm and architecture."""
     link = "unified memory" if getattr(props, "is_integrated", False) else "PCIe"  # an APU (MI300A), a Jetson
     if is_rocm(torch):
