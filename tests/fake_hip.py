@@ -33,6 +33,8 @@ SUCCESS, INVALID_VALUE, OUT_OF_MEMORY, NO_DEVICE, INVALID_DEVICE, INVALID_HANDLE
 ERRORS = {INVALID_VALUE: b"invalid argument", OUT_OF_MEMORY: b"out of memory", NO_DEVICE: b"no ROCm-capable device is detected",
           INVALID_DEVICE: b"invalid device ordinal", INVALID_HANDLE: b"invalid resource handle", NOT_READY: b"device not ready"}  # fmt: skip
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
+# hipHostMalloc's flags (hip_runtime_api.h): Portable, Mapped, WriteCombined, NumaUser, Coherent, NonCoherent
+HOST_MALLOC_FLAGS = 0x1 | 0x2 | 0x4 | 0x20000000 | 0x40000000 | 0x80000000
 # hip_runtime_api.h's prototypes of the functions the raw HIP path may call; restype hipError_t (int).
 HEADER: dict[str, tuple[Any, ...]] = {
     "hipGetDeviceCount": (POINTER(c_int),),
@@ -200,7 +202,7 @@ class FakeHip:
         return SUCCESS if self.device_memory.pop(address or 0, None) is not None or not address else INVALID_VALUE
 
     def _hipHostMalloc(self, pointer: c_void_p, size: int, flags: int) -> int:
-        if flags & ~0xF or size == 0:  # hipHostMallocDefault, Portable, Mapped, WriteCombined
+        if flags & ~HOST_MALLOC_FLAGS or size == 0:
             return INVALID_VALUE
         buffer = np.zeros(size, np.uint8)
         self.pinned[buffer.ctypes.data] = buffer
