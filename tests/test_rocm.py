@@ -119,17 +119,18 @@ def hip(monkeypatch: pytest.MonkeyPatch) -> FakeHip:
     return lib
 
 
-def hip_copy(mode: str = "raw_pinned") -> Any:
+def hip_copy(mode: str = "raw_pinned", direction: str = "h2d") -> Any:
     from xferbench.measuring.backends.hip import HipCopy
 
-    return HipCopy(SeriesKey("hip", mode, "copy", "cuda:0", (8, 8, 3)).at(4))
+    return HipCopy(SeriesKey("hip", mode, "copy", "cuda:0", (8, 8, 3), direction=direction).at(4))
 
 
 @pytest.mark.parametrize("mode", ["raw_pinned", "raw_pageable"])
-def test_a_raw_hip_copy_is_timed_between_events_verified_and_freed(hip: FakeHip, mode: str) -> None:
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+def test_a_raw_hip_copy_is_timed_between_events_verified_and_freed(hip: FakeHip, mode: str, direction: str) -> None:
     """Each call records, copies and records on the path's own stream, then waits for the end event before
     reading the time; verify reads every byte back; close frees everything it made."""
-    copy = hip_copy(mode)
+    copy = hip_copy(mode, direction)
     hip.calls.clear()
     assert copy() >= 0.0
     assert hip.calls == ["hipEventRecord", "hipMemcpyAsync", "hipEventRecord", "hipEventSynchronize", "hipEventElapsedTime"]
@@ -139,11 +140,14 @@ def test_a_raw_hip_copy_is_timed_between_events_verified_and_freed(hip: FakeHip,
     assert (hip.device_memory, hip.pinned, hip.streams, hip.events) == ({}, {}, {}, {})
 
 
-def test_a_hip_copy_that_never_lands_fails_verification(hip: FakeHip, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("direction, dropped", [("h2d", 1), ("d2h", 2)])
+def test_a_hip_copy_that_never_lands_fails_verification(hip: FakeHip, monkeypatch: pytest.MonkeyPatch, direction: str, dropped: int) -> None:
     """A copy the device drops leaves the zeroed buffer: every byte is read back, so it cannot pass."""
-    copy = hip_copy()
+    copy = hip_copy(direction=direction)
     real = hip._copy
-    monkeypatch.setattr(hip, "_copy", lambda dst, src, size, kind: real(dst, src, size, kind) if kind == 2 else (lambda: None))
+    # the timed copy only (hipMemcpyAsync, the call being made): verify's own hipMemcpy calls still run
+    monkeypatch.setattr(hip, "_copy", lambda dst, src, size, kind: (lambda: None) if kind == dropped and hip.calls[-1] == "hipMemcpyAsync"
+                        else real(dst, src, size, kind))  # fmt: skip
     with pytest.raises(VerificationError, match="bytes differ from the source"):
         copy.verify()
     copy.close()

@@ -3,7 +3,8 @@
 Modes:
 - raw_pinned: from page-locked host memory (hipHostMalloc), copied by the GPU's DMA engine;
 - raw_pageable: the same call from an ordinary NumPy array, which HIP stages through pinned buffers of its own.
-Each sample is one copy and its wait (per call): the launch and synchronization latency is in every sample.
+Each copies host to device, or with -d d2h device to host (into the same kinds of host buffer). Each
+sample is one copy and its wait (per call): the launch and synchronization latency is in every sample.
 
 Made with ctypes over HIP's own runtime library, libamdhip64, rather than CuPy's ROCm build: CuPy's ROCm
 wheels are made for single ROCm releases (cupy-rocm-5-0, cupy-rocm-7-0; none for ROCm 6, where it must be
@@ -28,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from xferbench.core.spec import HOST_TO_DEVICE, SeriesKey, Spec
+from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, SeriesKey, Spec
 from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
-from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, fill_pattern, make_source
+from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, fill_pattern, make_source, read_host
 
 LIBRARY = "libamdhip64.so"
 RAW_MODES = ("raw_pinned", "raw_pageable")
@@ -155,14 +156,17 @@ def amd_device_name(hip: Runtime, index: int) -> str:
 
 
 class HipCopy(Transfer):
-    """One hipMemcpyAsync per call between two events on a non-blocking stream of its own."""
+    """One hipMemcpyAsync per call between two events on a non-blocking stream of its own: host to device,
+    or device to host (d2h: the device buffer holds `expected`, and the host buffer is the destination)."""
 
     def __init__(self, spec: Spec) -> None:
         self.hip = runtime()
         key = spec.series
         self.label, self.nbytes, self.method, self.transfers = key.label(), spec.nbytes, key.method, 0
+        self.d2h = key.direction == D2H
         self.pinned = self.gpu = self.stream = self.start = self.end = 0
         self.host: np.ndarray | None = None
+        self.expected: np.ndarray | None = None
         try:
             self._prepare(spec)
         except BaseException:  # out of device memory, say: what was made must not outlive the point
@@ -182,11 +186,17 @@ class HipCopy(Transfer):
         self.gpu = hip.pointer("hipMalloc", spec.nbytes)
         self.stream = hip.pointer("hipStreamCreateWithFlags", STREAM_NON_BLOCKING)
         self.start, self.end = hip.pointer("hipEventCreate"), hip.pointer("hipEventCreate")
+        if self.d2h:  # the device buffer holds bytes to bring back from the start, as a source does
+            self.expected = make_source(spec.batch_shape)
+            hip.call("hipMemcpy", self.gpu, self.expected.ctypes.data, self.nbytes, HOST_TO_DEVICE_KIND)
 
     def __call__(self) -> float:
         hip = self.hip
         hip.call("hipEventRecord", self.start, self.stream)
-        hip.call("hipMemcpyAsync", self.gpu, self.host.ctypes.data, self.nbytes, HOST_TO_DEVICE_KIND, self.stream)
+        if self.d2h:
+            hip.call("hipMemcpyAsync", self.host.ctypes.data, self.gpu, self.nbytes, DEVICE_TO_HOST_KIND, self.stream)
+        else:
+            hip.call("hipMemcpyAsync", self.gpu, self.host.ctypes.data, self.nbytes, HOST_TO_DEVICE_KIND, self.stream)
         hip.call("hipEventRecord", self.end, self.stream)
         hip.call("hipEventSynchronize", self.end)
         self.transfers += 1
@@ -199,6 +209,13 @@ class HipCopy(Transfer):
 
     def verify(self) -> None:
         hip = self.hip
+        if self.d2h:  # new bytes on the device, zeros in the host buffer, then one copy back and every byte compared
+            fill_pattern(self.expected, variant=2)
+            hip.call("hipMemcpy", self.gpu, self.expected.ctypes.data, self.nbytes, HOST_TO_DEVICE_KIND)
+            self.host.fill(0)
+            self.once()
+            check_all(self.expected, read_host(self.host), f"{self.label} (d2h)")
+            return
         fill_pattern(self.host, variant=1)  # new bytes: leftovers from warm-up cannot match
         hip.call("hipMemset", self.gpu, 0, self.nbytes)
         hip.call("hipDeviceSynchronize")  # the memset ran on the null stream, which a non-blocking stream does not wait for
@@ -216,7 +233,7 @@ class HipCopy(Transfer):
             if handle:
                 hip.call(name, handle)
         self.start = self.end = self.stream = self.gpu = 0
-        self.host = None
+        self.host = self.expected = None
         if self.pinned:  # after dropping the array that views it
             hip.call("hipHostFree", self.pinned)
             self.pinned = 0
@@ -257,14 +274,21 @@ class HipBackend(Backend):
             return f"hip/{key.mode} runs on AMD GPUs (cuda:N with ROCm), not on {key.device}"
         return None
 
+    def directions(self, mode: str) -> tuple[str, ...]:
+        return (H2D, D2H)
+
     def describe(self, key: SeriesKey, params: dict[str, Any]) -> SeriesInfo:
         hip = runtime()
-        info = {"call": "hipMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer",
-                "hip": hip.version(), "library": hip.path}  # fmt: skip
-        note = "from pageable memory HIP stages the copy through pinned buffers of its own" if key.mode == "raw_pageable" else None
+        d2h = key.direction == D2H
+        call = ("hipMemcpyAsync(DeviceToHost) on a non-blocking stream from a device buffer into the host buffer" if d2h
+                else "hipMemcpyAsync(HostToDevice) on a non-blocking stream into a preallocated buffer")  # fmt: skip
+        info = {"call": call, "hip": hip.version(), "library": hip.path}
+        note = None
+        if key.mode == "raw_pageable":
+            note = f"{'into' if d2h else 'from'} pageable memory HIP stages the copy through pinned buffers of its own"
         return SeriesInfo(
             device_name=amd_device_name(hip, device_index(key.device)),
-            transfer=HOST_TO_DEVICE,
+            transfer=DEVICE_TO_HOST if d2h else HOST_TO_DEVICE,
             clock="time.perf_counter",
             sync="hipEventSynchronize on the event recorded after each copy",
             device_clock=EVENTS,
@@ -273,8 +297,8 @@ class HipBackend(Backend):
         )
 
     def host_bytes(self, spec: Spec) -> int:
-        """The host buffer and the verification's read-back chunk."""
-        return spec.nbytes + min(spec.nbytes, VERIFY_CHUNK_BYTES)
+        """The host buffer and the verification's read-back chunk; for d2h, what the copy is checked against."""
+        return spec.nbytes * (1 + (spec.series.direction == D2H)) + min(spec.nbytes, VERIFY_CHUNK_BYTES)
 
     def prepare(self, spec: Spec, params: dict[str, Any]) -> Transfer:
         return HipCopy(spec)
