@@ -48,7 +48,7 @@ def test_a_rocm_sweep_names_the_amd_gpu_its_link_and_measures_hip_and_torch_thro
     from xferbench.core.results import load
     from xferbench.core.telemetry import fraction_of_raw, link_ceiling
 
-    r, data = simulated_rocm_sweep(tmp_path, "-f", "hip", "-f", "torch")
+    r, data = simulated_rocm_sweep(tmp_path, "-f", "hip", "-f", "torch", "-d", "h2d", "-d", "d2h")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
     (gpu,) = [d for d in data["environment"]["devices"] if d["id"] != "cpu"]
     assert (gpu["id"], gpu["vendor"], gpu["name"], gpu["gfx_arch"]) == ("cuda:0", "AMD", "AMD Instinct MI300X", "gfx942")
@@ -58,24 +58,29 @@ def test_a_rocm_sweep_names_the_amd_gpu_its_link_and_measures_hip_and_torch_thro
     assert (link["numa_node"], link["numa_node_source"]) == (0, "amdsmi_topo_get_numa_node_number")
     assert data["environment"]["amdsmi"]["available"] is True
     result = load(tmp_path / "rocm.json")
-    assert [(s.framework, s.mode, s.status) for s in result.series] == [
-        ("hip", "raw_pinned", "ok"), ("hip", "raw_pageable", "ok"), ("torch", "pageable", "ok"), ("torch", "pinned", "ok"),
-        ("torch", "pinned_into", "ok")]  # fmt: skip
+    assert [(s.framework, s.mode, s.direction, s.status) for s in result.series] == [
+        ("hip", "raw_pinned", "h2d", "ok"), ("hip", "raw_pinned", "d2h", "ok"), ("hip", "raw_pageable", "h2d", "ok"),
+        ("hip", "raw_pageable", "d2h", "ok"), ("torch", "pageable", "h2d", "ok"), ("torch", "pageable", "d2h", "ok"),
+        ("torch", "pinned", "h2d", "ok"), ("torch", "pinned", "d2h", "skipped"), ("torch", "pinned_into", "h2d", "ok"),
+        ("torch", "pinned_into", "d2h", "ok")]  # fmt: skip
+    result.series = [s for s in result.series if s.status == "ok"]
     for series in result.series:
-        assert series.device == "cuda:0" and series.device_name == "AMD Instinct MI300X" and series.transfer == "host-to-device"
+        assert series.device == "cuda:0" and series.device_name == "AMD Instinct MI300X"
+        assert series.transfer == {"h2d": "host-to-device", "d2h": "device-to-host"}[series.direction]
         assert all(p.status == "ok" for p in series.points)
         gbps, label = link_ceiling(series, result.environment)
         assert (gbps, label) == (63.0, f"{GEN5_X16}; read Gen4 x16 before the run")
         assert series.numa["node"] == 0  # bound to the GPU's node, as amdsmi named it
         assert series.link["reason"] == "NVML samples NVIDIA GPUs only: this AMD GPU's link was not sampled under load"
-    hip = result.series[0]
+    hip, back = result.series[0], result.series[1]
     assert hip.params["call"].startswith("hipMemcpyAsync(HostToDevice)") and hip.device_clock.startswith("hipEvent pair")
+    assert back.params["call"].startswith("hipMemcpyAsync(DeviceToHost)") and back.device_clock.startswith("hipEvent pair")
     assert hip.sync == "hipEventSynchronize on the event recorded after each copy"
-    torch = result.series[2]
+    torch = result.series[4]
     assert (torch.sync, torch.device_clock) == ("torch.cuda.synchronize (hipDeviceSynchronize)", "torch.cuda.Event (a hipEvent)")
     assert fraction_of_raw(torch, result.series) is not None  # read against the HIP ceiling of the same run
     said = " ".join(r.stdout.split())
-    assert said.count("of the raw ceiling (hip/raw_pinned/copy)") == 4
+    assert said.count("of the raw ceiling (hip/raw_pinned/copy)") == 7  # h2d: hip raw_pageable and torch's 3; d2h: those with a d2h path
 
 
 @pytest.mark.slow
