@@ -43,7 +43,7 @@ def simulated_rocm_sweep(tmp_path: Path, *args: str, name: str = "rocm", **setti
 @pytest.mark.slow
 def test_a_rocm_sweep_names_the_amd_gpu_its_link_and_measures_hip_and_torch_through_the_worker(tmp_path) -> None:
     """--device auto picks the AMD GPU (cuda:0 to PyTorch for ROCm); the raw hipMemcpyAsync ceiling and torch's
-    three default paths measure and verify; the file names the GPU as AMD's, with its architecture, ROCm, and
+    three default paths measure and verify, both ways where they can; the file names the GPU as AMD's, with its architecture, ROCm, and
     the link and NUMA node amdsmi read, and reads each series against that Gen5 x16 link."""
     from xferbench.core.results import load
     from xferbench.core.telemetry import fraction_of_raw, link_ceiling
