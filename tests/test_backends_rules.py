@@ -41,6 +41,7 @@ from xferbench.measuring.backends import host, pipeline
 from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.measuring.backends.cuda import CudaBackend
 from xferbench.measuring.backends.cupy import CupyBackend
+from xferbench.measuring.backends.hip import HipBackend
 from xferbench.measuring.backends.host import HostBackend, HostCopy, StagedCopy
 from xferbench.measuring.backends.jax import JaxBackend
 from xferbench.measuring.backends.pipeline import (
@@ -148,8 +149,8 @@ def key(framework: str = "x", mode: str = "m", device: str = "cpu", **kwargs: An
 
 def test_the_registry_holds_each_framework_once_by_its_name_raw_reference_first() -> None:
     """The registry's frameworks, their classes and their order (the raw reference before every curve read against it)."""
-    assert list(BACKENDS) == ["cuda", "torch", "tf", "jax", "cupy", "host", "sim"]
-    classes = [CudaBackend, TorchBackend, TFBackend, JaxBackend, CupyBackend, HostBackend, SimBackend]
+    assert list(BACKENDS) == ["cuda", "hip", "torch", "tf", "jax", "cupy", "host", "sim"]
+    classes = [CudaBackend, HipBackend, TorchBackend, TFBackend, JaxBackend, CupyBackend, HostBackend, SimBackend]
     assert [type(b) for b in BACKENDS.values()] == classes
     assert all(name == b.name for name, b in BACKENDS.items())
     assert OPS == ("copy", "seed") and backends.OPS is OPS
@@ -209,7 +210,7 @@ def test_get_backend_returns_the_registered_one_and_says_what_to_do_otherwise(mo
     """An unknown name lists every framework; one not installed gives missing()'s line; one installed is returned."""
     with pytest.raises(XferbenchError) as unknown:
         get_backend("nope")
-    assert str(unknown.value) == "unknown framework 'nope'; choose from: cuda, torch, tf, jax, cupy, host, sim"
+    assert str(unknown.value) == "unknown framework 'nope'; choose from: cuda, hip, torch, tf, jax, cupy, host, sim"
     assert type(unknown.value) is XferbenchError
     installed(monkeypatch, absent=("jax",))
     with pytest.raises(XferbenchError) as missing:
@@ -251,7 +252,7 @@ def test_mode_help_lists_each_frameworks_default_modes_then_those_run_only_when_
 def test_mode_help_of_the_real_registry_ends_with_sim_and_names_the_raw_copies_left_to_mode() -> None:
     """The real help: sim needs -f, and the raw reference's registered and write-combined copies are named only."""
     said = mode_defaults()
-    assert said.startswith("Default: cuda: raw_pinned, raw_pageable; torch: ")
+    assert said.startswith("Default: cuda: raw_pinned, raw_pageable; hip: raw_pinned, raw_pageable; torch: ")
     assert "; host: numpy; sim: link (with -f sim). Run only when named: cuda: raw_registered, raw_pinned_wc; " in said
 
 

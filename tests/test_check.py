@@ -156,7 +156,7 @@ def node_check(monkeypatch, tmp_path):
     from xferbench.core.results import OutputFile, load
 
     def run(result: Result, *args: str):
-        monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+        monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: True)
 
         def measured(config, out_path, overwrite):
             output = OutputFile(tmp_path / f"{result.environment['host']}.json")

@@ -108,11 +108,11 @@ def test_out_of_memory_is_reported_but_not_a_failure(tmp_path, fake_backend) -> 
         (["--shape", "256x"], "give positive integers joined by 'x'"),
         (["--shape", "256x0x3"], "give positive integers joined by 'x'"),
         (["--shape", "big"], "give positive integers joined by 'x'"),
-        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: cuda, torch, tf, jax, cupy, host, sim"),
+        (["-f", "mxnet"], "unknown framework 'mxnet'; choose from: cuda, hip, torch, tf, jax, cupy, host, sim"),
         (["-f", "host", "-m", "warp"], "unknown mode 'warp'; valid modes are host: numpy"),
         (["--op", "cast"], "unknown op 'cast'; choose from: copy, seed"),
         (["-f", "host", "--op", "seed"], "the seed op is not defined for host"),
-        (["--device", "tpu"], "unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N or mps"),
+        (["--device", "tpu"], "unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps"),
         (["-f", "torch", "--device", "cuda:7"], "device 'cuda:7' is not present; devices present: cpu"),
         (["-f", "host", "--batch-sizes", "1,1000000"], "GB of host memory but"),
         (["-f", "sim", "--sim-bandwidth-gbps", "0"], "--sim-bandwidth-gbps > 0"),
@@ -175,7 +175,7 @@ def test_paths_lists_availability_and_reasons() -> None:
     r = runner.invoke(app, ["paths", "--all"], env={"COLUMNS": "250"})
     assert r.exit_code == 0
     rows = [line for line in r.stdout.splitlines() if "│" in line]
-    rows = [row for row in rows if "torch" in row or "sim" in row]
+    rows = [row for row in rows if row.split("│")[1].strip() in ("torch", "sim")]  # by the framework column: a reason may name torch
     pinned_cpu = next(row for row in rows if "pinned_into" in row and " cpu " in row)
     assert "unavailable" in pinned_cpu and "pinned host memory needs a CUDA device" in pinned_cpu
     pageable_cpu = next(row for row in rows if "pageable" in row and " cpu " in row)
@@ -199,7 +199,7 @@ def test_paths_and_env_without_a_gpu_start_no_framework(monkeypatch) -> None:
     rows = [line for line in r.stdout.splitlines() if "│" in line]
     assert rows and not any(" cuda " in row or " mps " in row for row in rows)
     assert any("torch" in row and "pageable" in row and " cpu " in row for row in rows) == HAS_TORCH
-    assert "on devices this machine lacks (cuda, mps) are not shown; --all lists them" in r.stdout
+    assert "on devices this machine lacks (cuda, mps, xpu) are not shown; --all lists them" in r.stdout
     r = runner.invoke(app, ["env"])
     assert r.exit_code == 0 and json.loads(r.stdout)["devices"][0]["id"] == "cpu"
 

@@ -272,7 +272,7 @@ def test_a_path_that_is_not_a_registered_framework_and_mode_lists_them(text: str
     with pytest.raises(XferbenchError) as refused:
         cli.check_paths(["cuda/raw_pinned", text])
     assert str(refused.value) == (
-        f"--path {text!r}: give FRAMEWORK/MODE, one of cuda/{{raw_pinned,raw_pageable,raw_registered,raw_pinned_wc}}; torch/{{pageable,"
+        f"--path {text!r}: give FRAMEWORK/MODE, one of cuda/{{raw_pinned,raw_pageable,raw_registered,raw_pinned_wc}}; hip/{{raw_pinned,raw_pageable}}; torch/{{pageable,"
         "pinned,pinned_into,pin_per_call,tensor,pin,pageable_into,loader,loader_workers,loader_pin,loader_pin_workers}; tf/{eager,function,jit,"
         "dataset,prefetch_to_device,copy_to_device,generator}; jax/{device_put,pinned_host}; cupy/{asarray}")
 
@@ -311,7 +311,7 @@ def test_python_names_a_framework_or_applies_to_every_isolated_one_swept(tmp_pat
     ("tf={p}.none", ("tf",), "--python tf={p}.none: '{p}.none' is not an executable Python interpreter"),
     ("tf={plain}", ("tf",), "--python tf={plain}: '{plain}' is not an executable Python interpreter"),
     ("tf={folder}", ("tf",), "--python tf={folder}: '{folder}' is not an executable Python interpreter"),
-    ("mx={p}", (), "--python mx={p}: unknown framework 'mx'; choose from: cuda, torch, tf, jax, cupy, host, sim"),
+    ("mx={p}", (), "--python mx={p}: unknown framework 'mx'; choose from: cuda, hip, torch, tf, jax, cupy, host, sim"),
 ])  # fmt: skip
 def test_a_python_without_a_framework_or_an_interpreter_is_refused(tmp_path: Path, value: str, frameworks: tuple[str, ...],
                                                                   message: str) -> None:  # fmt: skip
@@ -753,7 +753,7 @@ def gpu(device: str, *statuses: str) -> checking.DeviceVerdict:
 def node_check(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """check on a machine with a CUDA GPU and PyTorch, with measure_check and the verdicts replaced by recorders."""
     calls = SimpleNamespace(measured=[], judged=[], found=[gpu("cuda:0", PASS)], result=Result({"host": "a"}, {}, "2026", [], "complete"))
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: True)
     monkeypatch.setattr(BACKENDS["torch"], "missing", lambda: None)
 
     def measure(config: SweepConfig, out_path: str | None, overwrite: bool) -> tuple[Result, OutputFile]:
@@ -819,7 +819,7 @@ def test_check_takes_the_largest_batch_and_the_raw_copy_alone(node_check: Simple
     (["--shape", "x"], "--shape 'x': give positive integers joined by 'x', e.g. 256x256x3"),
     (["--baseline", "missing.json"], "missing.json: no such file"),
     (["-p", "torch"], "--path 'torch': give FRAMEWORK/MODE, one of cuda/{raw_pinned,raw_pageable,raw_registered,raw_pinned_wc};"
-                      " torch/{pageable,pinned,pinned_into,pin_per_call,tensor,pin,pageable_into,loader,loader_workers,loader_pin,loader_pin_workers};"
+                      " hip/{raw_pinned,raw_pageable}; torch/{pageable,pinned,pinned_into,pin_per_call,tensor,pin,pageable_into,loader,loader_workers,loader_pin,loader_pin_workers};"
                       " tf/{eager,function,jit,dataset,prefetch_to_device,copy_to_device,generator}; jax/{device_put,pinned_host};"
                       " cupy/{asarray}"),
     (["-o", "taken.json"], "taken.json already exists; choose another --out, or add --overwrite to replace it"),
@@ -834,7 +834,7 @@ def test_bad_check_input_is_one_line_exit_2_before_measuring(node_check: SimpleN
 
 def test_check_without_an_nvidia_gpu_measures_nothing(node_check: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
     """check on a machine with no CUDA GPU (an Apple one counts for nothing): one line, exit 2."""
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["mps"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: False)
     r = invoke("check")
     assert (r.exit_code, r.stdout) == (2, "") and node_check.measured == []
     assert r.stderr == ("error: nothing to check: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML sees"
@@ -1302,7 +1302,7 @@ def validating(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """validate on a machine with a CUDA GPU, with find_peers, Validation and run replaced by recorders."""
     calls = SimpleNamespace(peers=[], made=[], runs=[], checks=[Verdict("link", PASS, "ran [bold]Gen5[/bold]")],
                             missing={"bandwidthTest": "bandwidthTest is not on PATH: build [it]"}, echoed="step [one]: " + "y" * 200)
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: True)
     monkeypatch.setattr(validate_command, "find_peers", lambda given: calls.peers.append(given) or ({"nvbandwidth": "/x/nvb"}, calls.missing))
     monkeypatch.setattr(validate_command, "Validation", lambda *args: calls.made.append(args) or SimpleNamespace(folder=Path("the folder")))
 
@@ -1373,7 +1373,7 @@ def test_validate_without_an_nvidia_gpu_or_with_a_bad_peer_runs_nothing(validati
     """validate: no CUDA GPU here, or find_peers' error, is one line and exit 2."""
     monkeypatch.setattr(validate_command, "find_peers", raising(XferbenchError("--peer x: no executable file there")))
     assert invoke("validate").stderr == "error: --peer x: no executable file there\n"
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["mps"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: False)
     r = invoke("validate")
     assert (r.exit_code, r.stdout) == (2, "") and validating.made == []
     assert r.stderr == ("error: nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML sees"
@@ -1518,7 +1518,7 @@ def frameworks(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     return calls
 
 
-INSTALLED = ["torch", "tf", "jax", "cupy", "host", "sim"]
+INSTALLED = ["hip", "torch", "tf", "jax", "cupy", "host", "sim"]
 
 
 def test_env_without_a_gpu_starts_no_framework_and_prints_the_capture_as_json(frameworks: SimpleNamespace) -> None:
@@ -1598,7 +1598,7 @@ def test_paths_without_a_gpu_lists_this_machines_devices_from_the_backends_alone
     r = invoke("paths")
     assert (r.exit_code, r.stderr) == (0, "")
     assert path_rows.frameworks.started == []
-    assert path_rows.asked == [({"torch": ["cpu"], "tf": ["cpu"], "jax": ["cpu"], "cupy": [], "host": ["cpu"], "sim": ["sim"]}, {})]
+    assert path_rows.asked == [({"hip": [], "torch": ["cpu"], "tf": ["cpu"], "jax": ["cpu"], "cupy": [], "host": ["cpu"], "sim": ["sim"]}, {})]
     assert path_rows.autos == [["cpu", "cpu", "cpu", "cpu"]]
     assert path_rows.flags == [("torch", "pinned", "cpu", "cpu"), ("sim", "link", "sim", "cpu"), ("host", "numpy", "cpu", "cpu")]
     (table, _), *_ = consoles.out.calls
@@ -1634,7 +1634,7 @@ def test_paths_with_a_gpu_or_all_asks_each_framework_and_shows_its_devices(path_
 def test_the_sweep_help_names_the_frameworks_and_the_default_batch_sizes() -> None:
     """sweep's --framework help lists every framework and those a default sweep leaves out; --batch-sizes shows its default spaced."""
     params = {p.name: p for p in typer.main.get_command(cli.app).commands["sweep"].params}  # type: ignore[attr-defined]
-    assert params["framework"].help == ("Repeatable or comma-separated: cuda, torch, tf, jax, cupy, host, sim. Default: every installed"
+    assert params["framework"].help == ("Repeatable or comma-separated: cuda, hip, torch, tf, jax, cupy, host, sim. Default: every installed"
                                         " one except sim.")  # fmt: skip
     assert (params["batch_sizes"].default, params["batch_sizes"].show_default) == ("1,2,4,8,16,32,64,128,256,512",
                                                                                   "1, 2, 4, 8, 16, 32, 64, 128, 256, 512")  # fmt: skip

@@ -345,7 +345,7 @@ def test_an_apple_silicon_mac_names_its_gpu_with_its_core_count(monkeypatch) -> 
     assert env.apple_gpu_name() == "Apple M1 Pro (16-core GPU)"
     assert env.mps_device() == {"id": "mps", "kind": "mps", "name": "Apple M1 Pro (16-core GPU)", "chip": "Apple M1 Pro",
                                 "gpu_cores": 16, "gpu_cores_source": IOREG_SOURCE, "memory_bytes": 17179869184,
-                                "unified_memory": True}  # fmt: skip
+                                "unified_memory": True, "vendor": "Apple", "runtime": "Metal", "host_link": "unified memory"}  # fmt: skip
 
 
 def test_without_a_core_count_or_chip_name_the_gpu_is_named_from_what_is_known(monkeypatch) -> None:
@@ -368,7 +368,7 @@ def test_an_intel_mac_gpu_is_not_named_after_its_cpu_and_does_not_share_memory(m
     described = {"id": "mps:0", "name": "AMD Radeon Pro 5500M", "memory_bytes": 1, "capability": None}
     assert env.mps_device(described) == {"id": "mps", "name": "the GPU of an Intel Mac (MPS)", "memory_bytes": 4_000_000 * 4096,
                                          "capability": None, "kind": "mps", "chip": "Intel(R) Core(TM) i9-9880H",
-                                         "gpu_cores": None, "gpu_cores_source": NO_CORES, "unified_memory": False}  # fmt: skip
+                                         "gpu_cores": None, "gpu_cores_source": NO_CORES, "unified_memory": False, "vendor": "Apple", "runtime": "Metal", "host_link": None}  # fmt: skip
 
 
 # --- CPU lists, the OS and its limits --------------------------------------------------------------

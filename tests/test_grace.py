@@ -193,6 +193,24 @@ def test_capture_labels_a_grace_node_and_keeps_what_a_backend_set(monkeypatch) -
     assert "vendor" not in environment.device_entry(env, "cpu")
 
 
+def test_a_grace_gpu_torch_described_is_still_labelled_by_nvmls_c2c_facts(monkeypatch) -> None:
+    """PyTorch cannot tell a Grace node's link from PCIe: the entry its backend writes names the vendor only, so
+    the capture's NVML facts decide the runtime and the NVLink-C2C link."""
+    from test_pytorch_rules import CudaTorch
+
+    from xferbench.measuring.backends import pytorch
+
+    fake = NodeNVML("grace", 1, GH200, c2c_links=LINKS)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(environment.platform, "machine", lambda: "aarch64")
+    torch = CudaTorch(gpus=1, mps=False)
+    torch.props[0].uuid = fake.nvmlDeviceGetUUID(0)
+    monkeypatch.setattr(pytorch, "_torch", lambda: torch)
+    env = environment.capture({"torch": pytorch.TorchBackend().environment()})
+    gpu = environment.device_entry(env, "cuda:0")
+    assert (gpu["vendor"], gpu["runtime"], gpu["host_link"]) == ("NVIDIA", "CUDA 12.4", "NVLink-C2C")
+
+
 def test_capture_labels_an_apple_gpu_metal_and_unified_memory(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML(init_error=FakeNVMLError("Driver Not Loaded")))
     env = environment.capture({"torch": {"devices": [{"id": "mps", "kind": "mps", "name": "mps"}]}})

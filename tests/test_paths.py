@@ -302,7 +302,7 @@ def test_path_availability_without_torch(monkeypatch) -> None:
     rows = path_availability({"tf": ["cpu"], "host": ["cpu"], "sim": ["sim"]})
     assert all("pip install 'xferbench[cupy]'" in r.reason for r in rows if r.framework in ("cuda", "cupy"))
     torch_rows = [r for r in rows if r.framework == "torch"]
-    assert len(torch_rows) == 33  # 11 modes (7 copies, 4 DataLoaders) x cpu, cuda, mps
+    assert len(torch_rows) == 44  # 11 modes (7 copies, 4 DataLoaders) x cpu, cuda, xpu, mps
     assert all("pip install 'xferbench[torch]'" in r.reason for r in torch_rows)
     assert [r for r in rows if r.framework == "host"] == [("host", "numpy", ("copy",), "cpu", None), ("host", "staged", ("copy",), "cpu", None)]
 

@@ -494,10 +494,12 @@ def test_the_environment_records_each_gpus_properties_and_the_apple_gpu(torch: C
     """Name, memory, capability, uuid (None where absent or empty) and PCI address of each GPU, then the Apple GPU."""
     torch.props[0].uuid, torch.props[0].pci_domain_id, torch.props[0].pci_bus_id, torch.props[0].pci_device_id = "GPU-ab", 0, 0x1B, 0
     torch.props[1].uuid = ""
+    # an NVIDIA GPU: the runtime (the driver's CUDA) and the host link (PCIe or NVLink-C2C) come from NVML at capture
     assert TorchBackend().environment() == {"version": "2.14.1+cu130", "cuda": "13.0", "threads": 7, "devices": [
         {"id": "cuda:0", "kind": "cuda", "name": "GPU 0", "memory_bytes": 2**30, "capability": "9.0", "uuid": "GPU-ab",
-         "pci_bus_id": "0000:1b:00.0"},
-        {"id": "cuda:1", "kind": "cuda", "name": "GPU 1", "memory_bytes": 2**31, "capability": "9.1", "uuid": None, "pci_bus_id": None},
+         "pci_bus_id": "0000:1b:00.0", "vendor": "NVIDIA"},
+        {"id": "cuda:1", "kind": "cuda", "name": "GPU 1", "memory_bytes": 2**31, "capability": "9.1", "uuid": None, "pci_bus_id": None,
+         "vendor": "NVIDIA"},
         {"id": "mps", "kind": "mps", "name": "Test Apple GPU"}]}  # fmt: skip
     del torch.props[1].uuid
     torch.backends.mps.is_available = lambda: False

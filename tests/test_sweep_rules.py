@@ -253,9 +253,9 @@ def test_an_explicit_device_is_checked_against_what_the_frameworks_see() -> None
     assert sweep.resolve_device("cuda", runners) == "cuda:0"
     assert sweep.resolve_device(" Cuda:1", runners) == "cuda:1"
     assert sweep.resolve_device("cpu", runners) == "cpu"
-    fail("unknown device 'gpu'; use auto, all, cpu, cuda, cuda:N or mps", sweep.resolve_device, "gpu", runners)
-    fail("unknown device 'cuda:x'; use auto, all, cpu, cuda, cuda:N or mps", sweep.resolve_device, "cuda:x", runners)
-    fail("unknown device 'xcpu'; use auto, all, cpu, cuda, cuda:N or mps", sweep.resolve_device, "xcpu", runners)
+    fail("unknown device 'gpu'; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps", sweep.resolve_device, "gpu", runners)
+    fail("unknown device 'cuda:x'; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps", sweep.resolve_device, "cuda:x", runners)
+    fail("unknown device 'xcpu'; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps", sweep.resolve_device, "xcpu", runners)
     fail("device 'cuda:2' is not present; devices present: cpu, cuda:0, cuda:1; plain sees no cuda:2 device here"
          " (it sees: cpu); gpu sees no cuda:2 device here (it sees: cpu, cuda:0, cuda:1)",
          sweep.resolve_device, "cuda:2", runners)  # fmt: skip
@@ -270,7 +270,7 @@ def test_a_device_name_no_framework_could_mean_is_refused_before_any_worker_star
 
     monkeypatch.setattr(sweep, "start_runners", no_start)
     for device in ("tpu", "cpu,tpu", "all,TPU "):
-        fail("unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N or mps", sweep.make_plan,
+        fail("unknown device 'tpu'; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps", sweep.make_plan,
              SweepConfig(frameworks=("torch",), device=device))  # fmt: skip
     with pytest.raises(AssertionError, match="was started"):  # every name any framework could mean goes on
         sweep.make_plan(SweepConfig(frameworks=("torch",), device="all,cuda:3,cpu, auto"))

@@ -153,7 +153,7 @@ def test_validate_writes_the_folder_and_the_verdict(gpu_machine, tmp_path) -> No
 def test_without_a_gpu_validate_refuses_in_one_line(tmp_path, monkeypatch) -> None:
     from xferbench.core import environment
 
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: [])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: False)
     said = CliRunner().invoke(app, ["validate", str(tmp_path / "v")])
     assert said.exit_code == 2
     assert said.output.startswith("error: nothing to validate: no NVIDIA GPU here") and "Traceback" not in said.output
@@ -170,7 +170,7 @@ def test_without_a_gpu_validate_refuses_in_one_line(tmp_path, monkeypatch) -> No
 def test_bad_input_exits_2_in_one_line(args, message, monkeypatch) -> None:
     from xferbench.core import environment
 
-    monkeypatch.setattr(environment, "accelerator_kinds", lambda: ["cuda"])
+    monkeypatch.setattr(environment, "nvidia_gpu_present", lambda: True)
     said = CliRunner().invoke(app, ["validate", *args])
     assert said.exit_code == 2 and message in said.output and "Traceback" not in said.output
 

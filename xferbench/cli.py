@@ -146,7 +146,7 @@ _NOT_DEFAULT = ", ".join(b.name for b in BACKENDS.values() if not b.in_default_s
 @app.command()
 def sweep(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help=f"Repeatable or comma-separated: {', '.join(BACKENDS)}. Default: every installed one except {_NOT_DEFAULT}.")] = None,
-    device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N or mps; repeatable, each device in turn. auto picks CUDA, then MPS, then the CPU.", show_default=False)] = None,
+    device: Annotated[Optional[list[str]], typer.Option("--device", help="auto (default), all (every CUDA GPU), cpu, cuda, cuda:N (an NVIDIA GPU, or an AMD GPU with PyTorch for ROCm), xpu, xpu:N (an Intel GPU) or mps; repeatable, each device in turn. auto picks CUDA, then XPU, then MPS, then the CPU.", show_default=False)] = None,
     concurrent: Annotated[bool, typer.Option("--concurrent", help="With several devices: after each device alone, run each path on all of them at once (a worker per device, starting each point together), with each device's figure, their sum and each one's ratio to its solo run.")] = False,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help=f"Repeatable or comma-separated. {mode_defaults()} A path the device cannot run is skipped; xferbench paths says which run by default.")] = None,
     jit: Annotated[bool, typer.Option("--jit", help="TensorFlow's jit mode only (tf.function with jit_compile=True): shorthand for --framework tf --mode jit.")] = False,
@@ -297,7 +297,7 @@ def check(
         item = parse_shape(shape)
         base = load(baseline) if baseline is not None else None
         paths = check_paths(path or ())
-        if "cuda" not in environment.accelerator_kinds():
+        if not environment.nvidia_gpu_present():
             raise XferbenchError("nothing to check: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); check measures each CUDA GPU's link")  # fmt: skip
         frameworks = tuple(dict.fromkeys(("cuda", *(name for name, _ in paths))))
@@ -659,7 +659,7 @@ def validate(
         if max_minutes is not None and not (math.isfinite(max_minutes) and 0 < max_minutes <= MAX_VALIDATE_MINUTES):
             raise XferbenchError(f"--max-minutes {max_minutes:g}: give minutes above 0 and at most {MAX_VALIDATE_MINUTES}"
                                  " (validate prints its estimated duration before it starts)")  # fmt: skip
-        if "cuda" not in environment.accelerator_kinds():
+        if not environment.nvidia_gpu_present():
             raise XferbenchError("nothing to validate: no NVIDIA GPU here (no driver entry in /proc/driver/nvidia/gpus, and NVML"
                                  " sees none); validate checks a CUDA GPU's link, and `xferbench sweep` runs on this machine as it is")  # fmt: skip
         peers, missing = validate_command.find_peers(peer or ())

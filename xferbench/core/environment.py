@@ -222,7 +222,8 @@ def mps_device(described: dict[str, Any] | None = None) -> dict[str, Any]:
     facts = mac_facts()
     return {**(described or {}), "id": "mps", "kind": "mps", "name": apple_gpu_name(), "chip": facts.get("chip"),
             "gpu_cores": facts.get("gpu_cores"), "gpu_cores_source": facts.get("gpu_cores_source"),
-            "memory_bytes": facts.get("memory_bytes"), "unified_memory": apple_silicon()}  # fmt: skip
+            "memory_bytes": facts.get("memory_bytes"), "unified_memory": apple_silicon(), "vendor": "Apple",
+            "runtime": "Metal", "host_link": "unified memory" if apple_silicon() else None}  # fmt: skip
 
 
 def _text(value: Any) -> Any:
@@ -520,30 +521,68 @@ def nvml_info() -> dict[str, Any]:
         read(pynvml.nvmlShutdown)  # a failing shutdown must not cost the facts already read
 
 
-def accelerator_kinds() -> list[str]:
-    """The kinds of GPU this machine has, found without importing a framework, so commands that only
-    describe the machine answer at once: NVIDIA GPUs by the driver's /proc entries or NVML, Apple GPUs
-    by the platform (every Apple-silicon Mac has one)."""
-    kinds = []
+def nvidia_gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU: the driver's /proc entries, else NVML."""
     gpus = "/proc/driver/nvidia/gpus"
     try:
-        listed = os.path.isdir(gpus) and bool(os.listdir(gpus))
+        if os.path.isdir(gpus) and os.listdir(gpus):
+            return True
     except OSError:  # a container may hide the driver's entries: NVML is asked instead
-        listed = False
-    if listed:
-        kinds.append("cuda")
-    elif sys.platform != "darwin":
-        try:
-            import pynvml
+        pass
+    if sys.platform == "darwin":
+        return False
+    try:
+        import pynvml
 
-            pynvml.nvmlInit()
-            try:
-                if pynvml.nvmlDeviceGetCount() > 0:
-                    kinds.append("cuda")
-            finally:
-                pynvml.nvmlShutdown()
-        except Exception:  # no binding, no driver, no permission: no NVIDIA GPU to use
-            pass
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetCount() > 0
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no binding, no driver, no permission: no NVIDIA GPU to use
+        return False
+
+
+def amd_gpu_present() -> bool:
+    """Whether the kernel's amdgpu driver lists a GPU to ROCm: a node of its KFD topology with a gpu_id
+    other than 0 (the CPU's nodes have 0), as rocminfo reads it."""
+    nodes = f"{SYSFS}/class/kfd/kfd/topology/nodes"
+    try:
+        for node in os.listdir(nodes):
+            with open(f"{nodes}/{node}/gpu_id") as gpu_id:
+                if gpu_id.read().strip() not in ("", "0"):
+                    return True
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def intel_gpu_present() -> bool:
+    """Whether the kernel lists an Intel GPU (PCI vendor 0x8086) with a render node that Level Zero can
+    open: a DRM card driven by i915 or xe."""
+    try:
+        cards = [c for c in os.listdir(f"{SYSFS}/class/drm") if re.fullmatch(r"card\d+", c)]
+        for card in cards:
+            with open(f"{SYSFS}/class/drm/{card}/device/vendor") as vendor:
+                if vendor.read().strip().lower() == "0x8086" and os.path.basename(
+                        os.path.realpath(f"{SYSFS}/class/drm/{card}/device/driver")) in ("i915", "xe"):  # fmt: skip
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def accelerator_kinds() -> list[str]:
+    """The kinds of GPU this machine has, by the device names frameworks give them, found without importing
+    a framework, so commands that only describe the machine answer at once: NVIDIA GPUs by the driver's
+    /proc entries or NVML, AMD GPUs by the kernel's KFD topology (PyTorch for ROCm names them cuda, as
+    it does NVIDIA's), Intel GPUs by their DRM cards (xpu), Apple GPUs by the platform (every
+    Apple-silicon Mac has one)."""
+    kinds = []
+    if nvidia_gpu_present() or (sys.platform == "linux" and amd_gpu_present()):
+        kinds.append("cuda")
+    if sys.platform == "linux" and intel_gpu_present():
+        kinds.append("xpu")
     if sys.platform == "darwin" and platform.machine() == "arm64":
         kinds.append("mps")
     return kinds
@@ -602,6 +641,12 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         known["mps"].update(mps_device(known["mps"]))
     nvml = nvml_info()
     _attach_nvml(devices, nvml)
+    amd = None
+    if any(device.get("vendor") == "AMD" for device in devices):  # amdsmi is asked only where a framework saw an AMD GPU
+        from xferbench.core.amdsmi_facts import amdsmi_info, attach_amdsmi
+
+        amd = amdsmi_info()
+        attach_amdsmi(devices, amd)
     label_devices(devices, platform.machine())
     return {
         "host": os.environ.get(HOST_ENV) or platform.node(),
@@ -623,6 +668,7 @@ def capture(frameworks: Mapping[str, dict[str, Any]] | None = None) -> dict[str,
         "frameworks": recorded,
         "devices": devices,
         "nvml": nvml,
+        **({"amdsmi": amd} if amd is not None else {}),
     }
 
 
@@ -634,6 +680,12 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.984375, 4: 1.96875, 5: 3.9375, 6: 7.5625
 def device_entry(environment: dict[str, Any], device_id: str) -> dict[str, Any]:
     """The environment's description of a device, or {} when it has none."""
     return next((d for d in environment.get("devices", []) if d.get("id") == device_id), {})
+
+
+def gpu_link_facts(device: dict[str, Any]) -> dict[str, Any]:
+    """A GPU's link and NUMA facts: NVML's for an NVIDIA GPU, amdsmi's (under NVML's keys) for an AMD one,
+    else the kernel's PCI facts that stood in for amdsmi."""
+    return device.get("nvml") or device.get("amdsmi") or device.get("pci_sysfs") or {}
 
 
 # Where a link's generation and width come from, best supported first: what the link ran at while
@@ -648,7 +700,7 @@ def link_readings(device: dict[str, Any], link: dict[str, Any] | None = None) ->
     `link` is a series' NVML samples (telemetry), whose highest generation and width under load lead."""
     if c2c.is_c2c(device):  # NVML still reads a PCIe link on a Grace node: it is not the host link
         return []
-    nvml, link = device.get("nvml") or {}, link or {}
+    nvml, link = gpu_link_facts(device), link or {}
     summary = link.get("summary") or {}
     readings = []
     gen, width = summary.get("gen_under_load"), summary.get("width_under_load")
@@ -685,8 +737,8 @@ def pcie_ceiling(device: dict[str, Any], link: dict[str, Any] | None = None) -> 
     label = f"PCIe Gen{gen} x{width} theoretical ({gbps:.1f} GB/s, {source})"
     others = [f"{other} Gen{g} x{w}" for other, g, w in readings[1:] if (g, w) != (gen, width)]
     if others:
-        label += f"; NVML also reads {', '.join(others)}"
-    nvml = device.get("nvml") or {}
+        label += f"; {'amdsmi' if device.get('amdsmi') and not device.get('nvml') else 'NVML'} also reads {', '.join(others)}"
+    nvml = gpu_link_facts(device)
     current = (nvml.get("pcie_gen_current"), nvml.get("pcie_width_current"))
     if source != UNDER_LOAD and None not in current and current != (gen, width):
         label += f"; read Gen{current[0]} x{current[1]} before the run"

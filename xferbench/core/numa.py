@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from xferbench.core.environment import cpu_ranges, device_entry, os_name
+from xferbench.core.environment import cpu_ranges, device_entry, gpu_link_facts, os_name
 
 BIND_ENV = "XFERBENCH_BIND"  # the binding a worker applies before it imports its framework: JSON
 MPOL_PREFERRED = 1  # from linux/mempolicy.h
@@ -70,13 +70,13 @@ def plan_binding(environment: dict[str, Any], device_id: str) -> tuple[Binding |
     The CPUs are those NVML calls ideal for the GPU (else its node's CPUs), limited to the ones this
     process may use (a cgroup or taskset may allow fewer)."""
     device = device_entry(environment, device_id)
-    nvml = device.get("nvml") or {}
+    nvml = gpu_link_facts(device)  # NVML's, or an AMD GPU's from amdsmi
     if not device_id.startswith("cuda"):
         return None, f"nothing to bind: {device_id} is no CUDA GPU"
     if sys.platform == "win32":
         return None, f"not bound: {WINDOWS_NO_BINDING}"
     if not nvml:
-        why = (environment.get("nvml") or {}).get("reason") or "NVML did not describe this GPU"
+        why = device.get("amdsmi_reason") or (environment.get("nvml") or {}).get("reason") or "NVML did not describe this GPU"
         return None, f"not bound: the GPU's NUMA placement is unknown ({why})"
     ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
     if not ideal:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from xferbench.core import c2c
-from xferbench.core.environment import cpu_ranges, device_entry, link_disagreement, pcie_ceiling
+from xferbench.core.environment import cpu_ranges, device_entry, gpu_link_facts, link_disagreement, pcie_ceiling
 from xferbench.core.numa import pages_off_node
 from xferbench.core.references import bandwidth_for, gbps_text
 from xferbench.core.results import Series
@@ -24,6 +24,7 @@ LOADED_MBPS = 100.0  # RX + TX at or above this: data was moving when the link w
 KB = 1000
 FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps", "rx_bytes")  # a link record's sample lists, one per read
 RAW_REFERENCE = ("cuda", "raw_pinned", "copy")  # framework, mode, op: the run's own ceiling
+RAW_REFERENCES = (RAW_REFERENCE, ("hip", "raw_pinned", "copy"))  # and an AMD GPU's: the same copy through HIP
 
 
 def received_bytes(link: dict[str, Any]) -> tuple[float | None, str]:
@@ -99,7 +100,7 @@ def _maxima(series: Series, environment: dict[str, Any] | None) -> tuple[int | N
     device = device_entry(environment or {}, series.device)
     if c2c.is_c2c(device):
         return None, None
-    nvml = device.get("nvml") or {}
+    nvml = gpu_link_facts(device)
     link = series.link or {}
     return link.get("pcie_gen_max") or nvml.get("pcie_gen_max"), link.get("pcie_width_max") or nvml.get("pcie_width_max")
 
@@ -130,7 +131,7 @@ def link_below_max(series: Series, environment: dict[str, Any] | None = None) ->
     link = series.link or {}
     if loaded_samples(link):
         return ran_below_max(series, environment)
-    nvml = device_entry(environment or {}, series.device).get("nvml") or {}
+    nvml = gpu_link_facts(device_entry(environment or {}, series.device))
     gen, width = nvml.get("pcie_gen_current"), nvml.get("pcie_width_current")
     if gen is None or width is None or (gen >= gen_max and width >= width_max):
         return None
@@ -144,7 +145,7 @@ def numa_warning(environment: dict[str, Any], device_id: str, numa: dict[str, An
     node cut one user's P100 from 12.4 to 3.9 GB/s host to device (docs/published-figures.md). `numa`
     is a series' binding record: where its worker was bound, the CPUs it was bound to are what count,
     not the sweep's."""
-    nvml = device_entry(environment, device_id).get("nvml") or {}
+    nvml = gpu_link_facts(device_entry(environment, device_id))
     ideal = nvml.get("cpu_affinity") or nvml.get("numa_cpus")
     process = (numa or {}).get("cpus") or environment.get("process_cpus")
     if not ideal or not process:
@@ -164,7 +165,7 @@ def numa_warning(environment: dict[str, Any], device_id: str, numa: dict[str, An
 
 def pages_warning(series: Series, environment: dict[str, Any]) -> str | None:
     """A warning when sampled pages of the source buffers sat on a NUMA node other than the GPU's."""
-    node = (device_entry(environment, series.device).get("nvml") or {}).get("numa_node")
+    node = gpu_link_facts(device_entry(environment, series.device)).get("numa_node")
     off = {p.batch_size: pages_off_node(p.host_nodes, node) for p in series.points}
     off = {batch: count for batch, count in off.items() if count}
     if not off:
@@ -221,13 +222,18 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if kind == "mps":
         return unified_memory_ceiling(series, environment)
     device = device_entry(environment, series.device)
+    if kind == "xpu" and device.get("host_link") == "unified memory":
+        return None, "unknown: this Intel GPU is integrated and shares the host's memory, whose bandwidth xferbench has no figure for"
+    if kind == "xpu":  # Level Zero's Sysman reads an Intel GPU's link; xferbench does not ask it
+        return None, "unknown: xferbench reads no Intel GPU's PCIe link"
     known = pcie_ceiling(device, series.link)
     if known:
         return known
     if c2c.is_c2c(device):
         return None, c2c.unknown_ceiling(device)
     nvml = environment.get("nvml") or {}
-    why = "NVML gave no PCIe link" if device.get("nvml") else nvml.get("reason") or "no NVML facts"
+    why = ("NVML gave no PCIe link" if device.get("nvml") else "amdsmi gave no PCIe link" if device.get("amdsmi")
+           else device.get("amdsmi_reason") or nvml.get("reason") or "no NVML facts")  # fmt: skip
     return None, f"unknown: {why}"
 
 
@@ -251,7 +257,7 @@ def unified_memory_ceiling(series: Series, environment: dict[str, Any]) -> tuple
 
 
 def is_raw_reference(series: Series) -> bool:
-    return (series.framework, series.mode, series.op) == RAW_REFERENCE
+    return (series.framework, series.mode, series.op) in RAW_REFERENCES
 
 
 def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:

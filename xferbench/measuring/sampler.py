@@ -65,6 +65,11 @@ class LinkSampler:
 
     @classmethod
     def for_device(cls, environment: dict[str, Any], device_id: str, **kwargs: Any) -> LinkSampler:
+        vendor = device_entry(environment, device_id).get("vendor")
+        if vendor not in (None, "NVIDIA"):  # NVML reads NVIDIA's GPUs only: its index 0 may be another GPU than this one
+            sampler = cls(None, None, **kwargs)
+            sampler.reason = f"NVML samples NVIDIA GPUs only: this {vendor} GPU's link was not sampled under load"
+            return sampler
         uuid, index = nvml_target(environment, device_id)
         return cls(uuid, index, **kwargs)
 
@@ -77,7 +82,7 @@ class LinkSampler:
 
     def start(self) -> None:
         if self.uuid is None and self.index is None:
-            self.reason = ("no UUID or PCI bus id matched this GPU to NVML, and CUDA_VISIBLE_DEVICES renumbers"
+            self.reason = self.reason or ("no UUID or PCI bus id matched this GPU to NVML, and CUDA_VISIBLE_DEVICES renumbers"
                            " CUDA's GPUs: the link was not sampled rather than another GPU's")  # fmt: skip
             return
         try:

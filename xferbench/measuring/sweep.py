@@ -30,7 +30,7 @@ from xferbench.measuring.worker import DEATH_WAIT_S, LocalRunner, Runner, StartL
 MIN_STAGING_CHUNK, MAX_STAGING_CHUNK = 4 * 2**10, 2**30  # --staging-chunk-kib's bounds: a page to a GiB
 DEFAULT_BATCH_SIZES = tuple(2**i for i in range(10))  # 1 ... 512, as in the original report
 DEFAULT_SHAPE = (256, 256, 3)
-DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+DEVICE_PATTERN = re.compile(r"^(cpu|mps|cuda(:\d+)?|xpu(:\d+)?)$")
 __all__ = ["OUT_OF_MEMORY", "VERIFICATION_FAILED", "measure_point"]  # re-exported for the CLI and tests
 
 
@@ -163,12 +163,12 @@ def check_device_name(requested: str) -> str:
     """One --device name, lower-cased, or a one-line error if no framework could ever mean it."""
     requested = requested.strip().lower()
     if requested != "auto" and not DEVICE_PATTERN.match(requested):
-        raise XferbenchError(f"unknown device {requested!r}; use auto, all, cpu, cuda, cuda:N or mps")
+        raise XferbenchError(f"unknown device {requested!r}; use auto, all, cpu, cuda, cuda:N, xpu, xpu:N or mps")
     return requested
 
 
 def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
-    """'auto' -> the best device any framework reaches (CUDA, then MPS, then CPU); check an explicit one."""
+    """'auto' -> the best device any framework reaches (CUDA, then XPU, then MPS, then CPU); check an explicit one."""
     requested = check_device_name(requested)
     movable = [r for r in runners if not r.backend.fixed_device]
     if not movable:  # only host-side paths: they run where they run, and nowhere else
@@ -183,7 +183,7 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
         present += [d for d in runner.devices() if d not in present]
     if requested == "auto":
         return auto_device(present)
-    device = "cuda:0" if requested == "cuda" else requested
+    device = f"{requested}:0" if requested in ("cuda", "xpu") else requested
     if device not in present:
         why = "; ".join(r.absent_reason(device, r.devices()) for r in movable)
         raise XferbenchError(f"device {requested!r} is not present; devices present: {', '.join(present)}; {why}")
@@ -191,8 +191,10 @@ def resolve_device(requested: str, runners: Sequence[Runner]) -> str:
 
 
 def auto_device(present: Sequence[str]) -> str:
-    """What --device auto picks among the devices the frameworks reach: CUDA, then MPS, then the CPU."""
-    return next((d for d in present if d.startswith("cuda")), "mps" if "mps" in present else "cpu")
+    """What --device auto picks among the devices the frameworks reach: CUDA (an NVIDIA GPU, or an AMD GPU
+    through ROCm), then an Intel GPU (xpu), then MPS, then the CPU."""
+    return next((d for d in present if d.startswith("cuda")), next((d for d in present if d.startswith("xpu")),
+                                                                   "mps" if "mps" in present else "cpu"))
 
 
 def device_parts(requested: str) -> list[str]:

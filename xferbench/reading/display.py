@@ -19,7 +19,7 @@ from xferbench.core.results import BUSY_SHARE, Point, Result, Series
 from xferbench.core.concurrency import Group
 from xferbench.core.spec import BIDIR, D2H, H2D, STREAMED
 from xferbench.core.stats import Overlap, Summary, median_uncertainty
-from xferbench.core.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, series_warnings
+from xferbench.core.telemetry import fraction_of_link, fraction_of_raw, is_raw_reference, numa_warning, raw_reference, series_warnings
 
 BUSY_WAIT = 0.10  # seconds per second this process's threads waited for a CPU, from which the warning says so
 UNCERTAIN = 0.10  # a median uncertain by more than this share, after sampling, gets a note
@@ -268,7 +268,8 @@ def ceiling_parts(series: Series, result: Result | None) -> list[str]:
         parts.append(f"{of_link:.0%} of the {named}'s {gbps:.1f} GB/s ({which}{both})")
     of_raw = fraction_of_raw(series, result.series)
     if of_raw and not is_raw_reference(series):
-        parts.append(f"{of_raw:.0%} of the raw ceiling (cuda/raw_pinned/copy)")
+        reference = raw_reference(series, result.series)  # cuda's, or hip's on an AMD GPU
+        parts.append(f"{of_raw:.0%} of the raw ceiling ({reference.framework if reference else 'cuda'}/raw_pinned/copy)")
     return parts
 
 

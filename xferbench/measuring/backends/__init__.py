@@ -8,6 +8,7 @@ from typing import NamedTuple
 from xferbench.measuring.backends.base import OPS, Backend, SeriesInfo, Transfer
 from xferbench.measuring.backends.cuda import CudaBackend
 from xferbench.measuring.backends.cupy import CupyBackend
+from xferbench.measuring.backends.hip import HipBackend
 from xferbench.measuring.backends.host import HostBackend
 from xferbench.measuring.backends.jax import JaxBackend
 from xferbench.measuring.backends.pytorch import TorchBackend
@@ -17,8 +18,8 @@ from xferbench.core.errors import XferbenchError
 from xferbench.core.spec import SeriesKey
 
 # The raw reference first: every curve after it is read against its ceiling.
-BACKENDS: dict[str, Backend] = {b.name: b for b in (CudaBackend(), TorchBackend(), TFBackend(), JaxBackend(), CupyBackend(),
-                                                    HostBackend(), SimBackend())}  # fmt: skip
+BACKENDS: dict[str, Backend] = {b.name: b for b in (CudaBackend(), HipBackend(), TorchBackend(), TFBackend(), JaxBackend(),
+                                                    CupyBackend(), HostBackend(), SimBackend())}  # fmt: skip
 
 
 def default_backends() -> list[Backend]:
@@ -81,7 +82,7 @@ def path_availability(devices: Mapping[str, list[str]], failed: Mapping[str, str
         if backend.fixed_device:
             listed = [backend.fixed_device]
         else:
-            kinds = ("cuda",) if backend.cuda_only else ("cpu", "cuda", "mps")  # a CUDA-only path has no row elsewhere
+            kinds = ("cuda",) if backend.cuda_only else backend.device_kinds  # a CUDA-only path has no row elsewhere
             absent = [k for k in kinds if not any(d.split(":")[0] == k for d in present)]
             listed = present + absent
         for mode in backend.modes:

@@ -86,6 +86,7 @@ class Backend(ABC):
     in_default_sweep: bool = True
     isolated: bool = False  # a GPU framework: runs in its own worker process, never beside another
     cuda_only: bool = False  # has no path but to a CUDA GPU (the raw reference, CuPy)
+    device_kinds: tuple[str, ...] = ("cpu", "cuda", "mps")  # the kinds of device it has paths to, present or not
     host_buffers: tuple[str, ...] = ("numpy",)  # the --host-buffer kinds it takes; the first is its default
 
     def chosen_modes(self, modes: Sequence[str] = ()) -> tuple[str, ...]:

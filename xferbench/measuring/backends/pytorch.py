@@ -42,6 +42,7 @@ import numpy as np
 from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, check_arrived, fill_pattern, make_source, read_host
 from xferbench.core.environment import apple_gpu_name, apple_silicon, cpu_name
+from xferbench.measuring.backends import torch_gpus
 from xferbench.core.errors import NotSupportedHere, VerificationError
 from xferbench.measuring.backends.pipeline import BUFFER_BATCHES, DEFAULT_LOADER_WORKERS, PIPELINE_CLOCK, PipelineTransfer, cycled_indices, dataset_items, item_count, kernel_side
 from xferbench.core.spec import (PIPELINE_MODES, BIDIR, BIDIRECTIONAL, D2H, DEVICE_TO_HOST, DIRECTIONS, H2D, HOST_TO_DEVICE, HOST_TO_HOST, STREAMED,
@@ -126,15 +127,27 @@ class _TorchCopy(Transfer):
     device: Any
 
     def _events(self) -> tuple[Any, Any] | None:
-        """A device clock where one exists: CUDA's events. MPS has none to offer (MPS_NO_DEVICE_CLOCK)."""
+        """A device clock where one exists: CUDA's (HIP's on ROCm) events, and XPU's from PyTorch 2.6. MPS has
+        none to offer (MPS_NO_DEVICE_CLOCK)."""
         torch = self.torch
         if self.kind == "cuda":
             return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if self.kind == "xpu" and not torch_gpus.xpu_clock_reason(torch):
+            return torch.xpu.Event(enable_timing=True), torch.xpu.Event(enable_timing=True)
         return None
+
+    def _use_device(self) -> None:
+        """Make the series' GPU the current one: events, the caching allocator and pinning follow it."""
+        if self.kind == "cuda":
+            self.torch.cuda.set_device(self.device)
+        elif self.kind == "xpu":
+            self.torch.xpu.set_device(self.device)
 
     def _synchronize(self) -> None:
         if self.kind == "cuda":
             self.torch.cuda.synchronize(self.device)
+        elif self.kind == "xpu":
+            self.torch.xpu.synchronize(self.device)
         elif self.kind == "mps":
             self.torch.mps.synchronize()
 
@@ -145,7 +158,7 @@ class _TorchCopy(Transfer):
         if moved.device.type == "cpu":
             return read_host(moved.numpy()), None
         size = min(moved.numel(), VERIFY_CHUNK_BYTES)
-        staging = torch.empty(size, dtype=torch.uint8, pin_memory=self.kind == "cuda").numpy()
+        staging = torch.empty(size, dtype=torch.uint8, pin_memory=self.kind in ("cuda", "xpu")).numpy()
         flat = moved.reshape(-1)
 
         def read(offset: int, out: np.ndarray) -> None:
@@ -161,8 +174,7 @@ class TorchTransfer(_TorchCopy):
         self.label, self.mode, self.seed = key.label(), key.mode, key.op == "seed"
         self.device = torch.device(key.device)
         self.kind = self.device.type
-        if self.kind == "cuda":
-            torch.cuda.set_device(self.device)  # events and the caching allocator follow the current device
+        self._use_device()
         self.host = make_source(spec.batch_shape, aligned=key.host_buffer == "aligned")
         self.host_offset = address_offset(self.host) if self.mode not in PINNED_MODES else None
         self.source = torch.from_numpy(self.host)
@@ -310,8 +322,7 @@ class TorchBack(_TorchCopy):
         self.label, self.bidir, self.transfers = key.label(), key.direction == BIDIR, 0
         self.device = torch.device(key.device)
         self.kind = self.device.type
-        if self.kind == "cuda":
-            torch.cuda.set_device(self.device)
+        self._use_device()
         self.expected = make_source(spec.batch_shape)  # what the device tensor holds: the bytes d2h must bring back
         self.on_device = torch.from_numpy(self.expected).to(self.device, copy=True)
         self.into = torch.empty(spec.batch_shape, dtype=torch.uint8, pin_memory=True) if key.mode == "pinned_into" else None
@@ -495,6 +506,8 @@ class TorchLoader(PipelineTransfer, _TorchCopy):
 
 def loader_skip_reason(key: SeriesKey) -> str | None:
     """Why a DataLoader mode cannot run on this device or with this op, or None."""
+    if key.device.startswith("xpu"):
+        return "xferbench times the DataLoader on CUDA, MPS and the CPU; on xpu it times .to('xpu') from pageable and pinned memory"
     if "_pin" in key.mode and key.device == "cpu":
         return ("the DataLoader pins only for an accelerator (on the CPU it warns and leaves pin_memory off), so a pinned"
                 " loader series would time the unpinned one; loader and loader_workers run on the CPU")  # fmt: skip
@@ -565,6 +578,7 @@ class TorchBackend(Backend):
     ops = ("copy", "seed")
     isolated = True
     host_buffers = ("numpy", "aligned")
+    device_kinds = ("cpu", "cuda", "xpu", "mps")
 
     def sources(self, mode: str) -> tuple[str, ...]:
         if mode in PIPELINE_MODES["torch"]:
@@ -576,7 +590,14 @@ class TorchBackend(Backend):
         found = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
         if torch.backends.mps.is_available():
             found.append("mps")
-        return found
+        return found + torch_gpus.xpu_devices(torch)
+
+    def absent_reason(self, device: str, present: list[str]) -> str:
+        if device.startswith("xpu"):
+            why = torch_gpus.xpu_missing(_torch())
+            if why:
+                return why
+        return super().absent_reason(device, present)
 
     def skip_reason(self, key: SeriesKey) -> str | None:
         if key.mode in PIPELINE_MODES["torch"]:
@@ -585,6 +606,8 @@ class TorchBackend(Backend):
             return "a pinned source is what torch's pinned and pinned_into modes measure; choose them with --mode"
         if key.mode in PIN_MODES and key.device == "cpu":
             return "pinned host memory needs a CUDA device; on the CPU there is no device copy to pin for"
+        if key.direction == BIDIR and key.device.startswith("xpu") and BIDIR in self.directions(key.mode):
+            return "torch bidir runs each direction on a CUDA stream of its own; on xpu the directions are measured one at a time: -d h2d -d d2h"
         if key.direction == BIDIR and key.device == "mps" and BIDIR in self.directions(key.mode):
             return ("torch bidir runs each direction on a CUDA stream of its own; torch.mps has no streams (PyTorch queues"
                     " every MPS copy on one), so on mps the directions are measured one at a time: -d h2d -d d2h")  # fmt: skip
@@ -619,9 +642,23 @@ class TorchBackend(Backend):
             why = mps_pinned_reason(_torch())
             if why:
                 raise NotSupportedHere(why)
-        if kind == "cuda":
+        info: dict[str, Any] = {}
+        if kind == "cuda" and torch_gpus.is_rocm(_torch()):  # PyTorch for ROCm: the torch.cuda API over HIP
+            name = torch_gpus.device_name(_torch(), key.device)
+            sync, device_clock = "torch.cuda.synchronize (hipDeviceSynchronize)", "torch.cuda.Event (a hipEvent)"
+            info["runtime"] = torch_gpus.rocm_runtime(_torch())
+        elif kind == "cuda":
             name = _torch().cuda.get_device_name(_torch().device(key.device))
             sync, device_clock = "torch.cuda.synchronize", "torch.cuda.Event"
+        elif kind == "xpu":
+            missing = torch_gpus.xpu_missing(_torch())
+            if missing:
+                raise NotSupportedHere(missing)
+            name, sync = torch_gpus.device_name(_torch(), key.device), "torch.xpu.synchronize"
+            why = torch_gpus.xpu_clock_reason(_torch())
+            device_clock = None if why else "torch.xpu.Event"
+            if why:
+                info["device_clock"] = why
         elif kind == "mps":
             name, sync, device_clock = apple_gpu_name(), "torch.mps.synchronize", None
         else:
@@ -629,8 +666,8 @@ class TorchBackend(Backend):
         if key.op == "seed":
             sync = f"result fetched to the host with .cpu(), then {sync}"
         clock = "time.perf_counter"
-        # a CPU copy in PyTorch runs on its intra-op threads, unlike single-threaded np.copyto
-        info: dict[str, Any] = {"intra_op_threads": _torch().get_num_threads()} if kind == "cpu" else {}
+        if kind == "cpu":  # a CPU copy in PyTorch runs on its intra-op threads, unlike single-threaded np.copyto
+            info["intra_op_threads"] = _torch().get_num_threads()
         if kind == "mps":
             info["device_clock"] = MPS_NO_DEVICE_CLOCK
             info["unified_memory"] = apple_silicon()  # what a pairing with a CUDA GPU's series compares (pairs.copy_kind)
@@ -737,13 +774,17 @@ class TorchBackend(Backend):
                     "capability": f"{props.major}.{props.minor}",
                     "uuid": str(getattr(props, "uuid", "")) or None,
                     "pci_bus_id": _pci_bus_id(props),
+                    **torch_gpus.cuda_entry(torch, props),  # vendor, runtime, host link; an AMD GPU's name and arch
                 }
             )
         if torch.backends.mps.is_available():
             devices.append({"id": "mps", "kind": "mps", "name": apple_gpu_name()})
+        devices += torch_gpus.xpu_entries(torch)
         return {
             "version": torch.__version__,
             "cuda": torch.version.cuda,
+            **({"hip": torch.version.hip} if torch_gpus.is_rocm(torch) else {}),
+            **({"xpu": getattr(torch.version, "xpu", None)} if torch_gpus.xpu_devices(torch) else {}),
             "threads": torch.get_num_threads(),
             "devices": devices,
         }
