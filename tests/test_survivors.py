@@ -150,8 +150,8 @@ def test_page_faults_per_call_count_each_streamed_copy_as_a_call(monkeypatch) ->
         faults[0] += 7 * copies * len(samples.times_s)  # 7 fresh pages a copy
         return samples
 
-    def per_call(transfer, timing, clock):  # type: ignore[no-untyped-def]
-        samples = real_sample(transfer, timing, clock)
+    def per_call(transfer, timing, clock, *more, **named):  # type: ignore[no-untyped-def]
+        samples = real_sample(transfer, timing, clock, *more, **named)
         faults[0] += 7 * len(samples.times_s)
         return samples
 
