@@ -760,14 +760,15 @@ def test_the_plan_as_printed() -> None:
     nvb = sum(c.seconds for c in run.peer_commands() if c.peer == "nvbandwidth")
     bt = sum(c.seconds for c in run.peer_commands() if c.peer == "bandwidthTest")
     assert run.plan_lines() == [
-        f"plan: about {budget.minutes(run.estimate_s())} in all:",
+        f"plan: about {budget.minutes(run.estimate_s())} in all ({run.estimate_s():.0f} s):",
+        f"  the estimate assumes {budget.FALLBACK.describe()}",
         f"  default.json: 2 series x 3 batches = 6 points, 1 worker(s): about {budget.minutes(default.seconds())}",
         f"  large.json: 2 series x 3 batches = 6 points, 1 worker(s): about {budget.minutes(large.seconds())}",
         f"  nvbandwidth: 5 runs at 1 MiB (1.05 MB) to 256 MiB (268 MB): about {budget.minutes(nvb)}",
         f"  bandwidthTest: 12 runs at 197 KB to 256 MiB (268 MB): about {budget.minutes(bt)}",
         "  the report, plots and verdict: about 0.5 min"]  # fmt: skip
     run.max_minutes, run.trimmed = 90.0, ["a", "b"]
-    assert run.plan_lines()[0] == f"plan: about {budget.minutes(run.estimate_s())} in all, within --max-minutes 90:"
+    assert run.plan_lines()[0] == f"plan: about {budget.minutes(run.estimate_s())} in all ({run.estimate_s():.0f} s), within --max-minutes 90:"
     assert run.plan_lines()[-2:] == ["  trimmed to fit: a", "  trimmed to fit: b"]
     run.max_minutes = run.estimate_s() / 60
     assert run.plan_lines()[0].endswith(f"within --max-minutes {run.max_minutes:g}:")
@@ -777,7 +778,7 @@ def test_the_plan_as_printed() -> None:
     one = validate_command.Validation(Path("/v"), frameworks=("sim",), quick=True, peers={"nvbandwidth": "/a"}, peer_sizes="from16",
                                 large_batches=(1,))  # fmt: skip
     seconds = one.peer_commands()[0].seconds
-    assert one.plan_lines()[3] == f"  nvbandwidth: 1 runs at 48 MiB (50.3 MB) to 48 MiB (50.3 MB): about {budget.minutes(seconds)}"
+    assert one.plan_lines()[4] == f"  nvbandwidth: 1 runs at 48 MiB (50.3 MB) to 48 MiB (50.3 MB): about {budget.minutes(seconds)}"
 
 
 # the folder
