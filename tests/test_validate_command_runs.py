@@ -286,9 +286,9 @@ def test_exit_2_is_refusal_only_from_the_first_sweep_and_only_with_no_file(tmp_p
 
 def after(run: validate_command.Validation, stem: str) -> float:
     """What the steps after a sweep are estimated to need, as the run counts it."""
-    plans = {p.stem: p.seconds() for p in run.sweep_plans()}
+    plans = {p.stem: p.seconds(run.rates) for p in run.sweep_plans()}
     stems = list(run.sweeps())
-    peers_s = sum(c.seconds for c in run.peer_commands()) + budget.FINISH_S
+    peers_s = sum(c.seconds for c in run.peer_commands()) + run.rates.finish_s
     return peers_s + sum(plans.get(s, 0.0) for s in stems[stems.index(stem) + 1:]) + budget.STOP_GRACE_S
 
 
@@ -931,3 +931,27 @@ def test_a_run_whose_sweeps_wrote_nothing_still_writes_its_verdict(machine, tmp_
     assert checks == checks_of({"default": None, "large": None, "link": None}, {})
     assert verdict.read_text() == validate_command.verdict_page(run, {"default": None, "large": None, "link": None}, {}, checks, [])
     assert machine.plots.saved == [] and echoed[-2:] == [f"$ {shlex.join(sweep_command(run, 'link'))}", took(run)]
+
+
+def test_the_run_plans_trims_and_limits_its_sweeps_at_the_rates_its_probe_measured(machine, tmp_path) -> None:
+    """The probe runs first and its seconds count against the budget (as nvidia-smi's two runs of 2 s do); a budget its rates fit trims nothing, though the
+    fallback's would have trimmed; the plan says the rates are measured; each sweep's limit is counted at them."""
+    fast = budget.FALLBACK.but(pinned_bps=55.5e9, pageable_bps=8.4e9, point_s=0.2, sweep_start_s=3.0, worker_start_s=2.0,
+                               nvbandwidth_start_s=0.4, bandwidthtest_start_s=0.4, finish_s=10.0, measured=tuple(budget.FIELDS))  # fmt: skip
+    machine.probe.rates, machine.probe.spent_s = fast, 8.0
+    machine.sweeps.took_s = 1.0
+    peers = {"nvbandwidth": NVB, "bandwidthTest": BT}
+    planned = validate_command.Validation(tmp_path / "planned", quick=True, peers=dict(peers), rates=fast.but(spent_s=8.0))
+    minutes = planned.estimate_s() / 60 + 0.01
+    at_fallback = validate_command.Validation(tmp_path / "planned", quick=True, peers=dict(peers), max_minutes=minutes)
+    at_fallback.fit()
+    assert at_fallback.trimmed  # the fallback's rates would not have fitted this budget
+    run = validate_command.Validation(tmp_path / "v", quick=True, peers=dict(peers), max_minutes=minutes)
+    echoed: list[str] = []
+    validate_command.run(run, echoed.append)
+    assert machine.probe.calls == [("cuda:0", 0, run.has_link_run, peers, len(run.sweeps()))]
+    assert run.rates == fast.but(spent_s=8.0) and run.trimmed == [] and run.peer_sizes == "all" and run.large_batches is None
+    assert echoed[:3] == run.plan_lines()[:3] and echoed[0].startswith(f"plan: about {budget.minutes(planned.estimate_s())} in all")
+    assert echoed[1].endswith("measured here by a 8.0 s probe") and echoed[2] == "  the probe: 8.0 s, spent"
+    assert [limit for _, _, limit in machine.sweeps.calls] == [pytest.approx(minutes * 60 - 8.0 - 2 * 2.0 - 1.0 * at - after(run, stem))
+                                                               for at, stem in enumerate(run.sweeps())]  # fmt: skip
