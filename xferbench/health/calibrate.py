@@ -31,13 +31,13 @@ from xferbench.core.results import Point, Result, load
 from xferbench.core.timing import TimingConfig
 from xferbench.health import budget
 
-PROBE_BATCHES = (1, 16, 64)  # 1 MiB images: 1, 16 and 64 MiB a call
+PROBE_BATCHES = (1, 16, 256)  # 1 MiB images: 1, 16 and 256 MiB a call (the rates are read at 256 MiB, the validation's own size)
 PROBE_SHAPE = "512x512x4"
 PROBE_TIMING = ("--max-samples", "10", "--min-time", "0.02", "--warmup-time", "0.01", "--max-time", "2")
 PROBE_TIMEOUT_S = 120.0  # the probe sweep; past it, the fallback is used
 PEER_PROBE_TIMEOUT_S = 30.0
 PEER_PROBE_BYTES = 2**20
-MEMSET_PROBE_BYTES = 64 * 2**20
+MEMSET_PROBE_BYTES = budget.MEMSET_BYTES  # bandwidthTest's own flush: a smaller one could sit in a large cache
 
 Clock = Callable[[], float]
 Echo = Callable[[str], None]
@@ -166,7 +166,7 @@ def peer_start(name: str, seconds: float, rates: budget.Rates) -> float:
 
 
 def memset_bps(clock: Clock = time.perf_counter) -> float:
-    """The host's memset rate, best of three over 64 MiB: bandwidthTest flushes the cache with one after each pageable copy."""
+    """The host's memset rate, best of three over 256 MiB: bandwidthTest flushes the cache with one after each pageable copy."""
     import numpy as np
 
     buffer = np.empty(MEMSET_PROBE_BYTES, dtype=np.uint8)
