@@ -7,10 +7,12 @@ run's plan fits a budget once the estimate follows the measured rates.
    plan and, at the end, the seconds it took beside its estimate; the ratio estimate / took is printed.
    Target: 0.85 to 1.15 (exit 1 where missed).
 2. A recorded run's plan (default: results/nvidia-h200/2026-11-26/run-5): its sweeps' series and
-   points and its peer commands read from its files, at the copy rates its own raw copies measured,
-   with the fixed costs a probe measures here; printed beside the budget (--fit-minutes, default 3).
+   points read from its files, at the copy rates its own raw copies measured, with the points' fixed
+   costs a probe measures here, the documented fallback's process starts and finish, and its peer
+   commands' seconds as they ran; printed beside the budget (--fit-minutes, default 3), with where
+   the time goes.
 
-    .venv/bin/python scripts/bench_validate_estimate.py [--args "--quick -f cuda"] [--run DIR] [--fit-minutes 3]
+    .venv/bin/python scripts/bench_validate_estimate.py [--args "--quick -f cuda"] [--run DIR] [--fit-minutes 3] [--plan-only]
 
 The ratio is measured in one run; the machine may be busy, so run it twice and look at both.
 """
@@ -18,6 +20,7 @@ The ratio is measured in one run; the machine may be busy, so run it twice and l
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shlex
@@ -100,21 +103,21 @@ def recorded_rates(folder: Path) -> tuple[float, float]:
     return rates["raw_pinned"], rates["raw_pageable"]
 
 
-def recorded_peers(folder: Path, rates: budget.Rates) -> float:
-    """A recorded run's peer commands (peers/commands.txt), each estimated at the rates given."""
+COMMAND_LINE = re.compile(r"^\s*(?:exit \d+|timed out or could not start)\s+([0-9.]+) s  \$ ")
+
+
+def recorded_peers(folder: Path) -> tuple[int, float]:
+    """A recorded run's peer commands and the seconds they took, as its peers/commands.txt says."""
     path = folder / "peers" / "commands.txt"
-    total = 0.0
-    for line in path.read_text().splitlines() if path.exists() else []:
-        words = shlex.split(line.split("$ ", 1)[1])
-        if any(w.endswith("nvbandwidth") for w in words):
-            nbytes = int(words[words.index("-b") + 1]) * 2**20
-            samples = int(words[words.index("-i") + 1]) if "-i" in words else None
-            tests = len(words) - words.index("-t") - 1
-            total += budget.nvbandwidth_seconds(nbytes, tests, samples, rates)
-        else:
-            options = dict(w[2:].split("=", 1) for w in words if w.startswith("--") and "=" in w)
-            total += budget.bandwidthtest_seconds(int(options["start"]), options["memory"], rates)
-    return total
+    found = [COMMAND_LINE.match(line) for line in (path.read_text().splitlines() if path.exists() else [])]
+    return len([f for f in found if f]), sum(float(f.group(1)) for f in found if f)
+
+
+def fixed_part(plan: budget.SweepPlan, rates: budget.Rates) -> float:
+    """A sweep's points' and series' costs beside their timed calls: what the fixed cost per point sets."""
+    item = math.prod(plan.keys[0].shape) if plan.keys else 0
+    per_byte = 1.0 / rates.host_bps
+    return len(plan.keys) * (rates.series_s + sum(rates.point_s + b * item * per_byte for b in plan.batches))
 
 
 def main() -> int:
@@ -122,17 +125,20 @@ def main() -> int:
     parser.add_argument("--args", default="--quick -f cuda", help="validate's arguments for the dry run")
     parser.add_argument("--run", type=Path, default=RUN_5, help="a recorded GPU run (its validation/ folder is read)")
     parser.add_argument("--fit-minutes", type=float, default=3.0)
+    parser.add_argument("--plan-only", action="store_true", help="the recorded run's plan alone (no dry run, no ratio)")
     options = parser.parse_args()
+    ratio = None
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-validate-estimate-"))
     try:
-        took, estimated, printed = dry_run(shlex.split(options.args), scratch / "dry")
-        ratio = estimated / took
-        print(f"## 1. validate {options.args} on this CPU with the stand-ins")
-        print(PLAN.search(printed).group(0) if PLAN.search(printed) else "(no plan printed)")
-        assumes = ASSUMES.search(printed)
-        print(f"assumed: {assumes.group(1) if assumes else '(not printed)'}")
-        print(f"estimated {estimated:.1f} s, took {took:.1f} s: estimate / took = {ratio:.2f} (target {LOW}..{HIGH})")
+        if not options.plan_only:
+            took, estimated, printed = dry_run(shlex.split(options.args), scratch / "dry")
+            ratio = estimated / took
+            print(f"## 1. validate {options.args} on this CPU with the stand-ins")
+            print(PLAN.search(printed).group(0) if PLAN.search(printed) else "(no plan printed)")
+            assumes = ASSUMES.search(printed)
+            print(f"assumed: {assumes.group(1) if assumes else '(not printed)'}")
+            print(f"estimated {estimated:.1f} s, took {took:.1f} s: estimate / took = {ratio:.2f} (target {LOW}..{HIGH})\n")
 
         folder = options.run / "validation"
         plans = recorded_plans(folder)
@@ -141,21 +147,25 @@ def main() -> int:
         rates = budget.FALLBACK.but(pinned_bps=pinned, pageable_bps=pageable, point_s=here.point_s, host_bps=here.host_bps,
                                     series_s=here.series_s)  # fmt: skip
         sweeps = {p.stem: p.seconds(rates) for p in plans}
-        peers = recorded_peers(folder, rates)
+        commands, peers = recorded_peers(folder)
         total = sum(sweeps.values()) + peers + rates.finish_s
-        print(f"\n## 2. {options.run.relative_to(REPO) if options.run.is_relative_to(REPO) else options.run}'s plan")
+        print(f"## 2. {options.run.relative_to(REPO) if options.run.is_relative_to(REPO) else options.run}'s plan")
         print(f"rates from its files: pinned {pinned / 1e9:.1f} GB/s, pageable {pageable / 1e9:.1f} GB/s (its raw copies, largest per-call point)")
         print(f"fixed costs measured here: {here.point_s:.3f} s a point + {1e9 / here.host_bps:.2f} s per GB, {here.series_s:.3f} s a series'"
               f" start; starts and finish from the documented fallback: {rates.sweep_start_s:g} s a sweep, {rates.worker_start_s:g} s a"
-              f" worker, {rates.nvbandwidth_start_s:g} s a peer run, {rates.finish_s:g} s the finish")  # fmt: skip
+              f" worker, {rates.finish_s:g} s the finish")  # fmt: skip
         for plan in plans:
-            print(f"  {plan.stem}.json: {plan.points} points, {len(plan.frameworks)} worker(s): {sweeps[plan.stem]:.1f} s")
-        print(f"  peers' commands (peers/commands.txt): {peers:.1f} s")
+            starts = rates.sweep_start_s + rates.worker_start_s * len(plan.frameworks)
+            fixed = fixed_part(plan, rates)
+            print(f"  {plan.stem}.json: {plan.points} points, {len(plan.frameworks)} worker(s): {sweeps[plan.stem]:.1f} s (starts"
+                  f" {starts:.1f} s, points' fixed costs {fixed:.1f} s, their timed calls {sweeps[plan.stem] - starts - fixed:.1f} s)")  # fmt: skip
+        print(f"  peers: {commands} commands, {peers:.1f} s as they ran (peers/commands.txt)")
+        print(f"  the report, plots and verdict: {rates.finish_s:.1f} s")
         fits = "fits" if total <= options.fit_minutes * 60 else "does not fit"
         print(f"estimated {total:.1f} s ({total / 60:.2f} min): {fits} {options.fit_minutes:g} minutes")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return 0 if LOW <= ratio <= HIGH else 1
+    return 0 if ratio is None or LOW <= ratio <= HIGH else 1
 
 
 if __name__ == "__main__":
