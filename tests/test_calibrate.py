@@ -133,8 +133,8 @@ def test_the_plan_says_the_rates_it_assumed_and_where_they_came_from() -> None:
                            " a sweep's start, a worker's start, nvbandwidth's start, bandwidthTest's start, the host memset rate,"
                            " the report's time from the documented fallback")  # fmt: skip
     fallback = validation(budget.FALLBACK.but(why_not="nothing measured: CuPy is not installed")).plan_lines()[1]
-    assert fallback.endswith("5.0 s a worker's: the documented fallback (a PCIe Gen4 x16 link's rates, an H200 virtual machine's"
-                             " costs) (nothing measured: CuPy is not installed)")  # fmt: skip
+    assert fallback.endswith("5.0 s a worker's: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's"
+                             " costs (nothing measured: CuPy is not installed)")  # fmt: skip
 
 
 def test_without_cuda_nothing_is_probed_and_the_fallback_says_why() -> None:

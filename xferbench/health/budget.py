@@ -75,7 +75,7 @@ class Rates:
                 f" {self.sweep_start_s:.1f} s a sweep's start,"
                 f" {self.worker_start_s:.1f} s a worker's")  # fmt: skip
         if not self.measured:
-            return f"{said}: the documented fallback (a PCIe Gen4 x16 link's rates, an H200 virtual machine's costs){self._why()}"
+            return f"{said}: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's costs{self._why()}"
         fallback = [name for name in FIELDS if name not in self.measured]
         rest = f"; {', '.join(FIELDS[n] for n in fallback)} from the documented fallback" if fallback else ""
         return f"{said}: measured here by a {self.spent_s:.1f} s probe{rest}{self._why()}"
