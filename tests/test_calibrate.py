@@ -155,3 +155,89 @@ def test_streamed_points_count_their_runs_of_copies() -> None:
     expected = (budget.POINT_S + nbytes / budget.HOST_BPS + max(timing.warmup_s, timing.warmup_calls * 4 * call)
                 + (4 + copies) * call + max(timing.min_time_s, timing.min_samples * copies * call) + call)  # fmt: skip
     assert math.isclose(streamed, expected) and streamed > per_call
+
+
+class Ticks:
+    """A clock that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_a_timed_commands_lines_are_kept_in_order_with_the_time_each_arrived() -> None:
+    import sys
+
+    script = "import sys\nprint('xferbench: one')\nsys.stdout.flush()\nprint('two', file=sys.stderr)\n"
+    seen = calibrate.run_timed([sys.executable, "-c", script], {}, 60.0, Ticks())
+    assert seen is not None and [line for _, line in seen.lines] == ["xferbench: one", "two"]
+    times = [seen.spawned, *(at for at, _ in seen.lines), seen.ended]
+    assert times == sorted(times) and len(set(times)) == len(times)  # each read of the clock after the one before
+
+
+class Hangs:
+    """A probe sweep that runs past any timeout until it is told to stop, then ends as a sweep does on Ctrl-C
+    (`ends` False: never, until killed); it keeps what was done to it."""
+
+    ends = True
+
+    def __init__(self, command, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        import io
+
+        self.stdout, self.done, self.returncode = io.StringIO("xferbench: started\n"), [], None  # type: ignore[var-annotated]
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        self.done.append(("wait", timeout))
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired("sweep", timeout or 0)
+        return self.returncode
+
+    def terminate(self) -> None:
+        self.done.append(("terminate", None))
+        if self.ends:
+            self.returncode = 130
+
+    def kill(self) -> None:
+        self.done.append(("kill", None))
+        self.returncode = -9
+
+
+@pytest.mark.parametrize("ends, done", [
+    (True, [("wait", 120.0), ("terminate", None), ("wait", calibrate.STOP_WAIT_S)]),
+    (False, [("wait", 120.0), ("terminate", None), ("wait", calibrate.STOP_WAIT_S), ("kill", None), ("wait", None)]),
+])  # fmt: skip
+def test_a_probe_past_its_time_is_stopped_as_ctrl_c_stops_a_sweep_and_killed_only_past_its_grace(ends, done, monkeypatch) -> None:
+    made: list[Hangs] = []
+
+    def popen(command, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(Hangs(command))
+        made[-1].ends = ends
+        return made[-1]
+
+    monkeypatch.setattr(calibrate.subprocess, "Popen", popen)
+    assert calibrate.run_timed(["sweep"], {}, 120.0, Ticks()) is None
+    assert made[0].done == done
+
+
+def test_a_probe_stopped_here_is_stopped_too(monkeypatch) -> None:
+    made: list[Hangs] = []
+
+    class Interrupted(Hangs):
+        def wait(self, timeout: float | None = None) -> int:
+            if not self.done:
+                self.done.append(("wait", timeout))
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    monkeypatch.setattr(calibrate.subprocess, "Popen", lambda command, **kwargs: made.append(Interrupted(command)) or made[-1])
+    with pytest.raises(KeyboardInterrupt):
+        calibrate.run_timed(["sweep"], {}, 120.0, Ticks())
+    assert made[0].done == [("wait", 120.0), ("terminate", None), ("wait", calibrate.STOP_WAIT_S)]

@@ -124,8 +124,23 @@ def fit_line(samples: Sequence[tuple[int, float]]) -> tuple[float, float]:
     return max(0.0, intercept), slope
 
 
+STOP_WAIT_S = 20.0  # a probe told to stop (as Ctrl-C stops a sweep) has this long to close its workers before it is killed
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop a probe sweep as Ctrl-C does, so it closes its workers; kill it only if it has not ended in STOP_WAIT_S."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def run_timed(command: list[str], env: dict[str, str], timeout_s: float, clock: Clock = time.monotonic) -> Landed | None:
-    """A command whose output lines are timed as they arrive; None where it ran past `timeout_s` (it is killed)."""
+    """A command whose output lines are timed as they arrive; None where it ran past `timeout_s` (it is
+    stopped). Stopped here (Ctrl-C, a kill), it is stopped too before this process goes on stopping."""
     spawned = clock()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                text=True, errors="replace")  # fmt: skip
@@ -140,10 +155,12 @@ def run_timed(command: list[str], env: dict[str, str], timeout_s: float, clock: 
     try:
         process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        stop(process)
         reader.join(5)
         return None
+    except BaseException:
+        stop(process)
+        raise
     ended = clock()
     reader.join(5)
     return Landed(spawned, list(lines), ended)
