@@ -115,7 +115,7 @@ def test_a_faster_link_and_cheaper_points_give_a_shorter_estimate() -> None:
 
 
 def test_a_budget_that_fits_the_measured_rates_trims_nothing() -> None:
-    budget_min = validation(gen5()).estimate_s() / 60 + 0.01
+    budget_min = (validation(gen5()).estimate_s() + budget.STOP_GRACE_S) / 60 + 0.01  # the plan and a sweep's stop grace
     assert budget_min * 60 < validation(budget.FALLBACK).estimate_s()  # at the fallback's rates it would not fit
     assert validation(budget.FALLBACK, budget_min).trimmed != []
     measured = validation(gen5(), budget_min)

@@ -691,7 +691,7 @@ def sim_run(max_minutes: float | None, **kwargs: Any) -> validate_command.Valida
 def test_fit_stops_at_the_peer_sizes_from_16_mib_where_that_fits() -> None:
     between = validate_command.Validation(Path("/v"), frameworks=("sim",), peers={"nvbandwidth": NVB, "bandwidthTest": BT}, nvbandwidth_samples=1,
                                     peer_sizes="from16")  # fmt: skip
-    assert sim_run(between.estimate_s() / 60).peer_sizes == "from16"
+    assert sim_run((between.estimate_s() + budget.STOP_GRACE_S) / 60).peer_sizes == "from16"
 
 
 def test_fit_trims_the_quick_large_sweep_to_one_batch_and_never_none() -> None:
@@ -839,10 +839,12 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     assert run.took_s == 3 * 60.0 + 19 * 2.0
 
 
-def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> None:
+def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path, monkeypatch) -> None:
     """Into a folder that exists: nvidia-smi and numactl missing, two sweeps writing nothing, each sweep limited to
     the time the later steps leave, each peer run to the deadline less the finish and skipped past it: each said,
-    in the order it happened, and the budget's line with the time taken."""
+    in the order it happened, and the budget's line with the time taken. (No stop grace: the stand-in sweeps stop at
+    once, and the plan is trimmed to the whole budget, as the figures below count it.)"""
+    monkeypatch.setattr(budget, "STOP_GRACE_S", 0.0)
     folder = tmp_path / "validation"
     folder.mkdir()
     machine.tools.on_path = ()
@@ -942,7 +944,7 @@ def test_the_run_plans_trims_and_limits_its_sweeps_at_the_rates_its_probe_measur
     machine.sweeps.took_s = 1.0
     peers = {"nvbandwidth": NVB, "bandwidthTest": BT}
     planned = validate_command.Validation(tmp_path / "planned", quick=True, peers=dict(peers), rates=fast.but(spent_s=8.0))
-    minutes = planned.estimate_s() / 60 + 0.01
+    minutes = (planned.estimate_s() + budget.STOP_GRACE_S) / 60 + 0.01
     at_fallback = validate_command.Validation(tmp_path / "planned", quick=True, peers=dict(peers), max_minutes=minutes)
     at_fallback.fit()
     assert at_fallback.trimmed  # the fallback's rates would not have fitted this budget

@@ -180,11 +180,13 @@ class Validation:
         return rates.spent_s + sum(p.seconds(rates) for p in self.sweep_plans()) + sum(c.seconds for c in self.peer_commands()) + rates.finish_s
 
     def fit(self) -> None:
-        """Trim the plan until its estimate fits max_minutes, in the documented order (budget.py), and
-        say in `trimmed` what was left out. The default sweep, the raw ceiling and the link run stay."""
+        """Trim the plan until its estimate fits max_minutes less a sweep's stop grace (each sweep's deadline
+        keeps that grace, run_sweeps: a plan that fitted without it would have its sweeps stopped short), in
+        the documented order (budget.py), and say in `trimmed` what was left out. The default sweep, the raw
+        ceiling and the link run stay."""
         if self.max_minutes is None:
             return
-        budget_s = self.max_minutes * 60
+        budget_s = self.max_minutes * 60 - budget.STOP_GRACE_S
         everything = sorted({c.nbytes for c in self.peer_commands()})
         if self.estimate_s() > budget_s and "nvbandwidth" in self.peers:
             self.nvbandwidth_samples = 1
