@@ -241,3 +241,45 @@ def test_a_probe_stopped_here_is_stopped_too(monkeypatch) -> None:
     with pytest.raises(KeyboardInterrupt):
         calibrate.run_timed(["sweep"], {}, 120.0, Ticks())
     assert made[0].done == [("wait", 120.0), ("terminate", None), ("wait", calibrate.STOP_WAIT_S)]
+
+
+def test_calibrate_times_the_probe_sweep_each_peer_and_the_finish_and_keeps_the_fallback_where_one_fails(monkeypatch) -> None:
+    """The probe as validate runs it, each process a stand-in: the sweep's figures, each peer's start (its run's
+    seconds less its copies), the memset rate; a figure that cannot be drawn keeps the finish's fallback, said."""
+    from xferbench.measuring.backends import BACKENDS
+
+    result = probe_file()
+    seen, _ = landed(result, point_s=0.3, per_gb_s=0.8, series_s=0.2, worker_s=2.5)
+    clock = Ticks()
+    ran: list[list[str]] = []
+
+    def sweep(command, env, timeout_s, clock_):  # type: ignore[no-untyped-def]
+        ran.append(command)
+        Path(command[command.index("-o") + 1]).write_text(result.to_json())
+        clock.now += 30.0
+        return seen
+
+    def peer(command, **kwargs):  # type: ignore[no-untyped-def]
+        ran.append(command)
+        clock.now += 0.5
+
+    def cannot_draw(path, sweeps):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no display\nmore")
+
+    monkeypatch.setattr(BACKENDS["cuda"], "missing", lambda: None)
+    monkeypatch.setattr(calibrate, "run_timed", sweep)
+    monkeypatch.setattr(calibrate.subprocess, "run", peer)
+    monkeypatch.setattr(calibrate, "memset_bps", lambda: 12e9)
+    monkeypatch.setattr(calibrate, "finish_s", cannot_draw)
+    said: list[str] = []
+    rates = calibrate.calibrate("cuda:1", 1, True, dict(PEERS), 3, said.append, {}, clock)
+    assert said == ["probe: timing this machine's copies and fixed costs for the estimate"]
+    assert ran[0][3:] == ["sweep", *calibrate.probe_arguments("cuda:1"), "-o", ran[0][-1]]
+    assert ran[1] == [PEERS["nvbandwidth"], "-j", "-b", "1", "-i", "1", "-t", "host_to_device_memcpy_ce"]
+    assert ran[2][:2] == [PEERS["bandwidthTest"], "--device=1"] and "--memory=pinned" in ran[2]
+    assert rates == calibrate.sweep_rates(result, seen, budget.FALLBACK).but(
+        nvbandwidth_start_s=calibrate.peer_start("nvbandwidth", 1.5, rates), bandwidthtest_start_s=calibrate.peer_start("bandwidthTest", 1.5, rates),
+        memset_bps=12e9, spent_s=rates.spent_s, measured=rates.measured, why_not="the report's time not measured: no display")  # fmt: skip
+    assert set(budget.FIELDS) - set(rates.measured) == {"finish_s"} and rates.finish_s == budget.FINISH_S
+    assert rates.spent_s == clock.now - 1.0  # the whole probe on its clock, from its first reading
+    assert "the report's time from the documented fallback (the report's time not measured: no display)" in rates.describe()
