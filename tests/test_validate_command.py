@@ -52,13 +52,27 @@ exit 1
 """
 # The peers as stand-ins that print what the real tools print (peer_outputs.py). nvbandwidth measures
 # every GPU it sees (one where CUDA_VISIBLE_DEVICES names the validated GPU's UUID); -b 1 dies in its
-# first testcase, as a CUDA error does.
+# first testcase, as a CUDA error does. With STANDIN_COPIES set, each makes the copies the real tool
+# makes (memmoves, as fake_cupy's are), so it takes about as long as the tool would at this machine's
+# rates: nvbandwidth 20 copies (4 warm-up, 16 timed) per sample per test, bandwidthTest 100 per run
+# and, from pageable memory, a 256 MiB memset after each to flush the cache.
+COPIES = """import numpy as np
+def copies(nbytes, count, flush=0):
+    source, target = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+    cache = np.empty(flush, np.uint8)
+    for i in range(count):
+        np.copyto(target, source)
+        cache.fill(i % 256)
+"""
 NVBANDWIDTH = f"""import os, sys
 sys.path.insert(0, {str(TESTS)!r})
 import peer_outputs as out
+{COPIES}
 args = sys.argv[1:]
 size = int(args[args.index("-b") + 1])
 tests = args[args.index("-t") + 1:]
+if os.environ.get("STANDIN_COPIES") and size != 1:
+    copies(size * 2**20, len(tests) * int(args[args.index("-i") + 1] if "-i" in args else 3) * 20)
 gpus = (("Fake GPU", "00000000:01:00"),)
 if os.environ.get("CUDA_VISIBLE_DEVICES") != {UUID!r}:
     gpus += (("Other GPU", "00000000:02:00"),)
@@ -69,11 +83,14 @@ if size == 1:
 gbps = {{"host_to_device_memcpy_ce": "4.5", "device_to_host_memcpy_ce": "4.75"}}
 print(out.nvbandwidth(*(out.passed(t, *[gbps[t]] * len(gpus)) for t in tests), gpus=gpus, host="validator", mib=size))
 """
-BANDWIDTHTEST = f"""import sys
+BANDWIDTHTEST = f"""import os, sys
 sys.path.insert(0, {str(TESTS)!r})
 import peer_outputs as out
+{COPIES}
 opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if "=" in a)
 pinned = opts["memory"] == "pinned"
+if os.environ.get("STANDIN_COPIES"):
+    copies(int(opts["start"]), 100, 0 if pinned else 256 * 2**20)
 line = out.csv_line("H2D-Pinned" if pinned else "H2D-Paged", 4.2 if pinned else 2.1, int(opts["start"]))
 print(out.bandwidthtest(line, devices=("Fake GPU",)))
 """
@@ -90,9 +107,10 @@ def gpu_machine(tmp_path) -> dict[str, str]:
     return gpu_machine_environment(tmp_path)
 
 
-def gpu_machine_environment(tmp_path: Path) -> dict[str, str]:
+def gpu_machine_environment(tmp_path: Path, copies: bool = False) -> dict[str, str]:
     """An environment in which a process sees one CUDA GPU: CuPy and NVML answer from the stand-ins,
-    and nvidia-smi, nvbandwidth and bandwidthTest are on PATH."""
+    and nvidia-smi, nvbandwidth and bandwidthTest are on PATH (with `copies`, making the copies the real
+    tools make, for a run whose time is compared with its estimate)."""
     shims = tmp_path / "shims"
     (shims / "cupy").mkdir(parents=True)
     (shims / "cupy" / "__init__.py").write_text(CUPY_SHIM)
@@ -104,7 +122,7 @@ def gpu_machine_environment(tmp_path: Path) -> dict[str, str]:
     executable(tools / "bandwidthTest", BANDWIDTHTEST)
     site = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(shims), site]), "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
-            "COLUMNS": "120", "XFERBENCH_HOST": "validator"}  # fmt: skip
+            "COLUMNS": "120", "XFERBENCH_HOST": "validator", **({"STANDIN_COPIES": "1"} if copies else {})}  # fmt: skip
 
 
 @pytest.mark.slow

@@ -181,6 +181,31 @@ def test_without_its_verdict_the_budget_comes_from_the_log_beside_the_folder(tmp
     assert "\n- default.json was stopped after 77 s, keeping what it had measured" in page  # the log's warnings are the run's notes
 
 
+
+def test_a_log_whose_plan_says_its_seconds_gives_the_estimate_to_the_second(tmp_path) -> None:
+    """The plan's head now says its seconds beside its minutes; the older head, minutes alone, still reads."""
+    folder = copied(1, tmp_path, ("verdict.md",))
+    log = (RUNS / "run-1" / "validate.log").read_text()
+    assert "plan: about 4.5 min in all, within --max-minutes 4.5" in log
+    (folder.parent / "validate.log").write_text(log.replace("plan: about 4.5 min in all,", "plan: about 4.5 min in all (268 s),"))
+    run, _, _, _, record = validate_command.reread(folder)
+    assert record.estimated_s == 268.0 and run.max_minutes == 4.5 and record.budget_from == "validate.log beside the folder"
+
+
+def test_a_run_without_a_budget_says_the_time_it_took_beside_its_estimate_and_reads_it_again(tmp_path) -> None:
+    folder = copied(3, tmp_path, ())
+    run, files, imported, notes, _ = validate_command.reread(folder)
+    run.max_minutes, run.took_s = None, 75.0  # as a run without --max-minutes ends
+    checks = validate_command.checks_for(files, imported, run.device)
+    page = validate_command.verdict_page(run, files, imported, checks, notes)
+    assert f"\nRun took 1.2 min (estimated {validate_command.budget.minutes(run.estimate_s())}).\n" in page
+    (folder / "verdict.md").write_text(page)
+    again, _, _, _, record = validate_command.reread(folder)
+    assert again.took_s == 72.0 and record.estimated_s == float(validate_command.budget.minutes(run.estimate_s()).split()[0]) * 60
+    page_again, _ = reread(folder)
+    assert "\nRun took 1.2 min (estimated " in page_again and "Run within" not in page_again
+
+
 def drop(text: str, *parts: str) -> str:
     for part in parts:
         text = text.replace(part, "")

@@ -726,14 +726,16 @@ def sim(max_minutes: float | None, **kwargs: Any) -> validate_command.Validation
 def test_fit_trims_in_order_and_says_what_it_left_out() -> None:
     assert sim(None).trimmed == [] and sim(None).nvbandwidth_samples is None
     full = sim(None).estimate_s()
-    assert sim(full / 60).trimmed == [] and sim(full / 60).peer_sizes == "all"
+    fits = (full + budget.STOP_GRACE_S) / 60  # the plan and a sweep's stop grace
+    assert sim(fits).trimmed == [] and sim(fits).peer_sizes == "all"
+    assert sim(full / 60).trimmed != []  # the plan alone, without the grace its sweeps' deadlines keep
     tiny = sim(0.0001)
     assert tiny.trimmed == ["nvbandwidth took 1 sample per size (-i 1), not its default 3",
                             "the peers measured 3 of 18 sizes (96 MiB (101 MB), 256 MiB (268 MB), 1024 MiB (1.07 GB))",
                             "the large sweep left out batches 1, 4, 16, 64, 128, 512 of 1 MiB images (kept 256, 1024)"]  # fmt: skip
     assert (tiny.nvbandwidth_samples, tiny.peer_sizes, tiny.large_batches) == (1, "few", (256, 1024))
     between = validate_command.Validation(Path("/v"), frameworks=("sim",), peers=dict(PEERS), nvbandwidth_samples=1, peer_sizes="from16")
-    run = sim(between.estimate_s() / 60)
+    run = sim((between.estimate_s() + budget.STOP_GRACE_S) / 60)
     assert run.trimmed == ["nvbandwidth took 1 sample per size (-i 1), not its default 3",
                            "the peers measured 9 of 18 sizes (16 MiB (16.8 MB), 24 MiB (25.2 MB), 48 MiB (50.3 MB), 64 MiB (67.1 MB),"
                            " 96 MiB (101 MB), 128 MiB (134 MB), 256 MiB (268 MB), 512 MiB (537 MB), 1024 MiB (1.07 GB))"]  # fmt: skip
@@ -748,7 +750,7 @@ def test_fit_trims_in_order_and_says_what_it_left_out() -> None:
 def test_the_large_sweeps_batches_go_one_at_a_time_in_their_order() -> None:
     full = validate_command.Validation(Path("/v"), frameworks=("sim",), nvbandwidth_samples=1)
     without = validate_command.Validation(Path("/v"), frameworks=("sim",), large_batches=(1, 16, 256, 512, 1024))
-    run = validate_command.Validation(Path("/v"), frameworks=("sim",), max_minutes=(without.estimate_s() + 0.001) / 60)
+    run = validate_command.Validation(Path("/v"), frameworks=("sim",), max_minutes=(without.estimate_s() + budget.STOP_GRACE_S + 0.001) / 60)
     run.fit()
     assert run.large_batches == (1, 16, 256, 512, 1024) and full.large_batches is None
     assert run.trimmed == ["the large sweep left out batches 4, 64, 128 of 1 MiB images (kept 1, 16, 256, 512, 1024)"]
@@ -760,14 +762,15 @@ def test_the_plan_as_printed() -> None:
     nvb = sum(c.seconds for c in run.peer_commands() if c.peer == "nvbandwidth")
     bt = sum(c.seconds for c in run.peer_commands() if c.peer == "bandwidthTest")
     assert run.plan_lines() == [
-        f"plan: about {budget.minutes(run.estimate_s())} in all:",
+        f"plan: about {budget.minutes(run.estimate_s())} in all ({run.estimate_s():.0f} s):",
+        f"  the estimate assumes {budget.FALLBACK.describe()}",
         f"  default.json: 2 series x 3 batches = 6 points, 1 worker(s): about {budget.minutes(default.seconds())}",
         f"  large.json: 2 series x 3 batches = 6 points, 1 worker(s): about {budget.minutes(large.seconds())}",
         f"  nvbandwidth: 5 runs at 1 MiB (1.05 MB) to 256 MiB (268 MB): about {budget.minutes(nvb)}",
         f"  bandwidthTest: 12 runs at 197 KB to 256 MiB (268 MB): about {budget.minutes(bt)}",
         "  the report, plots and verdict: about 0.5 min"]  # fmt: skip
     run.max_minutes, run.trimmed = 90.0, ["a", "b"]
-    assert run.plan_lines()[0] == f"plan: about {budget.minutes(run.estimate_s())} in all, within --max-minutes 90:"
+    assert run.plan_lines()[0] == f"plan: about {budget.minutes(run.estimate_s())} in all ({run.estimate_s():.0f} s), within --max-minutes 90:"
     assert run.plan_lines()[-2:] == ["  trimmed to fit: a", "  trimmed to fit: b"]
     run.max_minutes = run.estimate_s() / 60
     assert run.plan_lines()[0].endswith(f"within --max-minutes {run.max_minutes:g}:")
@@ -777,7 +780,7 @@ def test_the_plan_as_printed() -> None:
     one = validate_command.Validation(Path("/v"), frameworks=("sim",), quick=True, peers={"nvbandwidth": "/a"}, peer_sizes="from16",
                                 large_batches=(1,))  # fmt: skip
     seconds = one.peer_commands()[0].seconds
-    assert one.plan_lines()[3] == f"  nvbandwidth: 1 runs at 48 MiB (50.3 MB) to 48 MiB (50.3 MB): about {budget.minutes(seconds)}"
+    assert one.plan_lines()[4] == f"  nvbandwidth: 1 runs at 48 MiB (50.3 MB) to 48 MiB (50.3 MB): about {budget.minutes(seconds)}"
 
 
 # the folder

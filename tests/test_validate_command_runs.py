@@ -286,9 +286,9 @@ def test_exit_2_is_refusal_only_from_the_first_sweep_and_only_with_no_file(tmp_p
 
 def after(run: validate_command.Validation, stem: str) -> float:
     """What the steps after a sweep are estimated to need, as the run counts it."""
-    plans = {p.stem: p.seconds() for p in run.sweep_plans()}
+    plans = {p.stem: p.seconds(run.rates) for p in run.sweep_plans()}
     stems = list(run.sweeps())
-    peers_s = sum(c.seconds for c in run.peer_commands()) + budget.FINISH_S
+    peers_s = sum(c.seconds for c in run.peer_commands()) + run.rates.finish_s
     return peers_s + sum(plans.get(s, 0.0) for s in stems[stems.index(stem) + 1:]) + budget.STOP_GRACE_S
 
 
@@ -317,8 +317,8 @@ def test_each_sweep_may_run_until_the_steps_after_it_need_the_rest(tmp_path, mon
     assert [Path(c[-1]).stem for c, _, _ in sweeps.calls] == []  # the large sweep's limit is exactly nothing
     assert files == {"default": None, "large": None}
     assert notes[1:] == [f"{stem}.json was not started: {after(run, 'large'):.0f} s of the --max-minutes budget were left and the steps"
-                         f" after it are estimated to need {after(run, stem):.0f} s (at a Gen4 link's rates; a faster link needs less,"
-                         " so a longer --max-minutes would have fitted it)" for stem in ("default", "large")]  # fmt: skip
+                         f" after it are estimated to need {after(run, stem):.0f} s (at the rates the plan assumed;"
+                         " a longer --max-minutes would have fitted it)" for stem in ("default", "large")]  # fmt: skip
 
 
 def test_a_sweep_with_under_a_second_or_nothing_left_says_which(tmp_path, monkeypatch) -> None:
@@ -328,7 +328,7 @@ def test_a_sweep_with_under_a_second_or_nothing_left_says_which(tmp_path, monkey
     echoed: list[str] = []
     assert validate_command.run_sweeps(run, echoed.append, deadline=0.4) == {"default": None, "large": None}  # notes of its own
     assert echoed == [f"warning: {stem}.json was not started: 0 s of the --max-minutes budget were left and the steps after it are"
-                      f" estimated to need {after(run, stem):.0f} s (at a Gen4 link's rates; a faster link needs less, so a longer"
+                      f" estimated to need {after(run, stem):.0f} s (at the rates the plan assumed; a longer"
                       " --max-minutes would have fitted it)" for stem in ("default", "large")]  # fmt: skip
     notes: list[str] = []
     validate_command.run_sweeps(run, echoed.append, deadline=0.0, notes=notes)
@@ -691,7 +691,7 @@ def sim_run(max_minutes: float | None, **kwargs: Any) -> validate_command.Valida
 def test_fit_stops_at_the_peer_sizes_from_16_mib_where_that_fits() -> None:
     between = validate_command.Validation(Path("/v"), frameworks=("sim",), peers={"nvbandwidth": NVB, "bandwidthTest": BT}, nvbandwidth_samples=1,
                                     peer_sizes="from16")  # fmt: skip
-    assert sim_run(between.estimate_s() / 60).peer_sizes == "from16"
+    assert sim_run((between.estimate_s() + budget.STOP_GRACE_S) / 60).peer_sizes == "from16"
 
 
 def test_fit_trims_the_quick_large_sweep_to_one_batch_and_never_none() -> None:
@@ -706,7 +706,7 @@ def test_a_trim_that_leaves_the_peers_no_size_says_none_and_the_plan_no_span(mon
     monkeypatch.setattr(validate_command, "QUICK_BATCHES", (1,))
     run = sim_run(0.0001, quick=True)
     assert run.trimmed[1] == "the peers measured 0 of 2 sizes (none)"
-    assert run.plan_lines()[3:5] == ["  nvbandwidth: 0 runs: about 0.0 min", "  bandwidthTest: 0 runs: about 0.0 min"]
+    assert run.plan_lines()[4:6] == ["  nvbandwidth: 0 runs: about 0.0 min", "  bandwidthTest: 0 runs: about 0.0 min"]
 
 
 # the whole command
@@ -762,7 +762,26 @@ def machine(monkeypatch, clock) -> Any:
     monkeypatch.setattr(validate_command, "run_child_sweep", sweeps)
     monkeypatch.setattr(plot, "figure", plots.figure)
     monkeypatch.setattr(plot, "save", plots.save)
-    return SimpleNamespace(clock=clock, tools=tools, sweeps=sweeps, plots=plots)
+    probe = Probe(clock)
+    monkeypatch.setattr(validate_command.calibrate, "calibrate", probe)
+    return SimpleNamespace(clock=clock, tools=tools, sweeps=sweeps, plots=plots, probe=probe)
+
+
+class Probe:
+    """calibrate() as validate calls it: it takes `spent_s` on the clock and returns `rates` (the fallback, as where
+    nothing can be measured, unless a test sets others), and keeps what it was asked."""
+
+    def __init__(self, clock: Clock, rates: budget.Rates = budget.FALLBACK, spent_s: float = 0.0) -> None:
+        self.clock, self.rates, self.spent_s, self.calls = clock, rates, spent_s, []  # type: list[tuple[Any, ...]]
+
+    def __call__(self, device: str, index: int, has_cuda: bool, peers: dict[str, str], sweeps: int, echo: Any, env: Any) -> budget.Rates:
+        self.calls.append((device, index, has_cuda, dict(peers), sweeps))
+        self.clock.now += self.spent_s
+        return self.rates.but(spent_s=self.spent_s) if self.spent_s else self.rates
+
+
+def took(run: validate_command.Validation) -> str:
+    return f"validate took {run.took_s:.1f} s, estimated {run.estimate_s():.1f} s"
 
 
 def logged(code: int | None, command: list[str], seconds: float = 2.0) -> str:
@@ -793,7 +812,7 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     assert (folder / "peers" / "commands.txt").read_text() == "".join(line + "\n" for line in log)
     assert echoed == [*run.plan_lines(), *(f"$ {shlex.join(sweep_command(run, stem))}" for stem in ("default", "large", "link")),
                       f"nvbandwidth: {NVB}", *(f"  {line.strip()}" for line in log[:5]), f"bandwidthTest: {BT}",
-                      *(f"  {line.strip()}" for line in log[5:])]  # fmt: skip
+                      *(f"  {line.strip()}" for line in log[5:]), took(run)]  # fmt: skip
     assert [(limit, env["PYTHONPATH"]) for _, env, limit in machine.sweeps.calls] == [(None, validate_command._python_path())] * 3
     shown = {**os.environ, "CUDA_VISIBLE_DEVICES": UUID}
     assert machine.tools.runs == [(["/usr/bin/nvidia-smi", "-q"], 120, None), (["/usr/bin/nvidia-smi", "topo", "-m"], 120, None),
@@ -820,10 +839,12 @@ def test_validate_runs_the_sweeps_the_peers_and_nvidia_smi_and_writes_the_verdic
     assert run.took_s == 3 * 60.0 + 19 * 2.0
 
 
-def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> None:
+def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path, monkeypatch) -> None:
     """Into a folder that exists: nvidia-smi and numactl missing, two sweeps writing nothing, each sweep limited to
     the time the later steps leave, each peer run to the deadline less the finish and skipped past it: each said,
-    in the order it happened, and the budget's line with the time taken."""
+    in the order it happened, and the budget's line with the time taken. (No stop grace: the stand-in sweeps stop at
+    once, and the plan is trimmed to the whole budget, as the figures below count it.)"""
+    monkeypatch.setattr(budget, "STOP_GRACE_S", 0.0)
     folder = tmp_path / "validation"
     folder.mkdir()
     machine.tools.on_path = ()
@@ -854,7 +875,7 @@ def test_a_run_within_a_budget_says_what_it_could_not_do(machine, tmp_path) -> N
                       *(f"$ {shlex.join(sweep_command(run, stem))}" for stem in ("default", "large")), f"warning: {stopped}",
                       f"$ {shlex.join(sweep_command(run, 'link'))}",
                       f"nvbandwidth: {NVB} ({every}; nvbandwidth {unbound})", *(f"  {logged(0, command, 20.0).strip()}" for command in nvb),
-                      f"bandwidthTest: {BT} (bandwidthTest {unbound})", f"warning: {no_figure}"]  # fmt: skip
+                      f"bandwidthTest: {BT} (bandwidthTest {unbound})", f"warning: {no_figure}", took(run)]  # fmt: skip
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
         "link.json", "link.png", "peer-nvbandwidth.json", "peers/bandwidthTest.txt", "peers/commands.txt", "peers/nvbandwidth.json",
         "report.md", "verdict.md"]  # fmt: skip
@@ -911,4 +932,28 @@ def test_a_run_whose_sweeps_wrote_nothing_still_writes_its_verdict(machine, tmp_
     assert checks[0].figure == "default.json: not written; large.json: not written; link.json: not written"
     assert checks == checks_of({"default": None, "large": None, "link": None}, {})
     assert verdict.read_text() == validate_command.verdict_page(run, {"default": None, "large": None, "link": None}, {}, checks, [])
-    assert machine.plots.saved == [] and echoed[-1] == f"$ {shlex.join(sweep_command(run, 'link'))}"
+    assert machine.plots.saved == [] and echoed[-2:] == [f"$ {shlex.join(sweep_command(run, 'link'))}", took(run)]
+
+
+def test_the_run_plans_trims_and_limits_its_sweeps_at_the_rates_its_probe_measured(machine, tmp_path) -> None:
+    """The probe runs first and its seconds count against the budget (as nvidia-smi's two runs of 2 s do); a budget its rates fit trims nothing, though the
+    fallback's would have trimmed; the plan says the rates are measured; each sweep's limit is counted at them."""
+    fast = budget.FALLBACK.but(pinned_bps=55.5e9, pageable_bps=8.4e9, point_s=0.2, sweep_start_s=3.0, worker_start_s=2.0,
+                               nvbandwidth_start_s=0.4, bandwidthtest_start_s=0.4, finish_s=10.0, measured=tuple(budget.FIELDS))  # fmt: skip
+    machine.probe.rates, machine.probe.spent_s = fast, 8.0
+    machine.sweeps.took_s = 1.0
+    peers = {"nvbandwidth": NVB, "bandwidthTest": BT}
+    planned = validate_command.Validation(tmp_path / "planned", quick=True, peers=dict(peers), rates=fast.but(spent_s=8.0))
+    minutes = (planned.estimate_s() + budget.STOP_GRACE_S) / 60 + 0.01
+    at_fallback = validate_command.Validation(tmp_path / "planned", quick=True, peers=dict(peers), max_minutes=minutes)
+    at_fallback.fit()
+    assert at_fallback.trimmed  # the fallback's rates would not have fitted this budget
+    run = validate_command.Validation(tmp_path / "v", quick=True, peers=dict(peers), max_minutes=minutes)
+    echoed: list[str] = []
+    validate_command.run(run, echoed.append)
+    assert machine.probe.calls == [("cuda:0", 0, run.has_link_run, peers, len(run.sweeps()))]
+    assert run.rates == fast.but(spent_s=8.0) and run.trimmed == [] and run.peer_sizes == "all" and run.large_batches is None
+    assert echoed[:3] == run.plan_lines()[:3] and echoed[0].startswith(f"plan: about {budget.minutes(planned.estimate_s())} in all")
+    assert echoed[1].endswith("measured here by a 8.0 s probe") and echoed[2] == "  the probe: 8.0 s, spent"
+    assert [limit for _, _, limit in machine.sweeps.calls] == [pytest.approx(minutes * 60 - 8.0 - 2 * 2.0 - 1.0 * at - after(run, stem))
+                                                               for at, stem in enumerate(run.sweeps())]  # fmt: skip

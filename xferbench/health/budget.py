@@ -2,8 +2,9 @@
 to fit `validate --max-minutes`.
 
 The estimate is read off the plan itself: each sweep's series and points under the timing settings
-they run with, and each peer command's copies, moved at the rates of a healthy PCIe Gen4 x16 link (a
-faster link finishes sooner, so the estimate errs long), plus what starting each process costs. The
+they run with, and each peer command's copies, at the rates and fixed costs in a Rates: those a short
+probe measured on the machine being validated (calibrate.py), else the documented fallback below (a
+healthy PCIe Gen4 x16 link's rates and an H200 virtual machine's fixed costs), said as such. The
 trims come in a fixed order, cheapest evidence first: nvbandwidth's repeated samples, the peers'
 small sizes, the peers' other sizes, then the large sweep's sizes. The raw ceiling (the large
 sweep's largest copy), the default sweep and the long link run are never trimmed.
@@ -13,13 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xferbench.measuring.backends import BACKENDS, default_backends
 from xferbench.core.spec import H2D, STREAMED, SeriesKey
-from xferbench.core.timing import TimingConfig
+from xferbench.core.timing import STREAM_PROBE_COPIES, TimingConfig, copies_for
 
-# Rates and fixed costs the estimate assumes (B/s and seconds).
+# The documented fallback: the rates and fixed costs the estimate assumes where nothing could be measured (B/s and seconds).
 PINNED_BPS = 25e9  # a pinned copy on a PCIe Gen4 x16 link, as measured
 PAGEABLE_BPS = 8e9  # a copy from pageable memory, staged by the driver through its own pinned buffers
 CALL_S = 100e-6  # launching and waiting for one call, beside its bytes
@@ -38,6 +39,55 @@ NVBANDWIDTH_COPIES = 4 + 16  # nvbandwidth's warm-up and timed copies per sample
 NVBANDWIDTH_SAMPLES = 3  # nvbandwidth's default samples per size (-i)
 FINISH_S = 30.0  # importing the peers' output, plotting each file, the report and the verdict
 STOP_GRACE_S = 20.0  # a sweep stopped at its time limit saves what it measured and closes its workers
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The rates and fixed costs an estimate assumes, and where they came from: what the plan prints
+    beside its estimate. `measured` names the fields a probe measured on this machine; the others are
+    the documented fallback."""
+
+    pinned_bps: float = PINNED_BPS
+    pageable_bps: float = PAGEABLE_BPS
+    call_s: float = CALL_S
+    point_s: float = POINT_S  # a point's cost beside its timed calls...
+    host_bps: float = HOST_BPS  # ...and its per-byte part (allocating, filling and verifying its buffers)
+    series_s: float = 0.0  # a series' start beside its first point (the fallback's point_s averages it in)
+    sweep_start_s: float = SWEEP_START_S  # a sweep's process: starting, and saving at the end
+    worker_start_s: float = WORKER_START_S
+    nvbandwidth_start_s: float = PEER_START_S
+    bandwidthtest_start_s: float = PEER_START_S
+    memset_bps: float = MEMSET_BPS
+    finish_s: float = FINISH_S
+    spent_s: float = 0.0  # the probe's own seconds, already spent: part of the run's estimate
+    measured: tuple[str, ...] = ()
+    why_not: str = ""  # why nothing (or not everything) was measured
+
+    def but(self, **changes: float | str | tuple[str, ...]) -> Rates:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """One line for the plan: the rates assumed, and which were measured here."""
+        gb = 1e9
+        said = (f"pinned {self.pinned_bps / gb:.1f} GB/s, pageable {self.pageable_bps / gb:.1f} GB/s, {self.point_s:.2f} s a point"
+                f" + {gb / self.host_bps:.2f} s per GB beside its timed calls, {self.series_s:.2f} s a series' start,"
+                f" {self.sweep_start_s:.1f} s a sweep's start, {self.worker_start_s:.1f} s a worker's")  # fmt: skip
+        if not self.measured:
+            return f"{said}: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's costs{self._why()}"
+        fallback = [name for name in FIELDS if name not in self.measured]
+        rest = f"; {', '.join(FIELDS[n] for n in fallback)} from the documented fallback" if fallback else ""
+        return f"{said}: measured here by a {self.spent_s:.1f} s probe{rest}{self._why()}"
+
+    def _why(self) -> str:
+        return f" ({self.why_not})" if self.why_not else ""
+
+
+# Each field of Rates a probe can measure, in the plan's words.
+FIELDS = {"pinned_bps": "the pinned rate", "pageable_bps": "the pageable rate", "call_s": "a call's cost",
+          "point_s": "a point's cost", "host_bps": "a point's per-byte cost", "series_s": "a series' start",
+          "sweep_start_s": "a sweep's start", "worker_start_s": "a worker's start", "nvbandwidth_start_s": "nvbandwidth's start",
+          "bandwidthtest_start_s": "bandwidthTest's start", "memset_bps": "the host memset rate", "finish_s": "the report's time"}  # fmt: skip
+FALLBACK = Rates()
 
 LARGE_KEEP = (256, 1024)  # the large sweep's batches never trimmed: the methods check (from 256 MiB) and the raw ceiling
 LARGE_TRIM_ORDER = (128, 4, 64, 512, 1, 16)  # the large sweep's batches, in the order they are left out
@@ -58,26 +108,32 @@ class SweepPlan:
     def points(self) -> int:
         return len(self.keys) * len(self.batches)
 
-    def seconds(self) -> float:
-        total = SWEEP_START_S + WORKER_START_S * len(self.frameworks)
+    def seconds(self, rates: Rates = FALLBACK) -> float:
+        total = rates.sweep_start_s + rates.worker_start_s * len(self.frameworks) + rates.series_s * len(self.keys)
         item = math.prod(self.keys[0].shape) if self.keys else 0
         for key in self.keys:
-            rate = PINNED_BPS if key.host_buffer == "pinned" else PAGEABLE_BPS
+            rate = rates.pinned_bps if key.host_buffer == "pinned" else rates.pageable_bps
             for batch in self.batches:
-                total += point_seconds(batch * item, rate, self.timing, self.fixed_s)
+                total += point_seconds(batch * item, rate, self.timing, self.fixed_s, rates, key.method == STREAMED)
         return total
 
 
-def point_seconds(nbytes: int, rate: float, timing: TimingConfig, fixed_s: float | None = None) -> float:
+def point_seconds(nbytes: int, rate: float, timing: TimingConfig, fixed_s: float | None = None, rates: Rates = FALLBACK,
+                  streamed: bool = False) -> float:  # fmt: skip
     """One point: its buffers, its warm-up, its sampling to the minimums (or its caps, whichever comes
     first), and the one call that verifies its bytes. Sampling past the minimums while a median is
-    uncertain is not counted: on a quiet GPU it does not happen."""
-    call = CALL_S + nbytes / rate
-    warm = max(timing.warmup_s, timing.warmup_calls * call)
+    uncertain is not counted: on a quiet GPU it does not happen. A streamed point warms up on runs of
+    STREAM_PROBE_COPIES copies, sizes its runs with one more and samples runs of several copies each."""
+    call = rates.call_s + nbytes / rate
+    unit, extra = call, 0.0  # one sample's calls; the calls that size a streamed point's runs
+    if streamed:
+        copies = copies_for(nbytes / rate)
+        unit, extra = copies * call, (STREAM_PROBE_COPIES + copies) * call
+    warm = max(timing.warmup_s, timing.warmup_calls * (STREAM_PROBE_COPIES * call if streamed else call))
     # sampling goes on to min_samples and min_time_s, but stops at max_samples or max_time_s
-    wanted = max(timing.min_time_s, timing.min_samples * call)
-    sample = fixed_s if fixed_s is not None else min(timing.max_time_s, wanted, max(timing.max_samples, timing.min_samples) * call)
-    return POINT_S + nbytes / HOST_BPS + warm + sample + call
+    wanted = max(timing.min_time_s, timing.min_samples * unit)
+    sample = fixed_s if fixed_s is not None else min(timing.max_time_s, wanted, max(timing.max_samples, timing.min_samples) * unit)
+    return rates.point_s + nbytes / rates.host_bps + warm + extra + sample + call
 
 
 def series_keys(frameworks: Sequence[str], device: str, ops: Sequence[str], methods: Sequence[str], shape: tuple[int, ...],
@@ -107,19 +163,21 @@ def series_keys(frameworks: Sequence[str], device: str, ops: Sequence[str], meth
     return keys, used
 
 
-def nvbandwidth_seconds(nbytes: int, tests: int, samples: int | None) -> float:
-    return PEER_START_S + tests * (samples or NVBANDWIDTH_SAMPLES) * NVBANDWIDTH_COPIES * (CALL_S + nbytes / PINNED_BPS)
+def nvbandwidth_seconds(nbytes: int, tests: int, samples: int | None, rates: Rates = FALLBACK) -> float:
+    copies = tests * (samples or NVBANDWIDTH_SAMPLES) * NVBANDWIDTH_COPIES
+    return rates.nvbandwidth_start_s + copies * (rates.call_s + nbytes / rates.pinned_bps)
 
 
-def bandwidthtest_seconds(nbytes: int, memory: str) -> float:
+def bandwidthtest_seconds(nbytes: int, memory: str, rates: Rates = FALLBACK) -> float:
     if memory == "pinned":
-        return PEER_START_S + BANDWIDTHTEST_COPIES * (CALL_S + nbytes / PINNED_BPS)
-    return PEER_START_S + BANDWIDTHTEST_COPIES * (CALL_S + nbytes / PAGEABLE_BPS + MEMSET_BYTES / MEMSET_BPS)
+        return rates.bandwidthtest_start_s + BANDWIDTHTEST_COPIES * (rates.call_s + nbytes / rates.pinned_bps)
+    copy = rates.call_s + nbytes / rates.pageable_bps + MEMSET_BYTES / rates.memset_bps
+    return rates.bandwidthtest_start_s + BANDWIDTHTEST_COPIES * copy
 
 
 def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-__all__ = ["FINISH_S", "LARGE_KEEP", "LARGE_TRIM_ORDER", "STOP_GRACE_S", "SweepPlan", "bandwidthtest_seconds",
+__all__ = ["FALLBACK", "FINISH_S", "LARGE_KEEP", "Rates", "LARGE_TRIM_ORDER", "STOP_GRACE_S", "SweepPlan", "bandwidthtest_seconds",
            "minutes", "nvbandwidth_seconds", "point_seconds", "series_keys"]  # fmt: skip

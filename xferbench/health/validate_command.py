@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import xferbench
-from xferbench.health import budget, validation_checks
+from xferbench.health import budget, calibrate, validation_checks
 from xferbench.core import references
 from xferbench.reading.display import rate, size
 from xferbench.core.environment import device_entry
@@ -103,6 +103,7 @@ class Validation:
     nvbandwidth_samples: int | None = None  # nvbandwidth's -i where trimmed; None: its own default (3)
     trimmed: list[str] = field(default_factory=list)  # what fit() left out, in words, for the plan and the verdict
     took_s: float | None = None  # the whole run's seconds, for the verdict
+    rates: budget.Rates = budget.FALLBACK  # what the estimate assumes: measured by the probe (calibrate.py), else the fallback
 
     @property
     def index(self) -> int:
@@ -163,26 +164,29 @@ class Validation:
             samples = ("-i", str(self.nvbandwidth_samples)) if self.nvbandwidth_samples else ()
             for nbytes in (n for n in sizes if n % 2**20 == 0):
                 arguments = ["-j", "-b", str(nbytes // 2**20), *samples, "-t", *NVBANDWIDTH_TESTS]
-                seconds = budget.nvbandwidth_seconds(nbytes, len(NVBANDWIDTH_TESTS), self.nvbandwidth_samples)
+                seconds = budget.nvbandwidth_seconds(nbytes, len(NVBANDWIDTH_TESTS), self.nvbandwidth_samples, self.rates)
                 commands.append(PeerCommand("nvbandwidth", arguments, nbytes, seconds))
         if "bandwidthTest" in self.peers:
             for memory in ("pinned", "pageable"):
                 for nbytes in sizes:
                     arguments = [f"--device={self.index}", "--htod", f"--memory={memory}", "--mode=range", f"--start={nbytes}",
                                  f"--end={nbytes}", f"--increment={nbytes}", "--csv"]  # fmt: skip
-                    commands.append(PeerCommand("bandwidthTest", arguments, nbytes, budget.bandwidthtest_seconds(nbytes, memory), memory))
+                    commands.append(PeerCommand("bandwidthTest", arguments, nbytes, budget.bandwidthtest_seconds(nbytes, memory, self.rates), memory))
         return commands
 
     def estimate_s(self) -> float:
-        """The whole run's estimated seconds: sweeps, peers, and the report and verdict at the end."""
-        return sum(p.seconds() for p in self.sweep_plans()) + sum(c.seconds for c in self.peer_commands()) + budget.FINISH_S
+        """The whole run's estimated seconds: the probe (already spent), sweeps, peers, and the report and verdict at the end."""
+        rates = self.rates
+        return rates.spent_s + sum(p.seconds(rates) for p in self.sweep_plans()) + sum(c.seconds for c in self.peer_commands()) + rates.finish_s
 
     def fit(self) -> None:
-        """Trim the plan until its estimate fits max_minutes, in the documented order (budget.py), and
-        say in `trimmed` what was left out. The default sweep, the raw ceiling and the link run stay."""
+        """Trim the plan until its estimate fits max_minutes less a sweep's stop grace (each sweep's deadline
+        keeps that grace, run_sweeps: a plan that fitted without it would have its sweeps stopped short), in
+        the documented order (budget.py), and say in `trimmed` what was left out. The default sweep, the raw
+        ceiling and the link run stay."""
         if self.max_minutes is None:
             return
-        budget_s = self.max_minutes * 60
+        budget_s = self.max_minutes * 60 - budget.STOP_GRACE_S
         everything = sorted({c.nbytes for c in self.peer_commands()})
         if self.estimate_s() > budget_s and "nvbandwidth" in self.peers:
             self.nvbandwidth_samples = 1
@@ -208,17 +212,19 @@ class Validation:
 
     def plan_lines(self) -> list[str]:
         """The plan as printed before the run starts: each step, its size and its estimated time."""
-        lines = []
+        lines = [f"  the estimate assumes {self.rates.describe()}"]
+        if self.rates.spent_s:
+            lines.append(f"  the probe: {self.rates.spent_s:.1f} s, spent")
         for plan in self.sweep_plans():
             lines.append(f"  {plan.stem}.json: {len(plan.keys)} series x {len(plan.batches)} batches = {plan.points} points,"
-                         f" {len(plan.frameworks)} worker(s): about {budget.minutes(plan.seconds())}")  # fmt: skip
+                         f" {len(plan.frameworks)} worker(s): about {budget.minutes(plan.seconds(self.rates))}")  # fmt: skip
         for name in self.peers:
             mine = [c for c in self.peer_commands() if c.peer == name]
             span = f" at {size_label(min(c.nbytes for c in mine))} to {size_label(max(c.nbytes for c in mine))}" if mine else ""
             lines.append(f"  {name}: {len(mine)} runs{span}: about {budget.minutes(sum(c.seconds for c in mine))}")
-        lines.append(f"  the report, plots and verdict: about {budget.minutes(budget.FINISH_S)}")
+        lines.append(f"  the report, plots and verdict: about {budget.minutes(self.rates.finish_s)}")
         total = self.estimate_s()
-        head = f"plan: about {budget.minutes(total)} in all"
+        head = f"plan: about {budget.minutes(total)} in all ({total:.0f} s)"
         if self.max_minutes is not None:
             head += f", within --max-minutes {self.max_minutes:g}"
             if total > self.max_minutes * 60:
@@ -334,8 +340,8 @@ def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None
     need; one that runs past that is stopped, keeping what it measured, and said in `notes`."""
     files: dict[str, Result | None] = {}
     notes = [] if notes is None else notes
-    plans = {p.stem: p.seconds() for p in validation.sweep_plans()}
-    peers_s = sum(c.seconds for c in validation.peer_commands()) + budget.FINISH_S
+    plans = {p.stem: p.seconds(validation.rates) for p in validation.sweep_plans()}
+    peers_s = sum(c.seconds for c in validation.peer_commands()) + validation.rates.finish_s
     sweeps = validation.sweeps()
     stems = list(sweeps)
     for at, (stem, arguments) in enumerate(sweeps.items()):
@@ -348,8 +354,8 @@ def run_sweeps(validation: Validation, echo: Echo, deadline: float | None = None
             limit = left - after
             if limit <= 0:
                 said = (f"{stem}.json was not started: {max(left, 0):.0f} s of the --max-minutes budget were left and the"
-                        f" steps after it are estimated to need {after:.0f} s (at a Gen4 link's rates; a faster link needs"
-                        " less, so a longer --max-minutes would have fitted it)" if left > 0 else
+                        f" steps after it are estimated to need {after:.0f} s (at the rates the plan assumed; a longer"
+                        " --max-minutes would have fitted it)" if left > 0 else
                         f"{stem}.json was not started: the run's --max-minutes budget was spent")  # fmt: skip
                 echo(f"warning: {said}")
                 notes.append(said)
@@ -874,6 +880,9 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
         trimmed = ": " + "; ".join(validation.trimmed) + "." if validation.trimmed else ": nothing was trimmed."
         said = f"; read from {record.budget_from}" if record is not None and record.budget_from != "verdict.md" else ""
         lines += [f"Run within --max-minutes {validation.max_minutes:g} ({estimated}{took}{said}){trimmed}", ""]
+    elif validation.took_s is not None and (record is None or record.estimated_s is not None):
+        estimate = validation.estimate_s() if record is None else record.estimated_s
+        lines += [f"Run took {budget.minutes(validation.took_s)} (estimated {budget.minutes(estimate or 0.0)}).", ""]
     if record is not None and record.absent:
         lines += [f"Not in this folder: {', '.join(record.absent)}.", ""]
     if record is not None and record.said:
@@ -931,7 +940,8 @@ VERDICT_HEAD = re.compile(r"^# xferbench validation: .* \((cuda(?::\d+)?)\) on "
 MADE_BY = re.compile(r"Made by (xferbench \S+ on \d{4}-\d{2}-\d{2})( \(--quick)?")
 BUDGET_LINE = re.compile(r"^Run within --max-minutes ([0-9.]+) \((?:estimated ([0-9.]+) min|estimate not recorded)"
                          r"(?:, took ([0-9.]+) min|, time taken not recorded)?(?:; read from [^)]*)?\)(?:: (.*))?$", re.MULTILINE)  # fmt: skip
-PLAN_LINE = re.compile(r"^plan: about ([0-9.]+) min in all, within --max-minutes ([0-9.]+)", re.MULTILINE)
+PLAN_LINE = re.compile(r"^plan: about ([0-9.]+) min in all(?: \(([0-9]+) s\))?, within --max-minutes ([0-9.]+)", re.MULTILINE)
+RUN_TOOK = re.compile(r"^Run took ([0-9.]+) min \(estimated ([0-9.]+) min\)", re.MULTILINE)  # a run without --max-minutes
 TRIMMED_LINE = re.compile(r"^\s*trimmed to fit: (.*)$", re.MULTILINE)
 DID_NOT_RUN = re.compile(r"^- (nvbandwidth|bandwidthTest) did not run: (.*)\.$")
 RAW_OUTPUT = {"nvbandwidth": ("peer-nvbandwidth.json", "peers/nvbandwidth.json"),
@@ -981,13 +991,17 @@ def _budget(validation: Validation, record: Record, verdict: str | None, log: tu
         if trimmed and trimmed != "nothing was trimmed.":
             validation.trimmed = trimmed.removesuffix(".").split("; ")
     elif verdict is not None and BUDGET_NOT_RECORDED not in verdict:
-        record.budget_from = "verdict.md"  # a run without --max-minutes: no budget to say
+        record.budget_from = "verdict.md"  # a run without --max-minutes: no budget to say, but perhaps its time
+        ran = RUN_TOOK.search(verdict)
+        if ran:
+            validation.took_s, record.estimated_s = float(ran.group(1)) * 60, float(ran.group(2)) * 60
     elif log is not None:
         name, text = log
         plan = PLAN_LINE.search(text)
         record.budget_from = name
         if plan:
-            record.estimated_s, validation.max_minutes = float(plan.group(1)) * 60, float(plan.group(2))
+            record.estimated_s = float(plan.group(2)) if plan.group(2) else float(plan.group(1)) * 60
+            validation.max_minutes = float(plan.group(3))
             validation.trimmed = TRIMMED_LINE.findall(text)
 
 
@@ -1105,6 +1119,8 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     started = time.monotonic()
     folder = validation.folder
     refuse_used_folder(folder)
+    validation.rates = calibrate.calibrate(validation.device, validation.index, validation.has_link_run, validation.peers,
+                                           len(validation.sweeps()), echo, {**os.environ, "PYTHONPATH": _python_path()})  # fmt: skip
     validation.fit()
     for line in validation.plan_lines():
         echo(line)
@@ -1123,7 +1139,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
         for name, executable in validation.peers.items():
             make, runner = runners[name]
             peer = make(executable, validation, log, environment)
-            peer.deadline = None if deadline is None else deadline - budget.FINISH_S
+            peer.deadline = None if deadline is None else deadline - validation.rates.finish_s
             echo(f"{name}: {executable}" + (f" ({'; '.join(peer.notes)})" if peer.notes else ""))
             raw[name] = runner(peer, validation)
             notes += peer.notes + ([peer.stopped] if peer.stopped else [])
@@ -1151,6 +1167,7 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
         report.save(text + "\n### Validation checks\n\n" + validation_checks.render(checks), folder / "report.md")
     verdict = folder / "verdict.md"
     validation.took_s = time.monotonic() - started
+    echo(f"validate took {validation.took_s:.1f} s, estimated {validation.estimate_s():.1f} s")
     verdict.write_text(verdict_page(validation, files, imported, checks, notes), encoding="utf-8")
     return checks, verdict
 
