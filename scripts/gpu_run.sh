@@ -20,6 +20,9 @@
 #
 # Settings (environment, all optional):
 #   TOTAL_S            the whole command's seconds (default 480)
+#   STEPS              the steps to run, in this order (default: smi build validate check sweeps tests); when
+#                      they do not fit one call, split them: STEPS="smi build validate check tests", then
+#                      STEPS="sweeps" TOTAL_S=240 in a second call
 #   PEERS_KIT          the peers' kit (default .peers); none: scripts/build_peers.sh builds them
 #   PEERS_SRC          with no kit: the folder of sources scripts/build_peers.sh builds from (its --from);
 #                      unset: it fetches them with git
@@ -58,6 +61,24 @@ GPU_TESTS=${GPU_TESTS:-tests}
 GPU_TESTS_SELECT=${GPU_TESTS_SELECT:-}
 # What each later step is kept at the least, so an earlier one running long cannot starve it.
 CHECK_MIN_S=20 SWEEPS_MIN_S=30 TESTS_MIN_S=120
+STEPS=${STEPS:-smi build validate check sweeps tests}
+for asked in $STEPS; do
+  case $asked in
+    smi | build | validate | check | sweeps | tests) ;;
+    *) echo "error: STEPS: no step '$asked'; give some of: smi build validate check sweeps tests" >&2; exit 2 ;;
+  esac
+done
+wanted() { [[ " $STEPS " == *" $1 "* ]]; }
+# keep STEP...: the least time kept for those of these later steps that will run
+keep() {
+  local total=0 later
+  for later in "$@"; do
+    if wanted "$later"; then
+      case $later in check) total=$((total + CHECK_MIN_S)) ;; sweeps) total=$((total + SWEEPS_MIN_S)) ;; tests) total=$((total + TESTS_MIN_S)) ;; esac
+    fi
+  done
+  echo "$total"
+}
 # The experiments a GPU run measures by default (NAME=ARGUMENTS; see GPU_SWEEPS), at 96 MiB and 1 GiB of 1 MiB
 # items: pageable sources copied back to back, then made cold between copies as bandwidthTest's memset makes
 # them, beside the host copy at the driver's threading (host/staged); device-to-host into a fresh tensor and
@@ -65,13 +86,17 @@ CHECK_MIN_S=20 SWEEPS_MIN_S=30 TESTS_MIN_S=120
 EXPERIMENT_SIZES="--shape 512x512x4 --batch-sizes 96,1024"
 EXPERIMENT_PATHS="-f cuda -f torch -f host -m raw_pageable,pageable,numpy,staged"
 EXPERIMENTS="warm=$EXPERIMENT_PATHS $EXPERIMENT_SIZES;cold=$EXPERIMENT_PATHS $EXPERIMENT_SIZES --cold-source"
-EXPERIMENTS+=";d2h-into=-f torch -m pageable,pageable_into -d d2h $EXPERIMENT_SIZES"
+EXPERIMENTS+=";d2h-into=-f cuda -f torch -m raw_pageable,pageable,pageable_into -d d2h $EXPERIMENT_SIZES"
+# The driver's staging chunk is not published: the host copy at 256 KiB and 16 MiB chunks brackets it (2 MiB runs above).
+EXPERIMENTS+=";staged-256k=-f host -m staged --staging-chunk-kib 256 $EXPERIMENT_SIZES"
+EXPERIMENTS+=";staged-16m=-f host -m staged --staging-chunk-kib 16384 $EXPERIMENT_SIZES"
 case $TOTAL_S in '' | *[!0-9]*) echo "error: TOTAL_S=$TOTAL_S is not a whole number of seconds" >&2; exit 2 ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/xferbench-gpu-run.XXXXXX")
 VALIDATE_BOX=$("$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 60) + 30)" "$VALIDATE_MINUTES") ||
   { echo "error: VALIDATE_MINUTES=$VALIDATE_MINUTES is not a number of minutes" >&2; exit 2; }
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 SUMMARY=$OUT/gpu-run.txt
+: >"$WORK/steps.txt"
 STARTED=$(date +%s)
 DEADLINE=$((STARTED + TOTAL_S))
 
@@ -128,15 +153,22 @@ for name, dist in (("numpy", "numpy"), ("torch", "torch"), ("cupy", "cupy-cuda13
             print(f"{dist}: not installed")
 EOF
   echo "numactl: $(command -v numactl || echo 'not on PATH')"
+  echo "steps: $STEPS"
   echo "time boxes: ${TOTAL_S} s in all; nvidia-smi ${SMI_S} s each, peers' build ${BUILD_S} s, validate ${VALIDATE_BOX} s (--max-minutes ${VALIDATE_MINUTES}), check ${CHECK_S} s, GPU tests ${TESTS_S} s, each sweep ${SWEEP_S} s"
   echo
 } >"$SUMMARY"
 cat "$SUMMARY"
 
+for asked in smi build validate check sweeps tests; do
+  wanted "$asked" || skip "$asked" "not among STEPS ($STEPS)"
+done
+
 # 1. nvidia-smi's view of the machine, as it prints it.
-if command -v nvidia-smi >/dev/null; then
-  KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step nvidia-smi-q "$SMI_S" "$OUT/nvidia-smi-q.txt" nvidia-smi -q
-  KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step topo "$SMI_S" "$OUT/nvidia-smi-topo.txt" nvidia-smi topo -m
+if ! wanted smi; then
+  :
+elif command -v nvidia-smi >/dev/null; then
+  KEEP_S=$(keep check sweeps tests) step nvidia-smi-q "$SMI_S" "$OUT/nvidia-smi-q.txt" nvidia-smi -q
+  KEEP_S=$(keep check sweeps tests) step topo "$SMI_S" "$OUT/nvidia-smi-topo.txt" nvidia-smi topo -m
 else
   skip nvidia-smi "nvidia-smi is not on PATH"
 fi
@@ -152,17 +184,19 @@ fi
 PEER_ARGS=()
 nvcc=${NVCC-$(command -v nvcc || true)}
 [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
+if ! wanted build; then
+  :
+elif [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
   skip peers-build "no nvcc${nvcc:+ at $nvcc} to build them with; validate uses the peers on PATH, if any"
 elif [ -f "$KIT/build.sh" ]; then
   export PEERS_BUILD_ROOT=$WORK/peers-build NVCC=$nvcc
-  KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$KIT/build.sh"
+  KEEP_S=$(keep check sweeps tests) step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$KIT/build.sh"
   for tool in nvbandwidth/nvbandwidth bandwidthTest/bandwidthTest; do
     [ -x "$PEERS_BUILD_ROOT/$tool" ] && PEER_ARGS+=(--peer "$PEERS_BUILD_ROOT/$tool")
   done
 else
   # No kit of its own: the project's script builds them, from PEERS_SRC where given, else fetched with git.
-  NVCC=$nvcc KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$REPO/scripts/build_peers.sh" \
+  NVCC=$nvcc KEEP_S=$(keep check sweeps tests) step peers-build "$BUILD_S" "$WORK/peers-build.log" bash "$REPO/scripts/build_peers.sh" \
     --work "$WORK/peers-build" --out "$WORK/peers-build/bin" ${PEERS_SRC:+--from "$PEERS_SRC"}
   for tool in nvbandwidth bandwidthTest; do
     [ -x "$WORK/peers-build/bin/$tool" ] && PEER_ARGS+=(--peer "$WORK/peers-build/bin/$tool")
@@ -173,24 +207,28 @@ if [ -f "$WORK/peers-build.log" ]; then
 fi
 
 # 3. The validation, within its budget; its folder packed as one archive.
-# shellcheck disable=SC2086  # VALIDATE_ARGS is a list of words
-KEEP_S=$((CHECK_MIN_S + SWEEPS_MIN_S + TESTS_MIN_S)) step validate "$VALIDATE_BOX" "$OUT/validate.log" "$PYTHON" -m xferbench validate "$WORK/validation" \
-  --max-minutes "$VALIDATE_MINUTES" "${PEER_ARGS[@]}" ${VALIDATE_ARGS:-}
-if [ -d "$WORK/validation" ]; then
-  tar -czf "$OUT/validation.tar.gz" -C "$WORK" validation
-else
-  note "   (validate wrote no folder)"
+if wanted validate; then
+  # shellcheck disable=SC2086  # VALIDATE_ARGS is a list of words
+  KEEP_S=$(keep check sweeps tests) step validate "$VALIDATE_BOX" "$OUT/validate.log" "$PYTHON" -m xferbench validate "$WORK/validation" \
+    --max-minutes "$VALIDATE_MINUTES" "${PEER_ARGS[@]}" ${VALIDATE_ARGS:-}
+  if [ -d "$WORK/validation" ]; then
+    tar -czf "$OUT/validation.tar.gz" -C "$WORK" validation
+  else
+    note "   (validate wrote no folder)"
+  fi
 fi
 
 mkdir -p "$WORK/sweeps"
 
 # 4. xferbench check, timed as a fleet job runs it: its result and log go with the sweeps.
-# shellcheck disable=SC2086  # CHECK_ARGS is a list of words
-KEEP_S=$((SWEEPS_MIN_S + TESTS_MIN_S)) step check "$CHECK_S" "$WORK/sweeps/check.log" "$PYTHON" -m xferbench check \
-  --out "$WORK/sweeps/check.json" ${CHECK_ARGS:-}
+if wanted check; then
+  # shellcheck disable=SC2086  # CHECK_ARGS is a list of words
+  KEEP_S=$(keep sweeps tests) step check "$CHECK_S" "$WORK/sweeps/check.log" "$PYTHON" -m xferbench check \
+    --out "$WORK/sweeps/check.json" ${CHECK_ARGS:-}
+fi
 
 # 5. The experiment sweeps (or those GPU_SWEEPS names), each within its own box, all in one archive.
-if [ "${GPU_SWEEPS:-}" != none ]; then
+if wanted sweeps && [ "${GPU_SWEEPS:-}" != none ]; then
   IFS=';' read -r -a SWEEPS <<<"${GPU_SWEEPS:-$EXPERIMENTS}"
   for entry in "${SWEEPS[@]}"; do
     name=${entry%%=*}
@@ -200,16 +238,20 @@ if [ "${GPU_SWEEPS:-}" != none ]; then
       continue
     fi
     # shellcheck disable=SC2086  # the arguments are a list of words
-    KEEP_S=$TESTS_MIN_S step "sweep-$name" "$SWEEP_S" "$WORK/sweeps/$name.log" "$PYTHON" -m xferbench sweep ${entry#*=} \
+    KEEP_S=$(keep tests) step "sweep-$name" "$SWEEP_S" "$WORK/sweeps/$name.log" "$PYTHON" -m xferbench sweep ${entry#*=} \
       -o "$WORK/sweeps/$name.json"
   done
 fi
-tar -czf "$OUT/sweeps.tar.gz" -C "$WORK" sweeps
+if wanted check || wanted sweeps; then
+  tar -czf "$OUT/sweeps.tar.gz" -C "$WORK" sweeps
+fi
 
 # 6. Every GPU test (they skip cleanly where a framework sees no GPU), each one's time printed, in what is left.
-# shellcheck disable=SC2086  # GPU_TESTS is a list of words
-STOP_SIGNAL=INT EXIT_5="no test matched the selection" step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest \
-  -p no:cacheprovider -rA --durations=0 -m gpu ${GPU_TESTS_SELECT:+-k "$GPU_TESTS_SELECT"} $GPU_TESTS
+if wanted tests; then
+  # shellcheck disable=SC2086  # GPU_TESTS is a list of words
+  STOP_SIGNAL=INT EXIT_5="no test matched the selection" step gpu-tests "$TESTS_S" "$OUT/gpu-tests.txt" "$PYTHON" -m pytest \
+    -p no:cacheprovider -rA --durations=0 -m gpu ${GPU_TESTS_SELECT:+-k "$GPU_TESTS_SELECT"} $GPU_TESTS
+fi
 
 {
   echo

@@ -96,6 +96,24 @@ def test_a_step_never_runs_past_the_whole_commands_deadline_and_one_left_no_time
     assert not (out / "validate.log").exists() and not (out / "gpu-tests.txt").exists()
 
 
+def test_steps_choose_what_runs_and_the_others_are_said_left_out(tmp_path) -> None:
+    environment = gpu_machine_environment(tmp_path)
+    out = tmp_path / "out"
+    environment.update(OUT=str(out), PYTHON=sys.executable, STEPS="sweeps", TOTAL_S="120",
+                       GPU_SWEEPS="small=-f sim --batch-sizes 1 --min-time 0.01")  # fmt: skip
+    ran = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=300, env=environment, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    summary = (out / "gpu-run.txt").read_text()
+    steps = dict(re.findall(r"^(\S+) +(.+?)\s*$", summary.split("## steps")[1].split("## the pack")[0], re.MULTILINE))
+    assert steps["sweep-small"].startswith("ok")
+    for name in ("smi", "build", "validate", "check", "tests"):
+        assert steps[name] == "skipped                                      not among STEPS (sweeps)", (name, summary)
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-run.txt", "sweeps.tar.gz"]
+    refused = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=60,
+                             env={**environment, "STEPS": "sweeps peers"})  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.startswith("error: STEPS: no step 'peers'; give some of:")
+
+
 def test_a_total_that_is_not_seconds_is_refused_before_anything_runs(tmp_path) -> None:
     ran = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out"), "TOTAL_S": "8m"})  # fmt: skip
