@@ -15,7 +15,7 @@ from typing import Any
 
 from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.core import c2c, vendors
-from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
+from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, gpu_link_facts, pcie_ceiling
 from xferbench.core.errors import XferbenchError
 from xferbench.reading import pipeline_report
 from xferbench.core.concurrency import groups
@@ -76,7 +76,7 @@ def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dic
                        "host link": vendors.text(found[vendors.HOST_LINK])})  # fmt: skip
     if kind != "cuda":
         return {**fields, "driver": NA, "CUDA (driver)": NA, "PCIe link": NA, "NUMA node": NA, "CPU affinity": NA}
-    nvml = device.get("nvml") or {}
+    nvml = gpu_link_facts(device)  # NVML's, or amdsmi's for an AMD GPU (PyTorch on ROCm names it cuda)
 
     def link(gen: Any, width: Any) -> str:
         return f"Gen{gen} x{width}" if gen and width else "?"

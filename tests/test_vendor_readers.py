@@ -1,0 +1,72 @@
+"""What the readers (report, plot, pairing, the pipeline section) say of runs on an AMD GPU and an Intel XPU:
+each file made by `xferbench sweep` in a simulated machine (tests/rocm, tests/xpu), through the worker, then
+read back. An AMD GPU's link facts are amdsmi's, kept under NVML's keys; its raw ceiling is HIP's copy."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FAST_ARGS
+
+from xferbench.core.results import Result, Selected, load
+from xferbench.core.telemetry import link_ceiling
+from xferbench.reading import pipeline_report, report
+from xferbench.reading.pairs import copy_kind
+from xferbench.reading.plot import figure
+
+TESTS = Path(__file__).resolve().parent
+MI300X = "AMD Instinct MI300X"
+GEN5_X16 = "PCIe Gen5 x16 theoretical (63.0 GB/s, system maximum)"
+
+
+def simulated_sweep(machine: str, folder: Path, *args: str) -> Path:
+    """A sweep in a simulated machine (tests/rocm or tests/xpu): the result file it wrote."""
+    out = folder / f"{machine}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS / machine), os.environ.get("PYTHONPATH")])),
+           "SIMULATED_ROCM_ROOT": str(folder / "root"), "COLUMNS": "120"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "--batch-sizes", "1,4", "--shape", "16x16x3", *FAST_ARGS, *args,
+                           "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def rocm_run(tmp_path_factory) -> Path:
+    """An MI300X's run: HIP's raw pinned copy beside torch's pinned_into, host to device."""
+    return simulated_sweep("rocm", tmp_path_factory.mktemp("rocm"), "-f", "hip", "-m", "raw_pinned", "-f", "torch", "-m", "pinned_into")
+
+
+@pytest.fixture(scope="module")
+def xpu_run(tmp_path_factory) -> Path:
+    """An Intel Arc's run (discrete, on PCIe): torch's pinned_into."""
+    return simulated_sweep("xpu", tmp_path_factory.mktemp("xpu"), "-f", "torch", "-m", "pinned_into")
+
+
+def rows(text: str) -> dict[str, str]:
+    """The report's environment table, by field (one file: one value)."""
+    block = text.split("### Environment", 1)[1].split("### Reproduce", 1)[0]
+    cells = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in block.splitlines() if line.startswith("| ")]
+    return {row[0]: row[1] for row in cells[2:]}
+
+
+@pytest.mark.slow
+def test_an_amd_gpus_link_numa_node_and_ceiling_show_in_report_and_plot(rocm_run) -> None:
+    """amdsmi's facts stand where NVML's do for an NVIDIA GPU: the report's PCIe link, NUMA node and the GPU's
+    CPUs, each series' ceiling, and the plot's ceiling line."""
+    result = load(rocm_run)
+    picks = [Selected(rocm_run, result, s) for s in result.series]
+    text = report.render(picks, [], title="mi300x")
+    found = rows(text)
+    assert (found["device"], found["vendor"], found["runtime"], found["host link"]) == (MI300X, "AMD", "ROCm 6.3", "PCIe")
+    assert found["PCIe link"] == "current Gen4 x16 / max Gen5 x16"
+    assert found["NUMA node"] == "0" and found["CPU affinity"].endswith("GPU's ideal CPUs 0-1")
+    assert GEN5_X16 in text
+    for series in result.series:
+        assert link_ceiling(series, result.environment)[0] == 63.0
+    drawn = figure(picks)
+    assert [line.get_label() for line in drawn.axes[0].get_lines() if line.get_linestyle() == "--"] == [f"{GEN5_X16}; read Gen4 x16 before the run"]
