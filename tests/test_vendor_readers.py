@@ -15,6 +15,7 @@ from conftest import FAST_ARGS
 
 from xferbench.core.results import Result, Selected, load
 from xferbench.core.telemetry import link_ceiling
+from xferbench.health import check
 from xferbench.reading import pipeline_report, report
 from xferbench.reading.pairs import copy_kind
 from xferbench.reading.plot import figure
@@ -24,11 +25,13 @@ MI300X = "AMD Instinct MI300X"
 GEN5_X16 = "PCIe Gen5 x16 theoretical (63.0 GB/s, system maximum)"
 
 
-def simulated_sweep(machine: str, folder: Path, *args: str) -> Path:
-    """A sweep in a simulated machine (tests/rocm or tests/xpu): the result file it wrote."""
+def simulated_sweep(machine: str, folder: Path, *args: str, **settings: str) -> Path:
+    """A sweep in a simulated machine (tests/rocm or tests/xpu): the result file it wrote. `settings` sets the
+    machine's SIMULATED_<MACHINE>_* variables."""
     out = folder / f"{machine}.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS / machine), os.environ.get("PYTHONPATH")])),
-           "SIMULATED_ROCM_ROOT": str(folder / "root"), "COLUMNS": "120"}  # fmt: skip
+           "SIMULATED_ROCM_ROOT": str(folder / "root"), "COLUMNS": "120",
+           **{f"SIMULATED_{machine.upper()}_{k.upper()}": v for k, v in settings.items()}}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "xferbench", "sweep", "--batch-sizes", "1,4", "--shape", "16x16x3", *FAST_ARGS, *args,
                            "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
@@ -70,3 +73,16 @@ def test_an_amd_gpus_link_numa_node_and_ceiling_show_in_report_and_plot(rocm_run
         assert link_ceiling(series, result.environment)[0] == 63.0
     drawn = figure(picks)
     assert [line.get_label() for line in drawn.axes[0].get_lines() if line.get_linestyle() == "--"] == [f"{GEN5_X16}; read Gen4 x16 before the run"]
+
+
+@pytest.mark.slow
+def test_check_judges_an_amd_gpu_by_amdsmis_link_and_says_why_where_amdsmi_gave_none(rocm_run, tmp_path) -> None:
+    """With amdsmi's link, HIP's raw copy is judged against Gen5 x16; in a VM where amdsmi reads no metrics,
+    the link is not judged because amdsmi gave no link, not because NVML (an NVIDIA tool) sampled nothing."""
+    (verdict,) = check.verdicts(load(rocm_run))
+    found = {f.name: f for f in verdict.findings}
+    assert found["link"].status in ("pass", "fail") and f"of {GEN5_X16}" in found["link"].figure
+    vm = simulated_sweep("rocm", tmp_path, "-f", "hip", "-m", "raw_pinned", amdsmi="no-metrics")
+    (verdict,) = check.verdicts(load(vm))
+    found = {f.name: f for f in verdict.findings}
+    assert (found["link"].status, found["link"].figure) == ("n/a", "no theoretical rate to judge by: amdsmi gave no PCIe link")
