@@ -86,3 +86,17 @@ def test_check_judges_an_amd_gpu_by_amdsmis_link_and_says_why_where_amdsmi_gave_
     (verdict,) = check.verdicts(load(vm))
     found = {f.name: f for f in verdict.findings}
     assert (found["link"].status, found["link"].figure) == ("n/a", "no theoretical rate to judge by: amdsmi gave no PCIe link")
+
+
+@pytest.mark.slow
+def test_the_verdict_page_gives_an_amd_gpus_pcie_link_and_numa_node_from_amdsmi(rocm_run, tmp_path) -> None:
+    """validate's verdict.md, made from the MI300X's file: its facts table reads amdsmi's link and node, as an
+    NVIDIA GPU's are read from NVML."""
+    from xferbench.health import validate_command
+
+    files = {"default": load(rocm_run)}
+    checks = validate_command.checks_for(files, {}, "cuda:0")
+    page = validate_command.verdict_page(validate_command.Validation(tmp_path), files, {}, checks, [])
+    facts = page.split("| | |", 1)[1].split("## Checks", 1)[0]  # the facts table
+    assert "| GPU | AMD Instinct MI300X |" in facts and "| PCI address | 0000:c1:00.0 |" in facts
+    assert "| PCIe link, maximum | Gen5 x16 |" in facts and "| GPU's NUMA node | 0 |" in facts
