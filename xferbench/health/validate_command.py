@@ -31,7 +31,7 @@ from typing import Any
 
 import xferbench
 from xferbench.health import budget, calibrate, validation_checks
-from xferbench.core import references
+from xferbench.core import c2c, references
 from xferbench.reading.display import rate, size
 from xferbench.core.environment import device_entry, gpu_link_facts
 from xferbench.core.errors import XferbenchError
@@ -846,7 +846,11 @@ class Record:
 
 
 def _link_fact(device: dict[str, Any]) -> tuple[str, str | None]:
-    """The verdict's link row: the PCIe link's maximum, from NVML's facts or amdsmi's."""
+    """The verdict's link row: on a Grace node the NVLink-C2C link and its ceiling, as the checks judge by (NVML
+    still reads a PCIe link there, which is not the host link); elsewhere the PCIe link's maximum."""
+    if c2c.is_c2c(device):
+        known = c2c.ceiling(device)
+        return "host link", known[1] if known else c2c.unknown_ceiling(device)
     facts = gpu_link_facts(device)
     return "PCIe link, maximum", f"Gen{facts['pcie_gen_max']} x{facts['pcie_width_max']}" if facts.get("pcie_gen_max") else None
 
