@@ -100,3 +100,31 @@ def test_the_verdict_page_gives_an_amd_gpus_pcie_link_and_numa_node_from_amdsmi(
     facts = page.split("| | |", 1)[1].split("## Checks", 1)[0]  # the facts table
     assert "| GPU | AMD Instinct MI300X |" in facts and "| PCI address | 0000:c1:00.0 |" in facts
     assert "| PCIe link, maximum | Gen5 x16 |" in facts and "| GPU's NUMA node | 0 |" in facts
+
+
+@pytest.mark.slow
+def test_an_amd_gpus_raw_ceiling_is_named_hips_copy_in_the_report(rocm_run, tmp_path) -> None:
+    """The summary names HIP's copy as the raw ceiling it ran; a run without it says HIP's is the one missing, and how to
+    get it, not CuPy's cudaMemcpyAsync (which does not run there)."""
+    result = load(rocm_run)
+    text = report.render([Selected(rocm_run, result, s) for s in result.series], [], title="mi300x")
+    assert "Raw ceilings (the same run's pinned hipMemcpyAsync on the same GPU):" in text and "cudaMemcpyAsync" not in text
+    assert "- cuda:0: hip/raw_pinned/copy peaked at " in text
+    torch_only = simulated_sweep("rocm", tmp_path, "-f", "torch", "-m", "pinned_into")
+    result = load(torch_only)
+    text = report.render([Selected(torch_only, result, s) for s in result.series], [], title="mi300x")
+    assert ("- cuda:0: no raw reference ran (hip/raw_pinned/copy, the pinned hipMemcpyAsync that xferbench calls through HIP's"
+            " runtime (libamdhip64, in ROCm or PyTorch for ROCm): sweep with -f hip too)") in text
+    assert "cupy" not in text.lower() and "cudaMemcpyAsync" not in text
+
+
+@pytest.mark.slow
+def test_the_pipeline_section_names_hips_copy_as_an_amd_gpus_raw_ceiling(rocm_run) -> None:
+    """The pipeline answer reads a DataLoader's figures against the same run's raw copy, and names it: HIP's on an
+    AMD GPU. The simulated ROCm PyTorch has no DataLoader, so the run's torch pinned_into series stands as one
+    (the same .to(device, non_blocking=True) copy from pinned memory that loader_pin ends in)."""
+    result = load(rocm_run)
+    result.series = [dataclasses.replace(s, mode="loader_pin") if s.framework == "torch" else s for s in result.series]
+    lines = pipeline_report.section([Selected(rocm_run, result, s) for s in result.series])
+    answer = next(line for line in lines if line.startswith("- **cuda:0** (AMD Instinct MI300X)"))
+    assert "of the raw ceiling (`hip/raw_pinned` at the same batch)" in answer and "cuda/raw_pinned" not in answer
