@@ -128,3 +128,18 @@ def test_the_pipeline_section_names_hips_copy_as_an_amd_gpus_raw_ceiling(rocm_ru
     lines = pipeline_report.section([Selected(rocm_run, result, s) for s in result.series])
     answer = next(line for line in lines if line.startswith("- **cuda:0** (AMD Instinct MI300X)"))
     assert "of the raw ceiling (`hip/raw_pinned` at the same batch)" in answer and "cuda/raw_pinned" not in answer
+
+
+@pytest.mark.slow
+def test_rocm_and_xpu_series_read_as_transfers_over_their_link_never_as_cuda(rocm_run, xpu_run, tmp_path) -> None:
+    """PyTorch for ROCm records its GPU's link (PCIe), and so does PyTorch on a discrete Intel GPU: their series are
+    host-to-device transfers over PCIe, like an NVIDIA GPU's. HIP alone does not say the link (an MI300A shares
+    the host's memory): the transfer is over the GPU's link, named as ROCm's, not CUDA's."""
+    for path in (rocm_run, xpu_run):
+        result = load(path)
+        torch = [s for s in result.series if s.framework == "torch"]
+        assert torch and {copy_kind(s, result.environment) for s in torch} == {"a host-to-device transfer over PCIe"}
+    hip_only = simulated_sweep("rocm", tmp_path, "-f", "hip", "-m", "raw_pinned", "-d", "h2d", "-d", "d2h")
+    result = load(hip_only)
+    assert [copy_kind(s, result.environment) for s in result.series] == [
+        "a host-to-device transfer over the GPU's link (ROCm)", "a device-to-host transfer over the GPU's link (ROCm)"]
