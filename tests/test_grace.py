@@ -274,6 +274,21 @@ def test_a_grace_sweep_records_the_c2c_link_and_reads_it_back_everywhere(grace_r
 
 
 @pytest.mark.slow
+def test_the_verdict_page_names_the_c2c_link_and_its_ceiling_not_a_pcie_link(grace_run, tmp_path) -> None:
+    """validate's verdict.md, made from the Grace sweep's file: its facts table gives the host link as the checks
+    judge it, NVLink-C2C at 450 GB/s, and no PCIe link maximum (NVML's Gen5 x16 reading is not the host link)."""
+    from xferbench.health import validate_command
+
+    path, _ = grace_run
+    files = {"link": load(path)}
+    checks = validate_command.checks_for(files, {}, "cuda:0")
+    page = validate_command.verdict_page(validate_command.Validation(tmp_path), files, {}, checks, [])
+    facts = page.split("| | |", 1)[1].split("## Checks", 1)[0]  # the facts table
+    assert "| host link | NVLink-C2C theoretical (450.0 GB/s, NVML: 10 active links × 45,000 MB/s) |" in facts
+    assert "PCIe" not in facts and "Gen5" not in facts
+
+
+@pytest.mark.slow
 def test_the_sweep_result_is_shaped_as_capture_writes_it(grace_run) -> None:
     """The file's GPU entry holds NVML's C2C facts as read_c2c records them, beside its PCIe readings."""
     path, _ = grace_run

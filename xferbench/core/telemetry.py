@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from xferbench.core import c2c
+from xferbench.core import c2c, vendors
 from xferbench.core.environment import cpu_ranges, device_entry, gpu_link_facts, link_disagreement, pcie_ceiling
 from xferbench.core.numa import pages_off_node
 from xferbench.core.references import bandwidth_for, gbps_text
@@ -25,6 +25,7 @@ KB = 1000
 FIELDS = ("t_s", "gen", "width", "tx_kbps", "rx_kbps", "rx_bytes")  # a link record's sample lists, one per read
 RAW_REFERENCE = ("cuda", "raw_pinned", "copy")  # framework, mode, op: the run's own ceiling
 RAW_REFERENCES = (RAW_REFERENCE, ("hip", "raw_pinned", "copy"))  # and an AMD GPU's: the same copy through HIP
+RAW_CALLS = {"cuda": "cudaMemcpyAsync", "hip": "hipMemcpyAsync"}  # each raw reference's call, by its framework
 
 
 def received_bytes(link: dict[str, Any]) -> tuple[float | None, str]:
@@ -260,8 +261,13 @@ def is_raw_reference(series: Series) -> bool:
     return (series.framework, series.mode, series.op) in RAW_REFERENCES
 
 
+def expected_raw_reference(device: dict[str, Any]) -> tuple[str, str, str]:
+    """The raw reference a GPU's run would have: HIP's copy on an AMD GPU (PyTorch for ROCm names it cuda), else CUDA's."""
+    return next(ref for ref in RAW_REFERENCES if ref[0] == "hip") if vendors.vendor(device) == vendors.AMD else RAW_REFERENCE
+
+
 def raw_series(series: Series, siblings: Iterable[Series]) -> Series | None:
-    """The raw pinned cudaMemcpyAsync that ran on the series' device in the same result file, if any:
+    """The raw pinned copy (cudaMemcpyAsync, or hipMemcpyAsync on an AMD GPU) that ran on the series' device in the same result file, if any:
     timed the same way (per call or streamed) where both ran."""
     found = [s for s in siblings if is_raw_reference(s) and s.device == series.device and s.direction == series.direction
              and s.concurrent == series.concurrent and s.status != "skipped"]  # fmt: skip

@@ -27,12 +27,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from xferbench.reading.compare import INCONCLUSIVE, SLOWER, compare_point
-from xferbench.core import c2c
+from xferbench.core import c2c, vendors
 from xferbench.core.environment import device_entry, link_readings, pcie_ceiling
 from xferbench.core.references import floor_for, floor_line, published_line
 from xferbench.core.results import Point, Result, Series
 from xferbench.core.spec import H2D, STREAMED
-from xferbench.core.telemetry import is_raw_reference, ran_below_max
+from xferbench.core.telemetry import is_raw_reference, link_ceiling, ran_below_max
 from xferbench.core.verdict import FAIL, INFO, NA, PASS, WARN, Verdict
 
 LINK_SHARE = 0.75  # the raw ceiling must reach this share of the link's theoretical rate
@@ -77,6 +77,8 @@ def _link_findings(series: Series, environment: dict[str, Any], mbps: float, sha
     ceiling = pcie_ceiling(device, series.link)
     if ceiling is None and c2c.is_c2c(device):  # a Grace node: never judged by its PCIe reading
         link = Verdict("link", NA, f"no theoretical rate to judge by: {c2c.unknown_ceiling(device).removeprefix('unknown: ')}")
+    elif ceiling is None and vendors.vendor(device) not in (None, vendors.NVIDIA):  # NVML's sampling is not why: amdsmi's facts are
+        link = Verdict("link", NA, f"no theoretical rate to judge by: {link_ceiling(series, environment)[1].removeprefix('unknown: ')}")
     elif ceiling is None:
         why = (series.link or {}).get("reason") or (environment.get("nvml") or {}).get("reason") or "NVML gave no PCIe link"
         link = Verdict("link", NA, f"no theoretical rate to judge by: {why}")

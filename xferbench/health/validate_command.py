@@ -31,9 +31,9 @@ from typing import Any
 
 import xferbench
 from xferbench.health import budget, calibrate, validation_checks
-from xferbench.core import references
+from xferbench.core import c2c, references
 from xferbench.reading.display import rate, size
-from xferbench.core.environment import device_entry
+from xferbench.core.environment import device_entry, gpu_link_facts
 from xferbench.core.errors import XferbenchError
 from xferbench.reading.pairs import placement
 from xferbench.reading.peers import json_object
@@ -845,6 +845,16 @@ class Record:
     said: list[str] = field(default_factory=list)  # how figures were got where their usual file is missing
 
 
+def _link_fact(device: dict[str, Any]) -> tuple[str, str | None]:
+    """The verdict's link row: on a Grace node the NVLink-C2C link and its ceiling, as the checks judge by (NVML
+    still reads a PCIe link there, which is not the host link); elsewhere the PCIe link's maximum."""
+    if c2c.is_c2c(device):
+        known = c2c.ceiling(device)
+        return "host link", known[1] if known else c2c.unknown_ceiling(device)
+    facts = gpu_link_facts(device)
+    return "PCIe link, maximum", f"Gen{facts['pcie_gen_max']} x{facts['pcie_width_max']}" if facts.get("pcie_gen_max") else None
+
+
 def verdict_page(validation: Validation, files: dict[str, Result | None], imported: dict[str, Result | None],
                  checks: Sequence[Verdict], notes: Sequence[str], record: Record | None = None) -> str:  # fmt: skip
     """verdict.md: the answer first, then the figures it rests on, then what is in the folder. With a
@@ -854,7 +864,7 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
     environment = next(iter(ours.values())).environment if ours else {}
     device = device_entry(environment, validation.device)
     name = device.get("name") or validation.device
-    nvml = device.get("nvml") or {}
+    nvml = gpu_link_facts(device)  # NVML's, or amdsmi's for an AMD GPU
     failed = [c for c in checks if c.status == FAIL]
     unproven = [c for c in checks if c.status == NA]
     verdict = ("FAIL" if failed else "INCOMPLETE" if unproven else "PASS")
@@ -888,10 +898,11 @@ def verdict_page(validation: Validation, files: dict[str, Result | None], import
     if record is not None and record.said:
         lines += [" ".join(record.said), ""]
     node = nvml.get("numa_node")
+    no_node = nvml.get("numa_node_reason") or device.get("amdsmi_reason") or "no NVML facts"
     facts = [("GPU", name), ("PCI address", nvml.get("pci_bus_id") or device.get("pci_bus_id")), ("UUID", nvml.get("uuid") or device.get("uuid")),
              ("driver", device.get("driver") or nvml.get("driver")), ("CUDA (driver)", device.get("cuda_driver")),
-             ("PCIe link, maximum", f"Gen{nvml['pcie_gen_max']} x{nvml['pcie_width_max']}" if nvml.get("pcie_gen_max") else None),
-             ("GPU's NUMA node", node if node is not None else f"unknown ({nvml.get('numa_node_reason') or 'no NVML facts'})"),
+             _link_fact(device),
+             ("GPU's NUMA node", node if node is not None else f"unknown ({no_node})"),
              ("CPU", environment.get("cpu")), ("OS", environment.get("os"))]  # fmt: skip
     lines += ["| | |", "|---|---|", *(f"| {k} | {v if v is not None else '—'} |" for k, v in facts), ""]
     lines += ["## Checks", "", validation_checks.render(checks).rstrip(), ""]

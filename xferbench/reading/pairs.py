@@ -82,13 +82,14 @@ def copy_kind(series: Series, environment: dict[str, Any] | None = None) -> str:
     if series.transfer == HOST_TO_HOST or device == "cpu":
         return "a host-to-host copy (CPU, no GPU)"
     way = {DEVICE_TO_HOST: "device-to-host", BIDIRECTIONAL: "bidirectional"}.get(series.transfer or "", "host-to-device")
-    link = vendors.host_link(device_entry(environment or {}, series.device), (environment or {}).get("machine"))
+    entry = device_entry(environment or {}, series.device)
+    link = vendors.host_link(entry, (environment or {}).get("machine"))
     if link == vendors.C2C:
         return f"a {way} transfer over {link} (a Grace node)"
     if link:  # another vendor's GPU whose entry records its link (an Intel XPU over PCIe) is alike with a CUDA one
         return f"a {way} transfer over {link}"
-    if device == "cuda":
-        return f"a {way} transfer over the GPU's link (CUDA)"
+    if device == "cuda":  # PyTorch for ROCm names an AMD GPU cuda too; HIP alone does not record its link (an MI300A shares memory)
+        return f"a {way} transfer over the GPU's link ({'ROCm' if vendors.vendor(entry) == vendors.AMD else 'CUDA'})"
     return f"a {series.transfer or 'transfer'} on {device}"
 
 

@@ -82,6 +82,7 @@ def section(picks: Sequence[Selected]) -> list[str]:
         raw = raw_series(pipes[0], result.series)
         scale = None if raw else next((p.series for p in here if p.series.framework == "host" and p.series.ok_points()), None)
         raw_points = _ok(raw) if raw is not None else {}
+        raw_name = f"{raw.framework}/{raw.mode}" if raw is not None else ""  # cuda/raw_pinned, or hip/raw_pinned on an AMD GPU
         points = {s.label(): _ok(s) for s in pipes}
         series_of = {s.label(): s for s in pipes}
         batches = sorted({b for found in points.values() for b in found})
@@ -121,7 +122,7 @@ def section(picks: Sequence[Selected]) -> list[str]:
         device_name = pipes[0].device_name or device
         against = []
         if raw_shares:
-            against.append(f"{_share(raw_shares)} of the raw ceiling (`cuda/raw_pinned` at the same batch)")
+            against.append(f"{_share(raw_shares)} of the raw ceiling (`{raw_name}` at the same batch)")
         if plain_ratios:
             low, high = min(plain_ratios), max(plain_ratios)
             span = f"{low:.2f}×" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{high:.2f}×"

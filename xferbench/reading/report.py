@@ -15,7 +15,7 @@ from typing import Any
 
 from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
 from xferbench.core import c2c, vendors
-from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, pcie_ceiling
+from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, gpu_link_facts, pcie_ceiling
 from xferbench.core.errors import XferbenchError
 from xferbench.reading import pipeline_report
 from xferbench.core.concurrency import groups
@@ -25,7 +25,8 @@ from xferbench.core.results import Point, Result, Selected, Selection, Series, b
 from xferbench.core.spec import BIDIR, BIDIRECTIONAL, DEVICE_TO_HOST, HOST_TO_DEVICE, HOST_TO_HOST, SIMULATED, STREAMED
 from xferbench.core.stats import CLIFF_FRACTION, SATURATION_FRACTION
 from xferbench.core.telemetry import (
-    RAW_REFERENCE,
+    RAW_CALLS,
+    expected_raw_reference,
     fraction_of_link,
     fraction_of_raw,
     is_raw_reference,
@@ -39,7 +40,9 @@ FAILED = "FAILED"  # measured in the reference file, an error in this one
 NA = "n/a"  # it does not apply to this device
 ABSENT = "–"  # the series has no measured point at this batch size
 BLANK = " "  # an empty cell ("" reads as MISSING): a path named once at the head of its rows
-RAW_LABEL = "/".join(RAW_REFERENCE)  # cuda/raw_pinned/copy: the run's own ceiling on each GPU
+# How to get each raw reference where a run has none: CuPy's cudaMemcpyAsync; HIP's, through its runtime library
+RAW_HOW = {"cuda": "CuPy runs: pip install 'xferbench[cupy]' and sweep with -f cuda too",
+           "hip": "xferbench calls through HIP's runtime (libamdhip64, in ROCm or PyTorch for ROCm): sweep with -f hip too"}  # fmt: skip
 
 # The theoretical per-direction rate of a device's host link (PCIe, or NVLink-C2C on a Grace node): kept in environment.
 ceiling_gbps = pcie_ceiling
@@ -76,7 +79,7 @@ def _device_fields(env: dict[str, Any], device_id: str, name: str | None) -> dic
                        "host link": vendors.text(found[vendors.HOST_LINK])})  # fmt: skip
     if kind != "cuda":
         return {**fields, "driver": NA, "CUDA (driver)": NA, "PCIe link": NA, "NUMA node": NA, "CPU affinity": NA}
-    nvml = device.get("nvml") or {}
+    nvml = gpu_link_facts(device)  # NVML's, or amdsmi's for an AMD GPU (PyTorch on ROCm names it cuda)
 
     def link(gen: Any, width: Any) -> str:
         return f"Gen{gen} x{width}" if gen and width else "?"
@@ -138,10 +141,10 @@ def raw_ceiling(series: Series, result: Result, in_bytes: bool = False) -> str:
     if reference is None and peer:
         return f"none in this file: it holds {peer}'s own figures (xferbench import), read beside xferbench's in other files"
     if reference is None:
-        return (f"no raw reference ran ({RAW_LABEL}, the pinned cudaMemcpyAsync that CuPy runs:"
-                " pip install 'xferbench[cupy]' and sweep with -f cuda too)")  # fmt: skip
+        framework, mode, op = expected_raw_reference(device_entry(result.environment, series.device))
+        return f"no raw reference ran ({framework}/{mode}/{op}, the pinned {RAW_CALLS[framework]} that {RAW_HOW[framework]})"
     if not reference.summary.peak_mbps:
-        return f"{RAW_LABEL} ran but measured nothing: {reference.reason or 'every point failed'}"
+        return f"{reference.framework}/{reference.mode}/{reference.op} ran but measured nothing: {reference.reason or 'every point failed'}"
     name = reference.label().rsplit("@", 1)[0]  # per call or streamed, as the series it is read against
     return f"{name} peaked at {rate(reference.summary.peak_mbps)} MB/s @ {where_in(reference, reference.summary.peak_batch_size, in_bytes)}"
 
@@ -677,7 +680,9 @@ def render(
               "Link ceilings (per direction):",
               *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in ceilings.items()), ""]  # fmt: skip
     if raw:
-        lines += ["Raw ceilings (the same run's pinned cudaMemcpyAsync on the same GPU):",
+        calls = dict.fromkeys(RAW_CALLS[expected_raw_reference(device_entry(p.result.environment, p.series.device))[0]]
+                              for p in picks if p.series.device.startswith("cuda"))  # fmt: skip
+        lines += [f"Raw ceilings (the same run's pinned {' or '.join(calls) or RAW_CALLS['cuda']} on the same GPU):",
                   *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in raw.items()), ""]  # fmt: skip
     published = [f"- {name}: {note}" for pick, name in zip(picks, names) if (note := published_note(pick.series))]
     if published:
