@@ -126,14 +126,15 @@ def test_a_budget_that_fits_the_measured_rates_trims_nothing() -> None:
 def test_the_plan_says_the_rates_it_assumed_and_where_they_came_from() -> None:
     lines = validation(gen5()).plan_lines()
     assert lines[1] == ("  the estimate assumes pinned 55.5 GB/s, pageable 8.4 GB/s, 0.20 s a point + 1.00 s per GB beside its timed"
-                        " calls, 0.00 s a series' start, 3.0 s a sweep's start, 2.0 s a worker's: measured here by a 8.0 s probe")  # fmt: skip
+                        " calls, 0.00 s a series' start (its fresh worker's included), 3.0 s a sweep's start, 2.0 s more for a framework's"
+                        " first worker: measured here by a 8.0 s probe")  # fmt: skip
     assert lines[2] == "  the probe: 8.0 s, spent"
     partly = validation(gen5(measured=("pinned_bps", "pageable_bps"))).plan_lines()[1]
     assert partly.endswith("measured here by a 8.0 s probe; a call's cost, a point's cost, a point's per-byte cost, a series' start,"
-                           " a sweep's start, a worker's start, nvbandwidth's start, bandwidthTest's start, the host memset rate,"
+                           " a sweep's start, a framework's first worker, nvbandwidth's start, bandwidthTest's start, the host memset rate,"
                            " the report's time from the documented fallback")  # fmt: skip
     fallback = validation(budget.FALLBACK.but(why_not="nothing measured: CuPy is not installed")).plan_lines()[1]
-    assert fallback.endswith("5.0 s a worker's: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's"
+    assert fallback.endswith("5.0 s more for a framework's first worker: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's"
                              " costs (nothing measured: CuPy is not installed)")  # fmt: skip
 
 

@@ -70,8 +70,9 @@ class Rates:
         """One line for the plan: the rates assumed, and which were measured here."""
         gb = 1e9
         said = (f"pinned {self.pinned_bps / gb:.1f} GB/s, pageable {self.pageable_bps / gb:.1f} GB/s, {self.point_s:.2f} s a point"
-                f" + {gb / self.host_bps:.2f} s per GB beside its timed calls, {self.series_s:.2f} s a series' start,"
-                f" {self.sweep_start_s:.1f} s a sweep's start, {self.worker_start_s:.1f} s a worker's")  # fmt: skip
+                f" + {gb / self.host_bps:.2f} s per GB beside its timed calls, {self.series_s:.2f} s a series' start (its"
+                f" fresh worker's included), {self.sweep_start_s:.1f} s a sweep's start, {self.worker_start_s:.1f} s more for"
+                " a framework's first worker")  # fmt: skip
         if not self.measured:
             return f"{said}: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's costs{self._why()}"
         fallback = [name for name in FIELDS if name not in self.measured]
@@ -85,7 +86,7 @@ class Rates:
 # Each field of Rates a probe can measure, in the plan's words.
 FIELDS = {"pinned_bps": "the pinned rate", "pageable_bps": "the pageable rate", "call_s": "a call's cost",
           "point_s": "a point's cost", "host_bps": "a point's per-byte cost", "series_s": "a series' start",
-          "sweep_start_s": "a sweep's start", "worker_start_s": "a worker's start", "nvbandwidth_start_s": "nvbandwidth's start",
+          "sweep_start_s": "a sweep's start", "worker_start_s": "a framework's first worker", "nvbandwidth_start_s": "nvbandwidth's start",
           "bandwidthtest_start_s": "bandwidthTest's start", "memset_bps": "the host memset rate", "finish_s": "the report's time"}  # fmt: skip
 FALLBACK = Rates()
 
