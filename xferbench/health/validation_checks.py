@@ -122,7 +122,9 @@ def link_check(results: Results) -> Verdict:
     measured = [(f, r, s) for f, r, s in _cuda(results) if loaded_samples(s.link or {})]
     sampled = [(f, r, s) for f, r, s in measured if not _over_c2c(r, s)]
     if measured and not sampled:
-        return Verdict(name, NA, f"the host link is {c2c.C2C} (a Grace node): NVML's PCIe generation and width are not the host link")
+        # not a fact missing but a check that does not apply: shown, never judged, so a Grace node can pass
+        return Verdict(name, INFO, f"does not apply: the host link is {c2c.C2C} (a Grace node); NVML's PCIe generation and"
+                                   " width are not the host link")  # fmt: skip
     if not sampled:
         return Verdict(name, NA, "no CUDA series has NVML link samples taken while data moved")
     slow = [(f, s, warning) for f, r, s in sampled if (warning := link_below_max(s, r.environment))]
@@ -253,7 +255,8 @@ def bytes_check(results: Results) -> Verdict:
     runs = [(claimed_bytes(s), f, s) for f, r, s in raw if s.link.get("t_s") and not _over_c2c(r, s)]
     runs = [(claimed, f, s) for claimed, f, s in runs if claimed]
     if raw and all(_over_c2c(r, s) for _, r, s in raw):
-        return Verdict(name, NA, f"the host link is {c2c.C2C} (a Grace node): NVML's PCIe byte count does not count its transfers")
+        return Verdict(name, INFO, f"does not apply: the host link is {c2c.C2C} (a Grace node); NVML's PCIe byte count does not"
+                                   " count its transfers")  # fmt: skip
     if not runs:
         return Verdict(name, NA, "no cuda/raw_pinned series has both its transfers counted and NVML link samples")
     claimed, file, series = max(runs, key=lambda run: run[0])
