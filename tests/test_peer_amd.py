@@ -227,6 +227,25 @@ def test_every_peer_is_registered_once_with_an_import_command(tmp_path) -> None:
         assert len(said.output.strip().splitlines()) == 1, said.output
 
 
+def test_an_import_without_out_is_named_after_its_host_never_this_machine(tmp_path, monkeypatch) -> None:
+    """No -o: runs/HOST-transferbench-TIME.json, HOST --host where given, else "unknown-host" (TransferBench's output names
+    no machine, and the file holds none), never the machine the paste was read on."""
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XFERBENCH_HOST", "reading-laptop")
+    tb = write(tmp_path, amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1), "tb.txt")
+    for args, host in (([], "unknown-host"), (["--host", "mi-node"], "mi-node")):
+        said = CliRunner().invoke(app, ["import", "transferbench", str(tb), *args])
+        assert said.exit_code == 0, said.output
+        (saved,) = (tmp_path / "runs").glob("*-transferbench-*.json")
+        assert saved.name.startswith(f"{host}-transferbench-"), saved.name
+        assert load(saved).environment.get("host") == (host if args else None)
+        saved.unlink()
+
+
 def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row(tmp_path) -> None:
     """Cut inside GPU 11's name ("G1") or a p2p matrix's last cell ("25.3" of "25.31"), the row still parses: it is left out and named."""
     whole = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.5)], 1) + amd.tb_new_test([(64 * MIB, "C0", "D", 11, 1, "G11", 25.0)], 2)

@@ -724,8 +724,9 @@ import_app = typer.Typer(help="Turn a peer tool's own output into an xferbench r
                          no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 app.add_typer(import_app, name="import")
 PEER_FILES = Annotated[list[Path], typer.Argument(help="The tool's output as it printed it.", show_default=False)]
-IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json", show_default=False)]  # fmt: skip
+IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json, HOST being --host, else the host the output names, else unknown-host", show_default=False)]  # fmt: skip
 IMPORT_SHAPE = Annotated[str, typer.Option(help="The uint8 item a series' sizes are counted in where each is a whole number of them (the batch axis of plot and report); else 1 MiB items, else 1000 B, else bytes.")]  # fmt: skip
+UNKNOWN_HOST = "unknown-host"  # an imported file's name where neither the output nor --host names its machine
 IMPORT_HOST = Annotated[Optional[str], typer.Option("--host", help="The machine the tool ran on, where its output does not say (bandwidthTest's never does).", show_default=False)]  # fmt: skip
 
 
@@ -734,7 +735,9 @@ def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bo
         result = read()
         if host:  # bandwidthTest's output names no host; a fleet tells nodes apart by it
             result.environment["host"] = host
-        name = safe_name(str(result.environment.get("host") or host_name()))
+        # The file is named after the host it holds: an output that names none, with no --host, is "unknown-host", not
+        # this machine, where the output was only read
+        name = safe_name(str(result.environment.get("host") or UNKNOWN_HOST))
         target, numbered = output_path(out_path, f"{name}-{tool.lower()}-{time.strftime('%Y%m%d-%H%M%S')}.json")
         refuse_overwriting_input(target, files, "--out")
         output = OutputFile(target, overwrite=overwrite, numbered=numbered)
