@@ -259,6 +259,20 @@ def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row
     one_line_error(lambda: read_transferbench([write(tmp_path, cut, "p2p.txt")]), "ends inside this row.*25.3")
 
 
+def test_a_p2p_figure_with_a_decimal_comma_is_named_as_the_cell_it_is(tmp_path) -> None:
+    """'26,02' for 26.02 (a paste through a spreadsheet): in the table without commas it is one cell, not a figure, left out
+    alone; in the CSV form it splits its cell in two, so the row is left out, named by that cell, not as a row cut short."""
+    p2p = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31}, csv=False).replace("26.02", "26,02")
+    result = read_transferbench([write(tmp_path, p2p)])
+    assert figures(result) == {("cpu_c0", "cuda:1", H2D, 64 * MIB): 25.31}
+    assert any("'26,02' is not a figure" in n for n in notes(result)) and not any("cut short" in n for n in notes(result))
+    comma = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31, ("GPU", 1, "CPU", 0): 24.5})
+    result = read_transferbench([write(tmp_path, comma.replace("26.02", "26,02"), "csv.txt")])
+    assert figures(result) == {("gfx_c0", "cuda:1", D2H, 64 * MIB): 24.5}
+    (said,) = [n for n in notes(result) if "26,02" in n]
+    assert "'26,02' in a p2p row is not a figure" in said and "cut short" not in said and len(said) < 300
+
+
 def test_the_environment_lines_say_how_many_iterations_a_figure_is_the_mean_of(tmp_path) -> None:
     row = amd.tb_old_row(1, 0, 64 * MIB, "C0", "B00.*", "G0", 1, 26.5)
     timed = amd.tb_env("1.50", True, (("NUM_ITERATIONS", 50, "Running 50 timed iteration(s)"), ("NUM_WARMUPS", 5, "Running 5 warmups")))

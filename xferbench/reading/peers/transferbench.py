@@ -59,6 +59,7 @@ AGGREGATE = re.compile(r"^\s*[│|]?\s*Aggregate \(CPU\)")
 TEST = re.compile(r"^\s*Test ([0-9]+):\s*$")
 FIGURE = re.compile(r"[0-9]+\.[0-9]{3}")  # %7.3f, %8.3f: a Transfer's GB/s
 P2P_FIGURE = re.compile(r"[0-9]+\.[0-9]{2}")  # %10.2f: the p2p matrix's
+DECIMAL_COMMA = re.compile(r"(?<![0-9.])[0-9]+,[0-9]+(?![0-9.])")  # '28,41': a comma with no blank after it, between digits
 MEMORY = re.compile(r"^([A-Z])([0-9]+)$")
 # "TransferBench v1.52", the library's client "TransferBench Client v1.x Backend v1.y" (CSV and text) or "TransferBench v1.66.00"
 VERSION = re.compile(r"TransferBench (?:Client v([0-9][0-9A-Za-z._-]*) Backend v([0-9][0-9A-Za-z._-]*)|v([0-9]+\.[0-9]+[0-9A-Za-z._-]*))")
@@ -379,6 +380,25 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
     return copies
 
 
+def _cells(rest: str, csv_form: bool) -> list[str]:
+    """A preset's row cells: between commas where its header has them (OUTPUT_TO_CSV=1), else between blanks, so
+    a figure written with a decimal comma ('28,41') in a table without commas stays one cell, named as no figure."""
+    cells = [c.strip() for c in rest.split(",")] if csv_form else rest.split()
+    while cells and cells[-1] == "":
+        cells.pop()
+    return cells
+
+
+def _misfit(preset: str, cells: list[str], columns: list[tuple[str, int]], line: str, where: str) -> str:
+    """Why a preset's row of another width than its header is left out: a figure with a decimal comma, which splits
+    a CSV cell in two, named as the cell it is; else the counts (a row cut short)."""
+    comma = DECIMAL_COMMA.search(line)
+    if comma is not None:
+        return (f"{where}: {comma.group(0)!r} in a {preset} row is not a figure (TransferBench prints GB/s with a decimal point,"
+                f" to 0.01): the row is left out; import the output as TransferBench printed it: {one_line(line, 120)}")
+    return f"{where}: a {preset} row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)}; left out"
+
+
 def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: Builder) -> list[_Copy]:
     """The host rows and columns of a p2p preset's unidirectional matrices: CPU row to GPU column is
     host to device, GPU row to CPU column device to host, each executed as the header and title say."""
@@ -387,6 +407,7 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     title: re.Match[str] | None = None
     columns: list[tuple[str, int]] = []
     executes_source = True
+    csv_form = True  # the header's cells between commas (OUTPUT_TO_CSV=1), else between blanks
     between = False  # a cell between two GPUs or two NUMA nodes was named
     host = "B" if settings.get("USE_FINE_GRAIN") else CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
     if not any(P2P_TITLE.match(line) for line in lines):
@@ -406,16 +427,14 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
         if (header := P2P_HEADER.match(line)) is not None:
             columns = [(kind, int(index)) for kind, index in re.findall(r"(CPU|GPU) ([0-9]+)", header.group(2))]
             executes_source = header.group(1) == "SRC+EXE\\DST"
+            csv_form = "," in line
             continue
         row = P2P_ROW.match(line)
         if row is None or not columns or row.group(3) != "->":
             continue
-        cells = [c.strip() for c in row.group(4).split(",")] if "," in row.group(4) else row.group(4).split()
-        while cells and cells[-1] == "":
-            cells.pop()
+        cells = _cells(row.group(4), csv_form)
         if len(cells) != len(columns):
-            build.note(f"{where}: a p2p row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)};"
-                       " left out")  # fmt: skip
+            build.note(_misfit("p2p", cells, columns, line, where))
             continue
         if nbytes is None:
             build.note(f"{where}: the p2p matrix without its 'Bytes Per Direction' line: its size is not known; left out (give the"
@@ -448,6 +467,7 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
     gpu = 0
     columns: list[tuple[str, int]] = []
     inside = between = best = False
+    csv_form = True  # the header's cells between commas (OUTPUT_TO_CSV=1), else between blanks
     host = CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
     if not any(SCALING_TITLE.match(line) for line in lines):
         return found
@@ -465,6 +485,7 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
             continue
         if (header := SCALING_HEADER.match(line)) is not None:
             columns = [(kind, int(index)) for kind, index in re.findall(r"(CPU|GPU)([0-9]+)", header.group(1))]
+            csv_form = "," in line
             continue
         if not columns:
             continue
@@ -477,13 +498,9 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
             continue
         if (row := SCALING_ROW.match(line)) is None:
             continue
-        rest = row.group(2)
-        cells = [c.strip() for c in rest.split(",")] if "," in rest else rest.split()
-        while cells and cells[-1] == "":
-            cells.pop()
+        cells = _cells(row.group(2), csv_form)
         if len(cells) != len(columns):
-            build.note(f"{where}: a scaling row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)};"
-                       " left out")  # fmt: skip
+            build.note(_misfit("scaling", cells, columns, line, where))
             continue
         if nbytes is None:
             build.note(f"{where}: the scaling table without its '- Copying N bytes from GPU G' line: its size is not known; left out"
