@@ -108,6 +108,21 @@ def test_rocm_bandwidth_test_2x_output_is_transferbench_s_and_named_as_run(tmp_p
     assert {s.framework for s in result.series} == {"rocm_bandwidth_test"}
     legacy = write(tmp_path, amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI), "legacy.txt")
     one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, text), legacy]), "one at a time")
+    named = "$ rocm_bandwidth_test run tb p2p\n" + amd.tb_env("1.66", False) + text  # 2.x's command: its own, version line and all
+    assert figures(read_rocm_bandwidth_test([write(tmp_path, named, "named.txt")])) == figures(result)
+
+
+def test_rocm_bandwidth_test_refuses_transferbench_s_own_run_in_one_line(tmp_path) -> None:
+    """A paste that shows TransferBench itself (its command or version line) and never names rocm_bandwidth_test is
+    TransferBench's: refused with the import that reads it, not named as rocm_bandwidth_test's."""
+    for name, text, shown in (("cluster.txt", amd.CLUSTER_P2P, "('TransferBench v1.50')"),
+                              ("ihc.txt", amd.IHC_CONFIG, "('TransferBench v1.62.00')"),
+                              ("command.txt", "$ ./TransferBench p2p 64M\n" + amd.tb_p2p(1, 1, {("CPU", 0, "GPU", 0): 25.31}),
+                               "('$ ./TransferBench p2p 64M')")):  # fmt: skip
+        said = one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, text, name)]),
+                              "TransferBench's own output .*, not rocm_bandwidth_test's: import it with `xferbench import transferbench`$")
+        assert shown in said, said
+        assert len(said.removeprefix(str(tmp_path / name))) < 160, said  # short past the file name
 
 
 # TransferBench ------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ bytes over the span of both copies: no one direction's rate, so it is listed and
 
 rocm_bandwidth_test 2.x (the "RBT-Next Generation" framework, deprecated in favour of TransferBench)
 runs TransferBench's own presets (`rocm_bandwidth_test run tb p2p`) and prints TransferBench's tables:
-those are read as TransferBench's, named as this tool's.
+those are read as TransferBench's, named as this tool's. A paste that shows TransferBench run by itself (its
+version line or its command) and names rocm_bandwidth_test nowhere is TransferBench's: refused here, with
+`xferbench import transferbench` to read it, so its series are not named after a tool that did not run.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ COLUMNS = re.compile(r"^\s*D/D((?:\s+[0-9]+)+)\s*$")
 ROW = re.compile(r"^\s*([0-9]+)\s+(\S.*?)\s*$")
 FIGURE = re.compile(r"[0-9]+\.[0-9]{3}")  # std::fixed, precision 3
 PAIR = re.compile(r"^=+\s+(Src|Dst) Device Id: ([0-9]+) \1 Device Type: (Cpu|Gpu)\s+=+\s*$")
+NAMED = re.compile(r"rocm[_-]bandwidth[_-]test|RocmBandwidthTest", re.IGNORECASE)  # 2.x's command or name in a paste
+# TransferBench run by itself: `$ ./TransferBench p2p 4M`, `VAR=1 TransferBench example.cfg`
+TB_COMMAND = re.compile(r"^\s*(?:[$#>]\s*)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:\S*/)?TransferBench(?:Cuda)?(?:\s+\S.*)?$")
 DEFAULT_RUN = "(rocm_bandwidth -a + rocm_bandwidth -A)"
 
 
@@ -69,6 +74,16 @@ def _runs(path: Path, text: str) -> list[dict[str, Any]]:
     return runs
 
 
+def _transferbench_itself(text: str) -> str | None:
+    """What shows a paste of TransferBench's tables to be TransferBench's own run (its version line or its command),
+    where nothing in it names rocm_bandwidth_test, whose 2.x prints those tables as its own; None otherwise."""
+    if NAMED.search(text):
+        return None
+    lines = text.split("\n")
+    said = next(filter(None, map(transferbench.VERSION.search, lines)), None) or next(filter(None, map(TB_COMMAND.match, lines)), None)
+    return None if said is None else repr(one_line(said.group(0).strip(), 60))
+
+
 def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE,
                              environment: dict[str, Any] | None = None) -> Result:  # fmt: skip
     """rocm_bandwidth_test's output, one or more files, as a result: a series per CPU agent (NUMA
@@ -86,6 +101,10 @@ def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEF
     if modern and legacy:
         raise refusal(f"{modern[0]} holds rocm_bandwidth_test 2.x's TransferBench output and {legacy[0]} the legacy tool's: import"
                       " them one at a time")  # fmt: skip
+    for path, text in texts:
+        if path in modern and (shown := _transferbench_itself(text)) is not None:
+            raise refusal(f"{path}: TransferBench's own output ({shown}), not rocm_bandwidth_test's: import it with `xferbench import"
+                          " transferbench`")  # fmt: skip
     if modern:
         return transferbench.read_transferbench(modern, shape, environment, tool=TOOL)
     runs = [run for path, text in texts for run in _runs(path, text)]
