@@ -125,6 +125,30 @@ def test_rocm_bandwidth_test_refuses_transferbench_s_own_run_in_one_line(tmp_pat
         assert len(said.removeprefix(str(tmp_path / name))) < 160, said  # short past the file name
 
 
+def test_amd_imports_record_their_gpus_as_amd_on_rocm(tmp_path) -> None:
+    """Both tools run on ROCm only (rocm_bandwidth_test on HSA; TransferBench on HIP, its nvcc build named TransferBenchCuda):
+    each GPU measured gets a device entry saying AMD and ROCm, so a report does not call them unknown; a capture's own
+    runtime (with its version) is kept."""
+    from xferbench.core import vendors
+    from xferbench.core.environment import device_entry
+
+    def described(result: Result) -> dict[str, tuple[str | None, str | None]]:
+        env = result.environment
+        return {d: (lambda f: (f[vendors.VENDOR], f[vendors.RUNTIME]))(vendors.describe(device_entry(env, d), env))
+                for d in sorted({s.device for s in result.series})}
+
+    tb = write(tmp_path, amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1) + amd.tb_new_test([(64 * MIB, "C0", "D", 1, 1, "G1", 25.0)], 2))
+    assert described(read_transferbench([tb])) == {"cuda:0": ("AMD", "ROCm"), "cuda:1": ("AMD", "ROCm")}
+    assert described(read_rocm_bandwidth_test([write(tmp_path, amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI), "rbt.txt")])) == {
+        "cuda:0": ("AMD", "ROCm"), "cuda:1": ("AMD", "ROCm")}
+    p2p = write(tmp_path, "$ rocm_bandwidth_test run tb p2p\n" + amd.tb_p2p(1, 1, {("CPU", 0, "GPU", 0): 25.31}), "rbt2.txt")
+    assert described(read_rocm_bandwidth_test([p2p])) == {"cuda:0": ("AMD", "ROCm")}
+    captured = {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "AMD Instinct MI300X", "runtime": "ROCm 6.4.1"}]}
+    assert described(read_transferbench([tb], environment=captured))["cuda:0"] == ("AMD", "ROCm 6.4.1")
+    nvcc = write(tmp_path, "$ ./TransferBenchCuda example.cfg\n" + amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1), "cuda.txt")
+    assert described(read_transferbench([nvcc])) == {"cuda:0": ("NVIDIA", "CUDA")}
+
+
 # TransferBench ------------------------------------------------------------------------------------
 
 

@@ -457,6 +457,22 @@ def peer_environment(given: dict[str, Any] | None, host: str | None, devices: di
     return environment
 
 
+def label_gpus(environment: dict[str, Any], series: Sequence[Series], **fields: str) -> dict[str, Any]:
+    """Give each GPU the series ran on a device entry with `fields` (vendor, runtime: core/vendors.py) where the
+    entry does not hold them already: what a tool that runs on one vendor's runtime only says of every GPU it
+    measured, though its output names neither. A capture's own (a runtime with its version) is kept."""
+    listed = environment.setdefault("devices", [])
+    for device_id in dict.fromkeys(s.device for s in series if s.device.startswith("cuda")):
+        entry = next((d for d in listed if d.get("id") == device_id), None)
+        if entry is None:
+            entry = {"id": device_id, "kind": "cuda"}
+            listed.append(entry)
+        for key, value in fields.items():
+            if entry.get(key) is None:
+                entry[key] = value
+    return environment
+
+
 def peer_facts(tool: str, versions: Sequence[str | None], git_versions: Sequence[str | None], commands: list[str],
                paths: Sequence[Path], sizes: Sequence[int], not_imported: list[str], **extra: Any) -> dict[str, Any]:  # fmt: skip
     from xferbench import __version__

@@ -35,9 +35,10 @@ from typing import Any
 
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL
+from xferbench.core.vendors import AMD, ROCM
 from xferbench.reading.peers import transferbench
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, command_words, one_line, option, peer_environment,
-                                            peer_facts, peer_result, read_text, refusal, split_lines)  # fmt: skip
+from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, command_words, label_gpus, one_line, option,
+                                            peer_environment, peer_facts, peer_result, read_text, refusal, split_lines)  # fmt: skip
 
 TOOL = "rocm_bandwidth_test"
 MIB = 2**20
@@ -151,7 +152,8 @@ def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEF
     for s in series:
         s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
     peer = peer_facts(TOOL, versions, [], commands, [p for p, _ in texts], sizes, build.not_imported)
-    return peer_result(peer_environment(environment, None, devices, {}, peer), series, [p for p, _ in texts])
+    environment = peer_environment(environment, None, devices, {}, peer)  # an HSA tool: AMD GPUs on ROCm only
+    return peer_result(label_gpus(environment, series, vendor=AMD, runtime=ROCM), series, [p for p, _ in texts])
 
 
 def _agents(lines: list[str]) -> dict[int, dict[str, Any]]:

@@ -41,8 +41,9 @@ from typing import Any
 
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, one_line, peer_environment, peer_facts, peer_result, read_text,
-                                            refusal, split_lines)  # fmt: skip
+from xferbench.core.vendors import AMD, NVIDIA, ROCM
+from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, label_gpus, one_line, peer_environment, peer_facts, peer_result,
+                                            read_text, refusal, split_lines)  # fmt: skip
 
 TOOL = "TransferBench"
 TB_ITERATIONS, TB_WARMUPS = 10, 3  # NUM_ITERATIONS and NUM_WARMUPS by default, in every version
@@ -74,6 +75,7 @@ SCALING_COPY = re.compile(r"^\s*- Copying ([0-9]+) bytes from GPU ([0-9]+) to ot
 SCALING_HEADER = re.compile(r"^\s*NumCUs\s*,?(.*)$")
 SCALING_ROW = re.compile(r"^\s*([0-9]+)\s*,?\s+(.*)$")
 SCALING_BEST = re.compile(r"^\s*Best\s*,?")
+CUDA_BUILD = re.compile(r"\bTransferBenchCuda\b")  # the executable built with nvcc, for NVIDIA GPUs
 HEALTHCHECK = re.compile(r"^\s*Testing (?:unidirectional|bidirectional|all-to-all|HBM)")
 
 # Host memory as the letters print it. C and B mean the same in every version; the others moved when
@@ -206,7 +208,10 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
         raise refusal(f"no host<->device figure in the {tool} output ({listed}); run a config file of single copies such as"
                       " '1 1 (C0 D0 G0)' with OUTPUT_TO_CSV=1 and give what it printed")  # fmt: skip
     peer = peer_facts(tool, versions, [], [], paths, sizes, build.not_imported)
-    return peer_result(peer_environment(environment, None, {}, {}, peer), series, paths)
+    # TransferBench runs on ROCm (HIP); its native nvcc build is TransferBenchCuda, named by the command where pasted
+    cuda = any(CUDA_BUILD.search(line) for run in runs for line in run["lines"])
+    made = {"vendor": NVIDIA, "runtime": "CUDA"} if cuda else {"vendor": AMD, "runtime": ROCM}
+    return peer_result(label_gpus(peer_environment(environment, None, {}, {}, peer), series, **made), series, paths)
 
 
 def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settings: dict[str, int], sizes: list[int]) -> None:
