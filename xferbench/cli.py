@@ -570,7 +570,7 @@ def fleet(
     min_drop: Annotated[str, typer.Option(help="...and more than this share below it.")] = "10%",
     min_group: Annotated[int, typer.Option(help="GPUs of one model and link needed before any is called a straggler.")] = 3,
 ) -> None:
-    """Read many nodes' files as one table: each GPU's link, raw ceiling and paths, with stragglers, down-trained links and failed checks flagged; exit 1 when any is, or a file cannot be read."""
+    """Read many nodes' files as one table: each GPU's link, raw ceiling and paths, with stragglers, down-trained links and failed checks flagged; exit 1 when any is, or a file cannot be read. A peer tool's GPU whose file lacks that tool's ceiling figure is shown as not judged, with what to run, and does not count."""
     from rich.table import Table
 
     from xferbench.health import fleet as fleets
@@ -596,11 +596,12 @@ def fleet(
     except KeyboardInterrupt:
         raise interrupted(written) from None
     header, rows = fleets.table_rows(found)
-    table = Table(title=f"xferbench fleet: {found.gpus} GPU(s), {len(found.flagged)} flagged", title_justify="left")
+    unjudged = f", {len(found.not_judged)} not judged" if found.not_judged else ""
+    table = Table(title=f"xferbench fleet: {found.gpus} GPU(s), {len(found.flagged)} flagged{unjudged}", title_justify="left")
     for name in header:
         table.add_column(name, justify="right" if "MB/s" in name or name == "batch" else "left")
     for cells in rows:
-        style = "bold red" if cells[-1] != "ok" else ""
+        style = "" if cells[-1] == "ok" else "yellow" if cells[-1].startswith("not judged") else "bold red"
         table.add_row(*(escape(c) for c in cells), style=style)
     out.print(table)
     for (model, link, measured), (median, mad, n) in found.groups.items():
@@ -619,6 +620,9 @@ def fleet(
     for path in (markdown_path, csv_out, plot_path):
         if path is not None:
             err.print(f"wrote {path}", highlight=False)
+    if found.not_judged:  # nothing failed on them: the exit status stands on the GPUs judged
+        err.print(f"[yellow]not judged: {len(found.not_judged)} GPU(s) whose file holds no figure to judge them by (see each row);"
+                  " not counted in the exit status[/]", highlight=False)  # fmt: skip
     if found.flagged or found.unreadable:
         raise typer.Exit(1)
 

@@ -46,7 +46,8 @@ PROCESS_FACTS = ("process_cpus", "load_average", "settings", "versions", "framew
 @dataclass(frozen=True)
 class Peer:
     """A peer tool as the package registers it: the name its result files carry, its reader, and the mode
-    of its own host-to-device copy from pinned memory, which `fleet` takes as the tool's ceiling. `command`
+    of its own host-to-device copy from pinned memory, which `fleet` takes as the tool's ceiling (and `ceiling_run`, how
+    to get that figure). `command`
     is its `xferbench import` command, and `summary` that command's help, where the command line makes it
     from this entry alone (a reader that takes only files, a shape and a capture); a peer with options of
     its own has a command written out in the command line."""
@@ -56,6 +57,7 @@ class Peer:
     ceiling: str
     command: str = ""
     summary: str = ""
+    ceiling_run: str = ""  # what to run for that ceiling's figure on GPU {gpu}, where a file lacks it (`fleet` says so)
 
 
 def item_for(sizes: Sequence[int], shape: tuple[int, ...] = DEFAULT_SHAPE) -> tuple[int, ...]:

@@ -265,4 +265,5 @@ def _fields(direction: str, statistic: str, cpu: int, gpu: int, agents: dict[int
 
 PEER = Peer(TOOL, read_rocm_bandwidth_test, "peak_cpu0", "rocm-bandwidth-test",
             "Import rocm_bandwidth_test's output: the host rows and columns of the legacy tool's unidirectional matrices (CPUs are"
-            " devices too), or the TransferBench presets that 2.x runs.")
+            " devices too), or the TransferBench presets that 2.x runs.",
+            "run the legacy rocm-bandwidth-test (its unidirectional matrix; 2.x's presets print none) and import what it prints")

@@ -525,4 +525,6 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
 PEER = Peer(TOOL, read_transferbench, "dma_c0", "transferbench",
             "Import AMD TransferBench's output (OUTPUT_TO_CSV=1, or its table): each config-file Transfer between host memory and one"
             " GPU that ran alone, the p2p preset's host rows and columns and the scaling preset's host columns, a series per"
-            " executor (DMA engine, GPU kernel, CPU).")
+            " executor (DMA engine, GPU kernel, CPU).",
+            "run TransferBench with OUTPUT_TO_CSV=1 on a config file of the line '1 1 (C0 D{gpu} G{gpu})' (its DMA engine's copy from"
+            " pinned memory) and import what it prints")
