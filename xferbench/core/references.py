@@ -605,6 +605,7 @@ AMD_PUBLISHED: tuple[Published, ...] = (
               "64 MiB (the plain run's size)", 64 * MIB, BOTH, 28.0, None, "2025-08-19", RBT_129,
               checked=f"{READ_AGAIN} (the thread's stored copy: the opening post's summary; its pasted matrices were not read)",
               link="PCIe Gen4 x16 (as the poster reads the figure)",
+              caveat="the poster's rounded summary ('~28 GB/s (uni)'), not a cell of the pasted matrices, which were not read",
               note=("the poster's summary, '~28 GB/s (uni), ~45 GB/s (bi)', host to device and device to host alike from either"
                     " NUMA node to any GPU; hsa_amd_memory_async_copy on the SDMA copy engine, by default the fastest of 5 copies; the post says 10x MI210,"
                     " its device list shows eight")),
