@@ -1446,18 +1446,20 @@ def test_importing_takes_the_host_buffer_size_shape_and_out_given(imported: Simp
     assert load(Path("out") / f"my-host-nvbandwidth-{STAMP}-2.json").environment["host"] == "my host"  # taken: numbered
 
 
-def test_importing_bandwidthtest_names_this_host_where_the_output_names_none(imported: SimpleNamespace) -> None:
-    """import bandwidthtest: read with the shape and --mb; no host in the output and no --host: this machine's name."""
+def test_importing_bandwidthtest_names_an_unknown_host_where_the_output_names_none(imported: SimpleNamespace) -> None:
+    """import bandwidthtest: read with the shape and --mb; no host in the output and no --host: "unknown-host", not this
+    machine's name (the file holds no host, and the output may come from any machine)."""
     imported.result = peer_result(None)
     r = invoke("import", "bandwidthtest", "bw.txt", "--mb", "1024000", "--shape", "4")
     assert r.exit_code == 0, r.output
     assert imported.read == [(([Path("bw.txt")], (4,)), {"mb": 1024000})]
-    assert r.stdout == f"saved runs/{HOST}-bandwidthtest-{STAMP}.json: 2 series, 2 points from bandwidthTest\n"
+    assert r.stdout == f"saved runs/unknown-host-bandwidthtest-{STAMP}.json: 2 series, 2 points from bandwidthTest\n"
     assert "bandwidthTest warned: clock throttled\n" in r.stderr
     imported.result = Result({}, {}, "2026", [series("bandwidthTest", "h2d_pinned", 4.2)], "complete")  # no words of the tool's own
     r = invoke("import", "bandwidthtest", "bw.txt")
     assert (r.exit_code, r.stderr) == (0, "") and imported.read[-1] == (([Path("bw.txt")], (256, 256, 3)), {"mb": None})
-    assert r.stdout == f"saved runs/{HOST}-bandwidthtest-{STAMP}-2.json: 1 series, 1 points from bandwidthTest\n"
+    assert r.stdout == f"saved runs/unknown-host-bandwidthtest-{STAMP}-2.json: 1 series, 1 points from bandwidthTest\n"
+    assert load(Path("runs") / f"unknown-host-bandwidthtest-{STAMP}-2.json").environment.get("host") is None
 
 
 def test_an_import_saves_over_an_existing_file_only_when_asked(imported: SimpleNamespace) -> None:

@@ -157,12 +157,12 @@ def test_the_csv_has_a_line_per_gpu_with_numbers_left_as_numbers(tmp_path) -> No
     found = fleet.read_fleet([tmp_path])
     rows = list(csv.reader(io.StringIO(fleet.to_csv(found))))
     assert rows[0] == ["host", "file", "device", "device_name", "link", "link_max", "batch_size", "raw_ceiling_mbps",
-                       "torch/pinned_into/copy mbps", "verdict", "flags"]  # fmt: skip
+                       "torch/pinned_into/copy mbps", "verdict", "flags", "not_judged"]  # fmt: skip
     by_host = {row[0]: row for row in rows[1:]}
     one = next(r for r in found.rows if r.host == "n1")
     assert by_host["n1"] == ["n1", str(tmp_path / "n1.json"), "cuda:0", one.device_name, one.link, one.link_max, "512",
-                             str(one.ceiling_mbps), str(one.paths["torch/pinned_into/copy"]), "PASS", ""]  # fmt: skip
-    assert by_host["n2"][8:] == ["", "-", "; ".join(next(r for r in found.rows if r.host == "n2").flags)]
+                             str(one.ceiling_mbps), str(one.paths["torch/pinned_into/copy"]), "PASS", "", ""]  # fmt: skip
+    assert by_host["n2"][8:] == ["", "-", "; ".join(next(r for r in found.rows if r.host == "n2").flags), ""]
 
 
 def test_a_row_per_gpu_from_what_its_file_holds() -> None:
@@ -192,7 +192,9 @@ def test_a_row_per_gpu_from_what_its_file_holds() -> None:
     peer = node("p1", raw_gbps=55.0)
     peer.environment["peer"] = {"tool": "nvbandwidth"}
     (row,) = fleet.rows_of(Path("p1.json"), peer)
-    assert row.source == "nvbandwidth" and row.flags == ["no nvbandwidth pinned host-to-device figure"]
+    assert row.source == "nvbandwidth" and row.flags == []  # no figure of its own ceiling: not judged, not failing
+    assert row.not_judged == ("no nvbandwidth pinned host-to-device figure (host_to_device_memcpy_ce) in the file; run nvbandwidth -t"
+                              " host_to_device_memcpy_ce -j and import what it prints")  # fmt: skip
 
 
 def test_the_table_puts_flagged_gpus_first_with_each_cell_as_shown() -> None:
@@ -276,3 +278,34 @@ def test_a_link_that_woke_from_idle_is_named_by_what_it_ran_at_most(tmp_path) ->
     assert [(r.link, r.link_max, "link below max" in r.flags) for r in rows] == [("Gen4 x8 (max Gen5 x16)", "Gen5 x16", True)]
     result.series = [dataclasses.replace(s, link=link(5, 16, waking=1)) for s in result.series]
     assert [r.link for r in fleet.rows_of(tmp_path / "w.json", result)] == ["Gen5 x16"]  # woke, then ran at its maximum
+
+
+def test_transferbench_p2p_imports_leave_every_gpu_not_judged_and_the_exit_status_alone(tmp_path) -> None:
+    """The p2p preset's host rows are CPU-thread copies: no DMA copy from pinned memory (dma_c0), TransferBench's ceiling.
+    A GPU without it is not judged, saying what to run for it; nothing failed, so fleet exits 0; a GPU judged still counts."""
+    import amd_outputs as amd
+
+    from xferbench.reading.peers import read_transferbench
+
+    paste = tmp_path / "p2p.txt"
+    paste.write_text(amd.CLUSTER_P2P)
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    for host in ("mi-a", "mi-b"):
+        imported = read_transferbench([paste])
+        imported.environment["host"] = host
+        write(imported, folder)
+    found = fleet.read_fleet([folder])
+    assert found.gpus == 16 and found.flagged == [] and len(found.not_judged) == 16
+    row = next(r for r in found.rows if (r.host, r.device) == ("mi-b", "cuda:3"))
+    assert row.not_judged == ("no TransferBench pinned host-to-device figure (dma_c0) in the file; run TransferBench with"
+                              " OUTPUT_TO_CSV=1 on a config file of the line '1 1 (C0 D3 G3)' (its DMA engine's copy from pinned"
+                              " memory) and import what it prints")  # fmt: skip
+    said = CliRunner().invoke(app, ["fleet", str(folder), "--markdown", str(tmp_path / "f.md")])
+    assert said.exit_code == 0, said.output
+    assert "16 GPU(s), 0 flagged, 16 not judged" in said.stdout and "not counted in the exit status" in said.stderr
+    assert "16 GPU(s) from 2 file(s); 0 flagged, 16 not judged." in (tmp_path / "f.md").read_text()
+    header, cells = fleet.table_rows(found)
+    assert all(c[-1].startswith("not judged: no TransferBench pinned host-to-device figure") for c in cells)
+    write(checked(node("slow", raw_gbps=38.0)), folder)  # a GPU judged and failing its check still sets the exit status
+    assert CliRunner().invoke(app, ["fleet", str(folder)]).exit_code == 1

@@ -253,5 +253,5 @@ def test_the_csv_leaves_no_batch_and_no_ceiling_empty_and_joins_flags_with_semic
                       verdict="PASS")]  # fmt: skip
     lines = list(csv.reader(io.StringIO(fleet.to_csv(fleet.Fleet(rows, [], {})))))
     assert lines[1:] == [["a", "a.json", "cuda:1", "H100", "Gen5 x8 (max Gen5 x16)", "Gen5 x16", "", "", "", "-",
-                          "link below max; no raw ceiling measured"],
-                         ["b", "b.json", "cuda:0", "H100", "Gen5 x16", "Gen5 x16", "512", "55000.5", "49000.25", "PASS", ""]]  # fmt: skip
+                          "link below max; no raw ceiling measured", ""],
+                         ["b", "b.json", "cuda:0", "H100", "Gen5 x16", "Gen5 x16", "512", "55000.5", "49000.25", "PASS", "", ""]]  # fmt: skip

@@ -24,6 +24,15 @@ def notes(result: Result) -> list[str]:
     return result.environment["peer"]["not_imported"]
 
 
+def refused(call, match: str) -> str:
+    """A TransferBench refusal: one line, one reason with its own remedy and no other, at most one row quoted (a copy's
+    `SRC -> EXE -> DST`), and short past its file's name."""
+    said = one_line_error(call, match)
+    reason = said.split(": ", 1)[1]
+    assert len(reason) < 200 and reason.count(" -> ") <= 2 and reason.count("; ") == 1, said
+    return said
+
+
 # rocm_bandwidth_test ------------------------------------------------------------------------------
 
 
@@ -108,6 +117,45 @@ def test_rocm_bandwidth_test_2x_output_is_transferbench_s_and_named_as_run(tmp_p
     assert {s.framework for s in result.series} == {"rocm_bandwidth_test"}
     legacy = write(tmp_path, amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI), "legacy.txt")
     one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, text), legacy]), "one at a time")
+    named = "$ rocm_bandwidth_test run tb p2p\n" + amd.tb_env("1.66", False) + text  # 2.x's command: its own, version line and all
+    assert figures(read_rocm_bandwidth_test([write(tmp_path, named, "named.txt")])) == figures(result)
+
+
+def test_rocm_bandwidth_test_refuses_transferbench_s_own_run_in_one_line(tmp_path) -> None:
+    """A paste that shows TransferBench itself (its command or version line) and never names rocm_bandwidth_test is
+    TransferBench's: refused with the import that reads it, not named as rocm_bandwidth_test's."""
+    for name, text, shown in (("cluster.txt", amd.CLUSTER_P2P, "('TransferBench v1.50')"),
+                              ("ihc.txt", amd.IHC_CONFIG, "('TransferBench v1.62.00')"),
+                              ("command.txt", "$ ./TransferBench p2p 64M\n" + amd.tb_p2p(1, 1, {("CPU", 0, "GPU", 0): 25.31}),
+                               "('$ ./TransferBench p2p 64M')")):  # fmt: skip
+        said = one_line_error(lambda: read_rocm_bandwidth_test([write(tmp_path, text, name)]),
+                              "TransferBench's own output .*, not rocm_bandwidth_test's: import it with `xferbench import transferbench`$")
+        assert shown in said, said
+        assert len(said.removeprefix(str(tmp_path / name))) < 160, said  # short past the file name
+
+
+def test_amd_imports_record_their_gpus_as_amd_on_rocm(tmp_path) -> None:
+    """Both tools run on ROCm only (rocm_bandwidth_test on HSA; TransferBench on HIP, its nvcc build named TransferBenchCuda):
+    each GPU measured gets a device entry saying AMD and ROCm, so a report does not call them unknown; a capture's own
+    runtime (with its version) is kept."""
+    from xferbench.core import vendors
+    from xferbench.core.environment import device_entry
+
+    def described(result: Result) -> dict[str, tuple[str | None, str | None]]:
+        env = result.environment
+        return {d: (lambda f: (f[vendors.VENDOR], f[vendors.RUNTIME]))(vendors.describe(device_entry(env, d), env))
+                for d in sorted({s.device for s in result.series})}
+
+    tb = write(tmp_path, amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1) + amd.tb_new_test([(64 * MIB, "C0", "D", 1, 1, "G1", 25.0)], 2))
+    assert described(read_transferbench([tb])) == {"cuda:0": ("AMD", "ROCm"), "cuda:1": ("AMD", "ROCm")}
+    assert described(read_rocm_bandwidth_test([write(tmp_path, amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI), "rbt.txt")])) == {
+        "cuda:0": ("AMD", "ROCm"), "cuda:1": ("AMD", "ROCm")}
+    p2p = write(tmp_path, "$ rocm_bandwidth_test run tb p2p\n" + amd.tb_p2p(1, 1, {("CPU", 0, "GPU", 0): 25.31}), "rbt2.txt")
+    assert described(read_rocm_bandwidth_test([p2p])) == {"cuda:0": ("AMD", "ROCm")}
+    captured = {"devices": [{"id": "cuda:0", "kind": "cuda", "name": "AMD Instinct MI300X", "runtime": "ROCm 6.4.1"}]}
+    assert described(read_transferbench([tb], environment=captured))["cuda:0"] == ("AMD", "ROCm 6.4.1")
+    nvcc = write(tmp_path, "$ ./TransferBenchCuda example.cfg\n" + amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1), "cuda.txt")
+    assert described(read_transferbench([nvcc])) == {"cuda:0": ("NVIDIA", "CUDA")}
 
 
 # TransferBench ------------------------------------------------------------------------------------
@@ -200,9 +248,22 @@ def test_transferbench_refuses_what_holds_no_figure_in_one_line(tmp_path) -> Non
     one_line_error(lambda: read_transferbench([write(tmp_path, "hello\n")]), "not TransferBench's output.*OUTPUT_TO_CSV=1")
     health = ("Testing unidirectional host to device copy ........PASS\nTesting unidirectional device to host copy ........FAIL (1 test(s))\n"
               " GPU 03: Measured:  41.20 GB/s      Criteria:  48.50 GB/s\n")  # Presets/HealthCheck.hpp, without VERBOSE
-    one_line_error(lambda: read_transferbench([write(tmp_path, health, "health.txt")]), "healthcheck preset.*not read.*config file")
+    refused(lambda: read_transferbench([write(tmp_path, health, "health.txt")]),
+            r"health.txt: no TransferBench host<->device figure: the healthcheck preset's lines name no copy; run single"
+            r" copies, e.g. a config file '1 1 \(C0 D0 G0\)', with OUTPUT_TO_CSV=1$")  # fmt: skip
     only_gpus = amd.tb_new_test([(64 * MIB, "G0", "D", 0, 1, "G1", 50.0)], 1)
-    one_line_error(lambda: read_transferbench([write(tmp_path, only_gpus, "gpus.txt")]), "no host<->device figure.*between GPU memories")
+    refused(lambda: read_transferbench([write(tmp_path, only_gpus, "gpus.txt")]),
+            r"gpus.txt: no TransferBench host<->device figure: 'G0 -> D0:1 -> G1' copies between GPU memories; run"
+            r" single copies")  # fmt: skip
+    unsized = only_gpus + amd.PR50_P2P_LINES  # a copy between GPUs, then a matrix without its size line
+    said = refused(lambda: read_transferbench([write(tmp_path, unsized, "unsized.txt")]),
+                   r"unsized.txt: no TransferBench host<->device figure: the p2p matrix without its 'Bytes Per"
+                   r" Direction' line; give the output from that line on$")  # fmt: skip
+    assert "OUTPUT_TO_CSV" not in said and "GPU memories" not in said  # the reason with its own remedy, and only that one
+    together = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0), (64 * MIB, "C0", "D", 1, 1, "G1", 25.0)], 1)
+    said = refused(lambda: read_transferbench([write(tmp_path, together, "together.txt")]),
+                   r"'C0 -> D0:1 -> G0' ran at once with 1 other Transfer; run single copies")
+    assert "G1" not in said  # one rejected row quoted, not each
 
 
 def test_every_peer_is_registered_once_with_an_import_command(tmp_path) -> None:
@@ -227,6 +288,25 @@ def test_every_peer_is_registered_once_with_an_import_command(tmp_path) -> None:
         assert len(said.output.strip().splitlines()) == 1, said.output
 
 
+def test_an_import_without_out_is_named_after_its_host_never_this_machine(tmp_path, monkeypatch) -> None:
+    """No -o: runs/HOST-transferbench-TIME.json, HOST --host where given, else "unknown-host" (TransferBench's output names
+    no machine, and the file holds none), never the machine the paste was read on."""
+    from typer.testing import CliRunner
+
+    from xferbench.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XFERBENCH_HOST", "reading-laptop")
+    tb = write(tmp_path, amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.0)], 1), "tb.txt")
+    for args, host in (([], "unknown-host"), (["--host", "mi-node"], "mi-node")):
+        said = CliRunner().invoke(app, ["import", "transferbench", str(tb), *args])
+        assert said.exit_code == 0, said.output
+        (saved,) = (tmp_path / "runs").glob("*-transferbench-*.json")
+        assert saved.name.startswith(f"{host}-transferbench-"), saved.name
+        assert load(saved).environment.get("host") == (host if args else None)
+        saved.unlink()
+
+
 def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row(tmp_path) -> None:
     """Cut inside GPU 11's name ("G1") or a p2p matrix's last cell ("25.3" of "25.31"), the row still parses: it is left out and named."""
     whole = amd.tb_new_test([(64 * MIB, "C0", "D", 0, 1, "G0", 26.5)], 1) + amd.tb_new_test([(64 * MIB, "C0", "D", 11, 1, "G11", 25.0)], 2)
@@ -237,7 +317,21 @@ def test_a_transferbench_paste_cut_inside_its_last_row_keeps_nothing_of_that_row
     p2p = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31})
     row = next(line for line in p2p.split("\n") if line.strip().startswith("CPU 00"))
     cut = p2p[: p2p.index(row) + row.index("25.31") + 4]
-    one_line_error(lambda: read_transferbench([write(tmp_path, cut, "p2p.txt")]), "ends inside this row.*25.3")
+    refused(lambda: read_transferbench([write(tmp_path, cut, "p2p.txt")]), r"ends inside its last row, 'CPU 00 ->.*25.3'; give the whole output$")
+
+
+def test_a_p2p_figure_with_a_decimal_comma_is_named_as_the_cell_it_is(tmp_path) -> None:
+    """'26,02' for 26.02 (a paste through a spreadsheet): in the table without commas it is one cell, not a figure, left out
+    alone; in the CSV form it splits its cell in two, so the row is left out, named by that cell, not as a row cut short."""
+    p2p = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31}, csv=False).replace("26.02", "26,02")
+    result = read_transferbench([write(tmp_path, p2p)])
+    assert figures(result) == {("cpu_c0", "cuda:1", H2D, 64 * MIB): 25.31}
+    assert any("'26,02' is not a figure" in n for n in notes(result)) and not any("cut short" in n for n in notes(result))
+    comma = amd.tb_p2p(1, 2, {("CPU", 0, "GPU", 0): 26.02, ("CPU", 0, "GPU", 1): 25.31, ("GPU", 1, "CPU", 0): 24.5})
+    result = read_transferbench([write(tmp_path, comma.replace("26.02", "26,02"), "csv.txt")])
+    assert figures(result) == {("gfx_c0", "cuda:1", D2H, 64 * MIB): 24.5}
+    (said,) = [n for n in notes(result) if "26,02" in n]
+    assert "'26,02' in a p2p row is not a figure" in said and "cut short" not in said and len(said) < 300
 
 
 def test_the_environment_lines_say_how_many_iterations_a_figure_is_the_mean_of(tmp_path) -> None:
@@ -306,8 +400,7 @@ def test_show_iterations_min_max_and_sd_rows_are_not_figures(tmp_path) -> None:
 
 def test_show_iterations_config_rows_and_a_gpu_to_gpu_copy_are_named_not_imported(tmp_path) -> None:
     """PR #50's config-file example: G0 -> GPU00:004 -> G1 copies between GPU memories, its Iter rows are not Transfers."""
-    one_line_error(lambda: read_transferbench([write(tmp_path, amd.PR50_CONFIG)]),
-                   r"no host<->device figure.*G0 -> GPU00:004 -> G1: a copy between GPU memories")  # fmt: skip
+    refused(lambda: read_transferbench([write(tmp_path, amd.PR50_CONFIG)]), r"no TransferBench host<->device figure: 'G0 -> GPU00:004 -> G1' copies between GPU memories")
 
 
 def test_the_scaling_preset_reads_each_cu_count_s_host_columns_as_device_to_host(tmp_path) -> None:
@@ -369,8 +462,8 @@ def test_an_mi350x_bring_up_s_p2p_run_and_its_config_file_run_read_as_two_runs(t
                 **_row([55.47, 55.59, 55.60, 54.18, 55.52, 55.60, 54.41, 55.43], "gfx_c0", D2H, size),
                 **_row([55.54, 55.66, 55.61, 54.24, 55.53, 55.62, 54.57, 55.45], "gfx_c1", D2H, size)}  # fmt: skip
     assert figures(result) == expected and result.environment["peer"]["version"] is None
-    one_line_error(lambda: read_transferbench([write(tmp_path, amd.IHC_CONFIG, "cfg.txt")]),
-                   r"no host<->device figure.*G0 -> G000:004 -> G1: a copy between GPU memories.*G0 -> D000:001 -> G1")  # fmt: skip
+    refused(lambda: read_transferbench([write(tmp_path, amd.IHC_CONFIG, "cfg.txt")]),
+            r"no TransferBench host<->device figure: 'G0 -> G000:004 -> G1' copies between GPU memories; run single copies")  # fmt: skip
     both = read_transferbench([write(tmp_path, amd.IHC_CONFIG + amd.CLUSTER_P2P, "both.txt")])
     assert len(figures(both)) == 32 and figures(both)[("cpu_c0", "cuda:0", H2D, 4 * MIB)] == 17.32
     said = " | ".join(notes(both))
@@ -390,7 +483,7 @@ def test_a_preset_s_gpu_memory_type_names_its_series_or_leaves_it_out(tmp_path) 
     assert "GPU 0's fine-grained memory" in next(s for s in fine.series if s.mode == "gfx_c0_f_304cu").note
     for text, preset in ((amd.PRESETS_MI300X_P2P, "p2p"), (amd.PRESETS_MI350X_SCALING, "scaling")):
         uncached = text.replace(default, "GPU_MEM_TYPE         =            2 :")
-        one_line_error(lambda: read_transferbench([write(tmp_path, uncached, f"{preset}.txt")]),
-                       f"the {preset} preset ran with GPU_MEM_TYPE=2 \\(uncached GPU memory\\): not read")  # fmt: skip
+        refused(lambda: read_transferbench([write(tmp_path, uncached, f"{preset}.txt")]),
+                f"the {preset} preset ran with GPU_MEM_TYPE=2 \\(uncached GPU memory\\), not read; run it with GPU_MEM_TYPE=0 or 1$")  # fmt: skip
     scaled = read_transferbench([write(tmp_path, amd.PRESETS_MI350X_SCALING.replace(default, "GPU_MEM_TYPE         =            1 :"), "f.txt")])
     assert {s.mode for s in scaled.series} == {f"gfx_c{n}_f_{c}cu" for n in (0, 1) for c in range(1, 33)}

@@ -162,3 +162,19 @@ def test_docs_page_shows_every_row() -> None:
     assert table == rows  # the page's table is the data's, row for row and in order
     for row, line in zip(PUBLISHED, rows[2:]):
         assert row.source in line and f"| {figure(row)}" in line
+
+
+def test_the_page_says_when_every_source_was_read() -> None:
+    """The sentence on reading dates is made from every row's `checked` (read_sentence), and the page holds it as made:
+    a source read again (the GH200 thread, 2026-11-28) is named on its date, never left under the first date."""
+    sentence = references.read_sentence()
+    assert sentence in " ".join(DOCS.read_text(encoding="utf-8").split())
+    again = [r for r in PUBLISHED if r.checked.startswith(references.READ_AGAIN)]
+    assert {r.family for r in again} >= {"GH200", "MI210", "MI300X"}
+    dated = sentence.split("; ")[1]
+    assert dated.endswith(f"on {references.READ_AGAIN.removeprefix('read ')}")
+    for row in again:
+        assert f"{references._short(row.source)} (" in dated and row.family in dated, row.source
+    assert "NVIDIA/nvbandwidth#23 (GH200)" in dated
+    with pytest.raises(ValueError, match="must start with 'read YYYY-MM-DD'"):
+        references._read_on("2026-11-28")

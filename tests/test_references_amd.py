@@ -1,6 +1,7 @@
 """AMD's published figures: Azure's ND MI300X v5 TransferBench table (55 host to device, 56 device to host,
 its copy path not stated, so out of the published range) and an MI210's rocm-bandwidth-test summary (~28
-each way, the SDMA copy engine at the plain run's 64 MiB), each with its source, date and reading."""
+each way, the SDMA copy engine at the plain run's 64 MiB; the poster's rounded figure, so out of it too), each
+with its source, date and reading."""
 
 from __future__ import annotations
 
@@ -23,12 +24,15 @@ def test_azure_s_mi300x_figures_are_kept_as_the_file_prints_them_and_out_of_the_
     assert "no published host-to-device figure" in published_line(MI300X, 50.0)
 
 
-def test_the_mi210_summary_is_a_copy_engine_figure_each_way() -> None:
+def test_the_mi210_summary_is_a_copy_engine_figure_each_way_kept_out_of_the_range() -> None:
+    """The poster's rounded '~28 GB/s (uni)', not a cell of the matrices (not read): shown with that caveat, and no GPU
+    is judged against it."""
     (row,) = [r for r in PUBLISHED if r.family == "MI210"]
     assert (row.low_gbps, row.direction, row.copy, row.size_bytes, row.date) == (28.0, BOTH, CE, 64 << 20, "2025-08-19")
     assert row.source == "https://github.com/ROCm/rocm_bandwidth_test/issues/129" and "~28 GB/s (uni)" in (row.note or "")
-    assert measured_for(MI210, H2D) == [row] == measured_for(MI210, D2H)
-    assert published_line(MI210, 26.0).startswith("26.0 GB/s here, below every published figure; published for MI210: 28 GB/s")
+    assert row.caveat == "the poster's rounded summary ('~28 GB/s (uni)'), not a cell of the pasted matrices, which were not read"
+    assert measured_for(MI210, H2D) == [] == measured_for(MI210, D2H)
+    assert published_line(MI210, 26.0) == "26.0 GB/s here; no published host-to-device figure for this model (AMD Instinct MI210)"
 
 
 def test_amd_rows_match_their_model_only_and_follow_nvidia_s() -> None:

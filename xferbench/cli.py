@@ -570,7 +570,7 @@ def fleet(
     min_drop: Annotated[str, typer.Option(help="...and more than this share below it.")] = "10%",
     min_group: Annotated[int, typer.Option(help="GPUs of one model and link needed before any is called a straggler.")] = 3,
 ) -> None:
-    """Read many nodes' files as one table: each GPU's link, raw ceiling and paths, with stragglers, down-trained links and failed checks flagged; exit 1 when any is, or a file cannot be read."""
+    """Read many nodes' files as one table: each GPU's link, raw ceiling and paths, with stragglers, down-trained links and failed checks flagged; exit 1 when any is, or a file cannot be read. A peer tool's GPU whose file lacks that tool's ceiling figure is shown as not judged, with what to run, and does not count."""
     from rich.table import Table
 
     from xferbench.health import fleet as fleets
@@ -596,11 +596,12 @@ def fleet(
     except KeyboardInterrupt:
         raise interrupted(written) from None
     header, rows = fleets.table_rows(found)
-    table = Table(title=f"xferbench fleet: {found.gpus} GPU(s), {len(found.flagged)} flagged", title_justify="left")
+    unjudged = f", {len(found.not_judged)} not judged" if found.not_judged else ""
+    table = Table(title=f"xferbench fleet: {found.gpus} GPU(s), {len(found.flagged)} flagged{unjudged}", title_justify="left")
     for name in header:
         table.add_column(name, justify="right" if "MB/s" in name or name == "batch" else "left")
     for cells in rows:
-        style = "bold red" if cells[-1] != "ok" else ""
+        style = "" if cells[-1] == "ok" else "yellow" if cells[-1].startswith("not judged") else "bold red"
         table.add_row(*(escape(c) for c in cells), style=style)
     out.print(table)
     for (model, link, measured), (median, mad, n) in found.groups.items():
@@ -619,6 +620,9 @@ def fleet(
     for path in (markdown_path, csv_out, plot_path):
         if path is not None:
             err.print(f"wrote {path}", highlight=False)
+    if found.not_judged:  # nothing failed on them: the exit status stands on the GPUs judged
+        err.print(f"[yellow]not judged: {len(found.not_judged)} GPU(s) whose file holds no figure to judge them by (see each row);"
+                  " not counted in the exit status[/]", highlight=False)  # fmt: skip
     if found.flagged or found.unreadable:
         raise typer.Exit(1)
 
@@ -724,8 +728,9 @@ import_app = typer.Typer(help="Turn a peer tool's own output into an xferbench r
                          no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 app.add_typer(import_app, name="import")
 PEER_FILES = Annotated[list[Path], typer.Argument(help="The tool's output as it printed it.", show_default=False)]
-IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json", show_default=False)]  # fmt: skip
+IMPORT_OUT = Annotated[Optional[str], typer.Option("--out", "-o", help=f"The result file, or a folder (ending in /). Default: {DEFAULT_FOLDER}/HOST-TOOL-TIME.json, HOST being --host, else the host the output names, else unknown-host", show_default=False)]  # fmt: skip
 IMPORT_SHAPE = Annotated[str, typer.Option(help="The uint8 item a series' sizes are counted in where each is a whole number of them (the batch axis of plot and report); else 1 MiB items, else 1000 B, else bytes.")]  # fmt: skip
+UNKNOWN_HOST = "unknown-host"  # an imported file's name where neither the output nor --host names its machine
 IMPORT_HOST = Annotated[Optional[str], typer.Option("--host", help="The machine the tool ran on, where its output does not say (bandwidthTest's never does).", show_default=False)]  # fmt: skip
 
 
@@ -734,7 +739,9 @@ def _import(tool: str, files: list[Path], out_path: Optional[str], overwrite: bo
         result = read()
         if host:  # bandwidthTest's output names no host; a fleet tells nodes apart by it
             result.environment["host"] = host
-        name = safe_name(str(result.environment.get("host") or host_name()))
+        # The file is named after the host it holds: an output that names none, with no --host, is "unknown-host", not
+        # this machine, where the output was only read
+        name = safe_name(str(result.environment.get("host") or UNKNOWN_HOST))
         target, numbered = output_path(out_path, f"{name}-{tool.lower()}-{time.strftime('%Y%m%d-%H%M%S')}.json")
         refuse_overwriting_input(target, files, "--out")
         output = OutputFile(target, overwrite=overwrite, numbered=numbered)

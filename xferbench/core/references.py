@@ -605,6 +605,7 @@ AMD_PUBLISHED: tuple[Published, ...] = (
               "64 MiB (the plain run's size)", 64 * MIB, BOTH, 28.0, None, "2025-08-19", RBT_129,
               checked=f"{READ_AGAIN} (the thread's stored copy: the opening post's summary; its pasted matrices were not read)",
               link="PCIe Gen4 x16 (as the poster reads the figure)",
+              caveat="the poster's rounded summary ('~28 GB/s (uni)'), not a cell of the pasted matrices, which were not read",
               note=("the poster's summary, '~28 GB/s (uni), ~45 GB/s (bi)', host to device and device to host alike from either"
                     " NUMA node to any GPU; hsa_amd_memory_async_copy on the SDMA copy engine, by default the fastest of 5 copies; the post says 10x MI210,"
                     " its device list shows eight")),
@@ -614,7 +615,41 @@ PUBLISHED = PUBLISHED + AMD_PUBLISHED
 
 __all__ = ["APPLE_BANDWIDTH", "APPLE_KIND", "BOTH", "CE", "FLOOR", "KINDS", "MEASURED", "MEMCPY", "PAGEABLE", "PUBLISHED",
            "SM", "VENDOR", "ChipBandwidth", "Published", "bandwidth_for", "bandwidth_rows", "figure", "floor_for",
-           "floor_line", "gbps_text", "gpu_rows", "markdown_rows", "matches", "measured_for", "published_line"]  # fmt: skip
+           "floor_line", "gbps_text", "gpu_rows", "markdown_rows", "matches", "measured_for", "published_line", "read_sentence"]  # fmt: skip
+
+READ_ON = re.compile(r"^read ([0-9]{4}-[0-9]{2}-[0-9]{2})\b")  # how every row's `checked` starts
+THREAD_URL = re.compile(r"^https://github\.com/([^/]+/[^/]+)/(?:issues|pull)/([0-9]+)")
+
+
+def _read_on(checked: str) -> str:
+    found = READ_ON.match(checked)
+    if found is None:
+        raise ValueError(f"a row's 'checked' must start with 'read YYYY-MM-DD': {checked!r}")
+    return found.group(1)
+
+
+def _short(source: str) -> str:
+    """A source as the sentence on reading dates names it: a thread as owner/repo#N, a file by its repository."""
+    thread = THREAD_URL.match(source)
+    return f"{thread.group(1)}#{thread.group(2)}" if thread else source.split()[0]
+
+
+def read_sentence() -> str:
+    """docs/published-figures.md's sentence on when the sources were read, from every row's `checked`: the date most
+    rows were read on, then each other date with the sources read on it (and their models), then Apple's."""
+    by_date: dict[str, dict[str, list[str]]] = {}
+    for row in PUBLISHED:
+        families = by_date.setdefault(_read_on(row.checked), {}).setdefault(_short(row.source), [])
+        if row.family not in families:
+            families.append(row.family)
+    most = max(by_date, key=lambda date: sum(len(v) for v in by_date[date].values()))
+    parts = [f"The host↔device sources were read on {most}"]
+    for date in sorted(set(by_date) - {most}):
+        named = [f"{source} ({', '.join(families)})" for source, families in by_date[date].items()]
+        parts.append(f"those of {', '.join(named[:-1])}{' and ' if len(named) > 1 else ''}{named[-1]} on {date}")
+    apple = sorted({_read_on(row.checked) for row in APPLE_BANDWIDTH})
+    return "; ".join(parts) + f"; Apple's memory bandwidth figures on {' and '.join(apple)}."
+
 
 if __name__ == "__main__":
-    print("\n".join(gpu_rows()) + "\n\n" + "\n".join(bandwidth_rows()))
+    print("\n".join(gpu_rows()) + "\n\n" + "\n".join(bandwidth_rows()) + "\n\n" + read_sentence())

@@ -32,7 +32,7 @@ from xferbench.core.verdict import FAIL, NA, WARN
 from xferbench.core import c2c
 from xferbench.core.environment import device_entry, link_readings
 from xferbench.core.errors import XferbenchError
-from xferbench.reading.peers import PEER_CEILINGS
+from xferbench.reading.peers import PEER_CEILING_RUNS, PEER_CEILINGS
 from xferbench.core.results import DAMAGED, Result, Series, damaged_points, load
 from xferbench.core.telemetry import is_raw_reference, loaded_states, ran_below_max
 
@@ -58,6 +58,7 @@ class Row:
     verdict: str = "-"  # the check's PASS or FAIL; "-" for a sweep file
     flags: list[str] = field(default_factory=list)
     source: str = "xferbench"  # who measured: xferbench, or the peer tool whose output was imported
+    not_judged: str = ""  # why the GPU is not judged, and what to run: a peer's file without that peer's ceiling figure
 
 
 @dataclass
@@ -72,6 +73,11 @@ class Fleet:
     @property
     def flagged(self) -> list[Row]:
         return [row for row in self.rows if row.flags]
+
+    @property
+    def not_judged(self) -> list[Row]:
+        """GPUs with nothing to judge them by and nothing flagged: not counted as failing, nor as passing."""
+        return [row for row in self.rows if row.not_judged and not row.flags]
 
     @property
     def gpus(self) -> int:
@@ -161,12 +167,22 @@ def rows_of(path: Path, result: Result) -> list[Row]:
             row.flags.append("link below max")
         if raw is None:
             torn = any(p.status == DAMAGED for s in on_device if ceiling(s) for p in s.points)
-            row.flags.append("raw ceiling damaged in the file" if torn else f"no {peer} pinned host-to-device figure" if peer
-                             else "no raw ceiling measured")  # fmt: skip
+            if torn or not peer:
+                row.flags.append("raw ceiling damaged in the file" if torn else "no raw ceiling measured")
+            else:  # a peer run that never measured its ceiling (TransferBench's p2p preset by default): nothing failed
+                row.not_judged = _missing_ceiling(peer, device)
         if result.status != "complete":
             row.flags.append(f"file {result.status}: the run did not finish")
         rows.append(row)
     return rows
+
+
+def _missing_ceiling(peer: str, device: str) -> str:
+    """Why a peer's GPU is not judged, and what to run for the figure it would be judged by."""
+    mode, run = PEER_CEILING_RUNS.get(peer, ("", ""))
+    gpu = device.split(":")[-1]
+    said = f"no {peer} pinned host-to-device figure{f' ({mode})' if mode else ''} in the file"
+    return f"{said}; {run.format(gpu=gpu)}" if run else said
 
 
 def stragglers(rows: list[Row], k: float = MAD_K, share: float = MIN_SHARE, min_group: int = MIN_GROUP
@@ -229,21 +245,27 @@ def table_rows(fleet: Fleet) -> tuple[list[str], list[list[str]]]:
     paths = _paths(fleet)
     header = ["host", "GPU", "link", "batch", "raw ceiling MB/s", *[f"{p} MB/s" for p in paths], "verdict", "flags"]
     rows = []
-    for row in sorted(fleet.rows, key=lambda r: (not r.flags, r.host, r.device)):
+    for row in sorted(fleet.rows, key=lambda r: (not r.flags, not r.not_judged, r.host, r.device)):
         by = "" if row.source == "xferbench" else f" (by {row.source})"  # a peer's imported figures: a row of their own
         cells = [row.host, f"{row.device} {row.device_name}{by}", row.link, str(row.batch_size or "-"),
                  f"{row.ceiling_mbps:,.0f}" if row.ceiling_mbps else "-",
                  *[f"{row.paths[p]:,.0f}" if row.paths.get(p) else "-" for p in paths], row.verdict,
-                 "; ".join(row.flags) or "ok"]  # fmt: skip
+                 _said(row)]  # fmt: skip
         rows.append(cells)
     return header, rows
+
+
+def _said(row: Row) -> str:
+    """A row's last cell: what is flagged, then why it is not judged; "ok" where neither."""
+    return "; ".join([*row.flags, *([f"not judged: {row.not_judged}"] if row.not_judged else [])]) or "ok"
 
 
 def markdown(fleet: Fleet) -> str:
     # pragma: no mutate block (layout: scripts/mutation.sh plants bugs in logic; --csv carries the same figures)
     header, rows = table_rows(fleet)
     lines = ["## xferbench fleet", "",
-             f"{fleet.gpus} GPU(s) from {len({r.file for r in fleet.rows})} file(s); {len(fleet.flagged)} flagged.", "",
+             f"{fleet.gpus} GPU(s) from {len({r.file for r in fleet.rows})} file(s); {len(fleet.flagged)} flagged"
+             f"{f', {len(fleet.not_judged)} not judged' if fleet.not_judged else ''}.", "",
              "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
              *("| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in rows), ""]  # fmt: skip
     lines += ["Groups (GPUs of one model and maximum link, measured alike), by which stragglers are judged:", ""]
@@ -266,10 +288,11 @@ def to_csv(fleet: Fleet) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["host", "file", "device", "device_name", "link", "link_max", "batch_size", "raw_ceiling_mbps",
-                     *[f"{p} mbps" for p in paths], "verdict", "flags"])  # fmt: skip
+                     *[f"{p} mbps" for p in paths], "verdict", "flags", "not_judged"])  # fmt: skip
     for row in fleet.rows:
         writer.writerow([row.host, row.file, row.device, row.device_name, row.link, row.link_max, row.batch_size or "",
-                         row.ceiling_mbps or "", *[row.paths.get(p) or "" for p in paths], row.verdict, "; ".join(row.flags)])  # fmt: skip
+                         row.ceiling_mbps or "", *[row.paths.get(p) or "" for p in paths], row.verdict, "; ".join(row.flags),
+                         row.not_judged])  # fmt: skip
     return buffer.getvalue()
 
 

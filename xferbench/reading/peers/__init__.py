@@ -17,10 +17,12 @@ PEERS: dict[str, Peer] = {peer.name: peer for peer in (nvbandwidth.PEER, bandwid
                                                         rocm_bandwidth_test.PEER)}  # fmt: skip
 # Each peer's own ceiling, host to device, as `fleet` reads it: its copy from pinned memory.
 PEER_CEILINGS = {(peer.name, peer.ceiling) for peer in PEERS.values()}
+# ...and how to get that figure, for a GPU whose file lacks it: `fleet` leaves such a GPU not judged, saying this.
+PEER_CEILING_RUNS = {peer.name: (peer.ceiling, peer.ceiling_run) for peer in PEERS.values()}
 read_nvbandwidth = nvbandwidth.read_nvbandwidth
 read_bandwidthtest = bandwidthtest.read_bandwidthtest
 read_transferbench = transferbench.read_transferbench
 read_rocm_bandwidth_test = rocm_bandwidth_test.read_rocm_bandwidth_test
 
-__all__ = ["PEERS", "PEER_CEILINGS", "Peer", "item_for", "json_object", "read_bandwidthtest", "read_nvbandwidth",
+__all__ = ["PEERS", "PEER_CEILINGS", "PEER_CEILING_RUNS", "Peer", "item_for", "json_object", "read_bandwidthtest", "read_nvbandwidth",
            "read_rocm_bandwidth_test", "read_transferbench"]

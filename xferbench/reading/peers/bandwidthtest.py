@@ -321,4 +321,5 @@ def _bandwidthtest_fields(mode: str, direction: str, used: int, timing: str) -> 
 
 
 
-PEER = Peer("bandwidthTest", read_bandwidthtest, "pinned", "bandwidthtest")
+PEER = Peer("bandwidthTest", read_bandwidthtest, "pinned", "bandwidthtest",
+            ceiling_run="run bandwidthTest --device={gpu} --memory=pinned --htod and import what it prints")

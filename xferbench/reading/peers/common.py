@@ -46,7 +46,8 @@ PROCESS_FACTS = ("process_cpus", "load_average", "settings", "versions", "framew
 @dataclass(frozen=True)
 class Peer:
     """A peer tool as the package registers it: the name its result files carry, its reader, and the mode
-    of its own host-to-device copy from pinned memory, which `fleet` takes as the tool's ceiling. `command`
+    of its own host-to-device copy from pinned memory, which `fleet` takes as the tool's ceiling (and `ceiling_run`, how
+    to get that figure). `command`
     is its `xferbench import` command, and `summary` that command's help, where the command line makes it
     from this entry alone (a reader that takes only files, a shape and a capture); a peer with options of
     its own has a command written out in the command line."""
@@ -56,6 +57,7 @@ class Peer:
     ceiling: str
     command: str = ""
     summary: str = ""
+    ceiling_run: str = ""  # what to run for that ceiling's figure on GPU {gpu}, where a file lacks it (`fleet` says so)
 
 
 def item_for(sizes: Sequence[int], shape: tuple[int, ...] = DEFAULT_SHAPE) -> tuple[int, ...]:
@@ -454,6 +456,22 @@ def peer_environment(given: dict[str, Any] | None, host: str | None, devices: di
         if nvml is not None and "nvml" not in entry:
             entry["nvml"] = nvml
     environment["peer"] = peer
+    return environment
+
+
+def label_gpus(environment: dict[str, Any], series: Sequence[Series], **fields: str) -> dict[str, Any]:
+    """Give each GPU the series ran on a device entry with `fields` (vendor, runtime: core/vendors.py) where the
+    entry does not hold them already: what a tool that runs on one vendor's runtime only says of every GPU it
+    measured, though its output names neither. A capture's own (a runtime with its version) is kept."""
+    listed = environment.setdefault("devices", [])
+    for device_id in dict.fromkeys(s.device for s in series if s.device.startswith("cuda")):
+        entry = next((d for d in listed if d.get("id") == device_id), None)
+        if entry is None:
+            entry = {"id": device_id, "kind": "cuda"}
+            listed.append(entry)
+        for key, value in fields.items():
+            if entry.get(key) is None:
+                entry[key] = value
     return environment
 
 

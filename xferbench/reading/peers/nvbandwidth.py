@@ -541,4 +541,5 @@ def _nvbandwidth_fields(direction: str, bidirectional: bool, engine: str, how: _
             "note": note}  # fmt: skip
 
 
-PEER = Peer("nvbandwidth", read_nvbandwidth, "host_to_device_memcpy_ce", "nvbandwidth")
+PEER = Peer("nvbandwidth", read_nvbandwidth, "host_to_device_memcpy_ce", "nvbandwidth",
+            ceiling_run="run nvbandwidth -t host_to_device_memcpy_ce -j and import what it prints")

@@ -20,7 +20,9 @@ bytes over the span of both copies: no one direction's rate, so it is listed and
 
 rocm_bandwidth_test 2.x (the "RBT-Next Generation" framework, deprecated in favour of TransferBench)
 runs TransferBench's own presets (`rocm_bandwidth_test run tb p2p`) and prints TransferBench's tables:
-those are read as TransferBench's, named as this tool's.
+those are read as TransferBench's, named as this tool's. A paste that shows TransferBench run by itself (its
+version line or its command) and names rocm_bandwidth_test nowhere is TransferBench's: refused here, with
+`xferbench import transferbench` to read it, so its series are not named after a tool that did not run.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from typing import Any
 
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL
+from xferbench.core.vendors import AMD, ROCM
 from xferbench.reading.peers import transferbench
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, command_words, one_line, option, peer_environment,
-                                            peer_facts, peer_result, read_text, refusal, split_lines)  # fmt: skip
+from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, command_words, label_gpus, one_line, option,
+                                            peer_environment, peer_facts, peer_result, read_text, refusal, split_lines)  # fmt: skip
 
 TOOL = "rocm_bandwidth_test"
 MIB = 2**20
@@ -50,6 +53,9 @@ COLUMNS = re.compile(r"^\s*D/D((?:\s+[0-9]+)+)\s*$")
 ROW = re.compile(r"^\s*([0-9]+)\s+(\S.*?)\s*$")
 FIGURE = re.compile(r"[0-9]+\.[0-9]{3}")  # std::fixed, precision 3
 PAIR = re.compile(r"^=+\s+(Src|Dst) Device Id: ([0-9]+) \1 Device Type: (Cpu|Gpu)\s+=+\s*$")
+NAMED = re.compile(r"rocm[_-]bandwidth[_-]test|RocmBandwidthTest", re.IGNORECASE)  # 2.x's command or name in a paste
+# TransferBench run by itself: `$ ./TransferBench p2p 4M`, `VAR=1 TransferBench example.cfg`
+TB_COMMAND = re.compile(r"^\s*(?:[$#>]\s*)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:\S*/)?TransferBench(?:Cuda)?(?:\s+\S.*)?$")
 DEFAULT_RUN = "(rocm_bandwidth -a + rocm_bandwidth -A)"
 
 
@@ -69,6 +75,16 @@ def _runs(path: Path, text: str) -> list[dict[str, Any]]:
     return runs
 
 
+def _transferbench_itself(text: str) -> str | None:
+    """What shows a paste of TransferBench's tables to be TransferBench's own run (its version line or its command),
+    where nothing in it names rocm_bandwidth_test, whose 2.x prints those tables as its own; None otherwise."""
+    if NAMED.search(text):
+        return None
+    lines = text.split("\n")
+    said = next(filter(None, map(transferbench.VERSION.search, lines)), None) or next(filter(None, map(TB_COMMAND.match, lines)), None)
+    return None if said is None else repr(one_line(said.group(0).strip(), 60))
+
+
 def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_SHAPE,
                              environment: dict[str, Any] | None = None) -> Result:  # fmt: skip
     """rocm_bandwidth_test's output, one or more files, as a result: a series per CPU agent (NUMA
@@ -86,6 +102,10 @@ def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEF
     if modern and legacy:
         raise refusal(f"{modern[0]} holds rocm_bandwidth_test 2.x's TransferBench output and {legacy[0]} the legacy tool's: import"
                       " them one at a time")  # fmt: skip
+    for path, text in texts:
+        if path in modern and (shown := _transferbench_itself(text)) is not None:
+            raise refusal(f"{path}: TransferBench's own output ({shown}), not rocm_bandwidth_test's: import it with `xferbench import"
+                          " transferbench`")  # fmt: skip
     if modern:
         return transferbench.read_transferbench(modern, shape, environment, tool=TOOL)
     runs = [run for path, text in texts for run in _runs(path, text)]
@@ -132,7 +152,8 @@ def read_rocm_bandwidth_test(paths: Sequence[Path], shape: tuple[int, ...] = DEF
     for s in series:
         s.device_name = (devices.get(int(s.device.split(":")[1])) or {}).get("name")
     peer = peer_facts(TOOL, versions, [], commands, [p for p, _ in texts], sizes, build.not_imported)
-    return peer_result(peer_environment(environment, None, devices, {}, peer), series, [p for p, _ in texts])
+    environment = peer_environment(environment, None, devices, {}, peer)  # an HSA tool: AMD GPUs on ROCm only
+    return peer_result(label_gpus(environment, series, vendor=AMD, runtime=ROCM), series, [p for p, _ in texts])
 
 
 def _agents(lines: list[str]) -> dict[int, dict[str, Any]]:
@@ -244,4 +265,5 @@ def _fields(direction: str, statistic: str, cpu: int, gpu: int, agents: dict[int
 
 PEER = Peer(TOOL, read_rocm_bandwidth_test, "peak_cpu0", "rocm-bandwidth-test",
             "Import rocm_bandwidth_test's output: the host rows and columns of the legacy tool's unidirectional matrices (CPUs are"
-            " devices too), or the TransferBench presets that 2.x runs.")
+            " devices too), or the TransferBench presets that 2.x runs.",
+            "run the legacy rocm-bandwidth-test (its unidirectional matrix; 2.x's presets print none) and import what it prints")

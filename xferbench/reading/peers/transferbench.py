@@ -39,10 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL
-from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, one_line, peer_environment, peer_facts, peer_result, read_text,
-                                            refusal, split_lines)  # fmt: skip
+from xferbench.core.vendors import AMD, NVIDIA, ROCM
+from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, label_gpus, one_line, peer_environment, peer_facts, peer_result,
+                                            read_text, refusal, split_lines)  # fmt: skip
 
 TOOL = "TransferBench"
 TB_ITERATIONS, TB_WARMUPS = 10, 3  # NUM_ITERATIONS and NUM_WARMUPS by default, in every version
@@ -59,6 +61,7 @@ AGGREGATE = re.compile(r"^\s*[│|]?\s*Aggregate \(CPU\)")
 TEST = re.compile(r"^\s*Test ([0-9]+):\s*$")
 FIGURE = re.compile(r"[0-9]+\.[0-9]{3}")  # %7.3f, %8.3f: a Transfer's GB/s
 P2P_FIGURE = re.compile(r"[0-9]+\.[0-9]{2}")  # %10.2f: the p2p matrix's
+DECIMAL_COMMA = re.compile(r"(?<![0-9.])[0-9]+,[0-9]+(?![0-9.])")  # '28,41': a comma with no blank after it, between digits
 MEMORY = re.compile(r"^([A-Z])([0-9]+)$")
 # "TransferBench v1.52", the library's client "TransferBench Client v1.x Backend v1.y" (CSV and text) or "TransferBench v1.66.00"
 VERSION = re.compile(r"TransferBench (?:Client v([0-9][0-9A-Za-z._-]*) Backend v([0-9][0-9A-Za-z._-]*)|v([0-9]+\.[0-9]+[0-9A-Za-z._-]*))")
@@ -73,6 +76,7 @@ SCALING_COPY = re.compile(r"^\s*- Copying ([0-9]+) bytes from GPU ([0-9]+) to ot
 SCALING_HEADER = re.compile(r"^\s*NumCUs\s*,?(.*)$")
 SCALING_ROW = re.compile(r"^\s*([0-9]+)\s*,?\s+(.*)$")
 SCALING_BEST = re.compile(r"^\s*Best\s*,?")
+CUDA_BUILD = re.compile(r"\bTransferBenchCuda\b")  # the executable built with nvcc, for NVIDIA GPUs
 HEALTHCHECK = re.compile(r"^\s*Testing (?:unidirectional|bidirectional|all-to-all|HBM)")
 
 # Host memory as the letters print it. C and B mean the same in every version; the others moved when
@@ -94,7 +98,7 @@ CPU_MEM_TYPE = {0: "C", 1: "B", 2: "D", 3: "K", 4: "H"}  # the p2p and scaling p
 GPU_MEM_TYPE = {0: "", 1: "_f"}  # their GPU_MEM_TYPE: default or fine-grained; 2 (uncached) and 3 (managed) are not read
 
 
-def _preset_gpu_memory(settings: dict[str, int], preset: str, where: str, build: Builder) -> str | None:
+def _preset_gpu_memory(settings: dict[str, int], preset: str, where: str, build: _Build) -> str | None:
     """The GPU memory a preset's table copied ("" default, "_f" fine-grained), or None where GPU_MEM_TYPE names
     uncached or managed memory, which no series here stands for: the table is named and left out. USE_FINE_GRAIN
     counts for p2p only (the scaling preset reads it but copies from the GPU's default memory)."""
@@ -103,10 +107,49 @@ def _preset_gpu_memory(settings: dict[str, int], preset: str, where: str, build:
     kind = settings.get("GPU_MEM_TYPE", 0)
     if kind not in GPU_MEM_TYPE:
         what = {2: "uncached", 3: "managed"}.get(kind, "unknown")
-        build.note(f"{where}: the {preset} preset ran with GPU_MEM_TYPE={kind} ({what} GPU memory): not read (read here: 0, the"
-                   " default, and 1, fine-grained)")  # fmt: skip
+        build.say(where, f"{where}: the {preset} preset ran with GPU_MEM_TYPE={kind} ({what} GPU memory): not read (read here: 0, the"
+                  " default, and 1, fine-grained)", f"the {preset} preset ran with GPU_MEM_TYPE={kind} ({what} GPU memory), not read",
+                  "run it with GPU_MEM_TYPE=0 or 1")  # fmt: skip
         return None
     return GPU_MEM_TYPE[kind]
+
+
+AS_PRINTED = "give the output as TransferBench printed it"
+SINGLE_COPIES = "run single copies, e.g. a config file '1 1 (C0 D0 G0)', with OUTPUT_TO_CSV=1"
+
+
+class _Build(Builder):
+    """A Builder that keeps, beside each note a result file lists, its short form and what to do about it: where
+    nothing is read, the refusal gives one reason, its row quoted short, and that reason's own remedy."""
+
+    def __init__(self, tool: str, shape: tuple[int, ...], runs: int = 1) -> None:
+        super().__init__(tool, shape, runs)
+        self.reasons: list[tuple[str, str, str]] = []  # (where, short reason, what to do)
+
+    def say(self, where: str, full: str, short: str, fix: str = SINGLE_COPIES) -> None:
+        """A note (`full`, as the file lists it), and its short form with what to do for a refusal to give."""
+        self.note(full)
+        self.reasons.append((where, short, fix))
+
+    def refusal(self, tool: str) -> XferbenchError:
+        """Why nothing was read, in one line: the first reason with a remedy of its own, else the first reason."""
+        found = next((r for r in self.reasons if r[2] != SINGLE_COPIES), None) or next(iter(self.reasons), None)
+        if found is None:
+            return refusal(f"no {tool} host<->device figure; {SINGLE_COPIES}")
+        where, short, fix = found
+        return refusal(f"{where}: no {tool} host<->device figure: {short}; {fix}")
+
+
+def _quote(line: str, limit: int = 40) -> str:
+    """A row as a refusal quotes it: a Transfer by its copy (`C0 -> D0:1 -> G0`), another row by its first
+    characters, marked where cut."""
+    if (row := ROW.match(line)) is not None:
+        flat = one_line(" -> ".join(row.groups()[4:]))
+    elif (old := OLD_ROW.match(line.strip())) is not None:
+        flat = one_line(" -> ".join(old.groups()[3:6]))
+    else:
+        flat = one_line(line.strip())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
 @dataclass(frozen=True)
@@ -172,7 +215,7 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
             raise refusal(f"{path}: not TransferBench's output (no version line, Transfer row or p2p matrix); run TransferBench"
                           " with OUTPUT_TO_CSV=1 and save what it prints")  # fmt: skip
         runs.extend(_runs(Path(path), text))
-    build = Builder(tool, shape, runs=len(runs))
+    build = _Build(tool, shape, runs=len(runs))
     versions: list[str | None] = []
     sizes: list[int] = []
     for run in runs:
@@ -186,41 +229,47 @@ def read_transferbench(paths: Sequence[Path], shape: tuple[int, ...] = DEFAULT_S
         scaling = any(SCALING_TITLE.match(line) for line in lines)
         if run["cut"] and lines and (ROW.match(lines[-1]) or OLD_ROW.match(lines[-1].strip()) or P2P_ROW.match(lines[-1])
                                      or scaling and (SCALING_ROW.match(lines[-1]) or SCALING_BEST.match(lines[-1]))):  # fmt: skip
-            build.note(f"{where}: the paste ends inside this row: it was cut short there, and the row is left out: {one_line(lines[-1], 200)}")
+            build.say(where, f"{where}: the paste ends inside this row: it was cut short there, and the row is left out:"
+                      f" {one_line(lines[-1], 200)}", f"the paste ends inside its last row, {_quote(lines[-1])}",
+                      "give the whole output")  # fmt: skip
             lines = lines[:-1]
         if any(HEALTHCHECK.match(line) for line in lines):
-            build.note(f"{where}: the healthcheck preset's lines: they print a GPU's figure only where it fails its limit (or with"
-                       " VERBOSE=1), from a NUMA node they do not name, and up to v1.52 a kernel's reads or writes, no copy; not read")  # fmt: skip
+            build.say(where, f"{where}: the healthcheck preset's lines: they print a GPU's figure only where it fails its limit (or"
+                      " with VERBOSE=1), from a NUMA node they do not name, and up to v1.52 a kernel's reads or writes, no copy; not read",
+                      "the healthcheck preset's lines name no copy")  # fmt: skip
         copies = [*_config_copies(lines, where, build), *_p2p_copies(lines, where, settings, build),
                   *_scaling_copies(lines, where, settings, build)]
         if not copies and len(build.not_imported) == noted:
             said = one_line(" ".join(run["lines"]), 80, last=True)
-            build.note(f"{where}: no Transfer row, p2p matrix or scaling table{': ' + said if said else ''}")
+            build.say(where, f"{where}: no Transfer row, p2p matrix or scaling table{': ' + said if said else ''}",
+                      "no Transfer row, p2p matrix or scaling table")
         for copy in copies:
             _figure(build, copy, where, version, settings, sizes)
         build.end_run(None)
     series = build.done()
     if not any(s.ok_points() for s in series):
-        listed = "; ".join([*build.unmeasured(), *build.not_imported][:3]) or "nothing to read"
-        raise refusal(f"no host<->device figure in the {tool} output ({listed}); run a config file of single copies such as"
-                      " '1 1 (C0 D0 G0)' with OUTPUT_TO_CSV=1 and give what it printed")  # fmt: skip
+        raise build.refusal(tool)
     peer = peer_facts(tool, versions, [], [], paths, sizes, build.not_imported)
-    return peer_result(peer_environment(environment, None, {}, {}, peer), series, paths)
+    # TransferBench runs on ROCm (HIP); its native nvcc build is TransferBenchCuda, named by the command where pasted
+    cuda = any(CUDA_BUILD.search(line) for run in runs for line in run["lines"])
+    made = {"vendor": NVIDIA, "runtime": "CUDA"} if cuda else {"vendor": AMD, "runtime": ROCM}
+    return peer_result(label_gpus(peer_environment(environment, None, {}, {}, peer), series, **made), series, paths)
 
 
-def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settings: dict[str, int], sizes: list[int]) -> None:
+def _figure(build: _Build, copy: _Copy, where: str, version: str | None, settings: dict[str, int], sizes: list[int]) -> None:
     """One Transfer's figure into its series; a figure that is not one TransferBench prints is named and left out."""
     at = f"{where}: {one_line(copy.line, 200)}"
     if copy.test == "p2p" and copy.gbps == "N/A":  # not run: the executing NUMA node has no CPUs
+        build.reasons.append((where, "N/A in the p2p matrix's host cells: not run (a NUMA node without CPUs)", SINGLE_COPIES))
         build.gap(_mode(copy), f"cuda:{copy.gpu}", copy.direction, copy.nbytes, _fields(copy, version, settings), "skipped",
                   "N/A in TransferBench's p2p matrix: not run (a NUMA node without CPUs)")  # fmt: skip
         return
     if not (P2P_FIGURE if _preset(copy) else FIGURE).fullmatch(copy.gbps):
-        build.note(f"{at}: {one_line(copy.gbps, 40)!r} is not a figure (TransferBench prints GB/s to 0.001, or 0.01 in its p2p and"
-                   " scaling presets): left out")  # fmt: skip
+        build.say(where, f"{at}: {one_line(copy.gbps, 40)!r} is not a figure (TransferBench prints GB/s to 0.001, or 0.01 in its"
+                  " p2p and scaling presets): left out", f"{one_line(copy.gbps, 20)!r} is not a figure", AS_PRINTED)  # fmt: skip
         return
     if copy.nbytes <= 0:
-        build.note(f"{at}: no bytes moved: left out")
+        build.say(where, f"{at}: no bytes moved: left out", f"no bytes moved in {_quote(copy.line)}")
         return
     mode = _mode(copy)
     device = f"cuda:{copy.gpu}"
@@ -228,6 +277,7 @@ def _figure(build: Builder, copy: _Copy, where: str, version: str | None, settin
     gbps = float(copy.gbps)
     sizes.append(copy.nbytes)
     if not math.isfinite(gbps) or gbps <= 0:
+        build.reasons.append((where, f"TransferBench printed {copy.gbps} GB/s", SINGLE_COPIES))
         build.gap(mode, device, copy.direction, copy.nbytes, fields, "skipped", f"TransferBench printed {copy.gbps} GB/s")
         return
     iterations = settings.get("NUM_ITERATIONS", TB_ITERATIONS)  # negative: a run of that many seconds, its count not printed
@@ -287,27 +337,30 @@ def _memory(token: str, old: bool) -> tuple[str, str, int] | None:
 
 
 def _copy(line: str, test: str, gbps: str, nbytes: int, src: str, exe: str, exe_index: int, units: int | None, dst: str,
-          old: bool, where: str, build: Builder) -> _Copy | None:  # fmt: skip
+          old: bool, where: str, build: _Build) -> _Copy | None:  # fmt: skip
     """A Transfer as a copy between host memory and one GPU; anything else is named and left out."""
     source, target = _memory(src, old), _memory(dst, old)
     at = f"{where}: {one_line(line, 200)}"
     if source is None or target is None:
         odd = src if source is None else dst
         letters = "C, B, U (host), G, F (GPU)" if old else "C, B, P, D, K, H (host), G, F (GPU)"
-        build.note(f"{at}: {one_line(odd, 40)!r} is not one host buffer or one GPU's memory (read here: {letters}): left out")
+        build.say(where, f"{at}: {one_line(odd, 40)!r} is not one host buffer or one GPU's memory (read here: {letters}): left out",
+                  f"{one_line(odd, 20)!r} is not one host buffer or one GPU's memory")  # fmt: skip
         return None
     if source[0] == target[0]:
-        build.note(f"{at}: a copy {'within host memory' if source[0] == 'host' else 'between GPU memories'}, not host<->device")
+        between = "within host memory" if source[0] == "host" else "between GPU memories"
+        build.say(where, f"{at}: a copy {between}, not host<->device", f"{_quote(line)} copies {between}")
         return None
     host, gpu = (source, target) if source[0] == "host" else (target, source)
     direction = H2D if source[0] == "host" else D2H
     if exe != "cpu" and exe_index != gpu[2]:
-        build.note(f"{at}: GPU {exe_index} copies for GPU {gpu[2]}: a peer GPU's copy, not this GPU's own: left out")
+        build.say(where, f"{at}: GPU {exe_index} copies for GPU {gpu[2]}: a peer GPU's copy, not this GPU's own: left out",
+                  f"GPU {exe_index} copies for GPU {gpu[2]} in {_quote(line)}, not its own copy")  # fmt: skip
         return None
     return _Copy(line, test, gbps, nbytes, host[1], host[2], gpu[2], GPU_MEMORY[gpu[1]], direction, exe, exe_index, units)
 
 
-def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
+def _config_copies(lines: list[str], where: str, build: _Build) -> list[_Copy]:
     """The Transfers of a run's config-file tests, each only where it ran alone in its test: Transfers
     of one test run at once, and one that shared the link is no figure of the link alone."""
     found: list[tuple[str, str, _Copy | None]] = []  # (test, line, copy)
@@ -317,8 +370,9 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
         if line.startswith("Test#,"):
             if line.strip().rstrip(",") != OLD_HEADER:
                 fields = len(line.strip().rstrip(",").split(","))
-                build.note(f"{where}: a CSV header of {fields} fields where TransferBench up to v1.50 prints {OLD_FIELDS} ({OLD_HEADER}):"
-                           f" {one_line(line, 200)}; its rows are read by their own shape")  # fmt: skip
+                build.say(where, f"{where}: a CSV header of {fields} fields where TransferBench up to v1.50 prints {OLD_FIELDS}"
+                          f" ({OLD_HEADER}): {one_line(line, 200)}; its rows are read by their own shape",
+                          f"a CSV header of {fields} fields where TransferBench up to v1.50 prints {OLD_FIELDS}", AS_PRINTED)  # fmt: skip
             continue
         if (numbered := TEST.match(line)) is not None:
             test, since = f"test {numbered.group(1)}", False
@@ -332,8 +386,9 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
                 continue  # an executor's total over its Transfers
             executor = OLD_EXE.match(exe)
             if executor is None:
-                build.note(f"{where}: {one_line(line, 200)}: executor {one_line(exe, 20)!r} is not one TransferBench up to v1.50 prints"
-                           " (C, G or B and two digits): left out")  # fmt: skip
+                build.say(where, f"{where}: {one_line(line, 200)}: executor {one_line(exe, 20)!r} is not one TransferBench up to"
+                          " v1.50 prints (C, G or B and two digits): left out",
+                          f"executor {one_line(exe, 20)!r} is not one TransferBench up to v1.50 prints", AS_PRINTED)  # fmt: skip
                 continue
             kind = {"C": "cpu", "G": "gfx", "B": "dma"}[executor.group(1)]
             copy = _copy(line, f"test {number}", gbps, int(nbytes), src, kind, int(executor.group(2)),
@@ -341,8 +396,10 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
             found.append((f"test {number}", line, copy))
             continue
         if re.match(r"^\s*[0-9]+,(?:[0-9]+|ALL),", line):  # a Test#,Transfer# line of another shape
-            build.note(f"{where}: a CSV line of {len(line.split(','))} fields where TransferBench up to v1.50 prints {OLD_FIELDS}:"
-                       f" {one_line(line, 200)}; left out")  # fmt: skip
+            build.say(where, f"{where}: a CSV line of {len(line.split(','))} fields where TransferBench up to v1.50 prints"
+                      f" {OLD_FIELDS}: {one_line(line, 200)}; left out",
+                      f"a CSV line of {len(line.split(','))} fields where TransferBench up to v1.50 prints {OLD_FIELDS}, {_quote(line)}",
+                      AS_PRINTED)  # fmt: skip
             continue
         if (row := ROW.match(line)) is not None:
             if not since:
@@ -352,8 +409,9 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
             executor = EXE.match(exe)
             group = test or f"table {counter}"
             if executor is None:
-                build.note(f"{where}: {one_line(line, 200)}: executor {one_line(exe, 30)!r} is not a CPU, GPU kernel or DMA executor of"
-                           " this machine: left out")  # fmt: skip
+                build.say(where, f"{where}: {one_line(line, 200)}: executor {one_line(exe, 30)!r} is not a CPU, GPU kernel or DMA"
+                          " executor of this machine: left out",
+                          f"executor {one_line(exe, 30)!r} is not a CPU, GPU kernel or DMA executor of this machine")  # fmt: skip
                 found.append((group, line, None))
                 continue
             kind = EXECUTORS[executor.group(1)]
@@ -362,8 +420,9 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
             found.append((group, line, copy))
             continue
         if TRANSFER_WORD.match(line):
-            build.note(f"{where}: a Transfer row of another shape than TransferBench prints (cut short, or another version's):"
-                       f" {one_line(line, 200)}; left out")  # fmt: skip
+            build.say(where, f"{where}: a Transfer row of another shape than TransferBench prints (cut short, or another"
+                      f" version's): {one_line(line, 200)}; left out", f"a Transfer row of another shape, {_quote(line)}",
+                      AS_PRINTED)  # fmt: skip
     counts: dict[str, int] = {}
     for group, _, _ in found:
         counts[group] = counts.get(group, 0) + 1
@@ -372,14 +431,36 @@ def _config_copies(lines: list[str], where: str, build: Builder) -> list[_Copy]:
         if copy is None:
             continue
         if counts[group] > 1:
-            build.note(f"{where}: {one_line(line, 200)}: ran at once with {counts[group] - 1} other Transfer"
-                       f"{'s' * (counts[group] > 2)} in its test: not a copy on its own, left out")  # fmt: skip
+            others = f"{counts[group] - 1} other Transfer{'s' * (counts[group] > 2)}"
+            build.say(where, f"{where}: {one_line(line, 200)}: ran at once with {others} in its test: not a copy on its own,"
+                      " left out", f"{_quote(line)} ran at once with {others}")  # fmt: skip
             continue
         copies.append(copy)
     return copies
 
 
-def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: Builder) -> list[_Copy]:
+def _cells(rest: str, csv_form: bool) -> list[str]:
+    """A preset's row cells: between commas where its header has them (OUTPUT_TO_CSV=1), else between blanks, so
+    a figure written with a decimal comma ('28,41') in a table without commas stays one cell, named as no figure."""
+    cells = [c.strip() for c in rest.split(",")] if csv_form else rest.split()
+    while cells and cells[-1] == "":
+        cells.pop()
+    return cells
+
+
+def _misfit(preset: str, cells: list[str], columns: list[tuple[str, int]], line: str, where: str) -> tuple[str, str, str]:
+    """Why a preset's row of another width than its header is left out (as a note, its short form and what to do): a
+    figure with a decimal comma, which splits a CSV cell in two, named as the cell it is; else the counts (a row cut short)."""
+    comma = DECIMAL_COMMA.search(line)
+    if comma is not None:
+        return (f"{where}: {comma.group(0)!r} in a {preset} row is not a figure (TransferBench prints GB/s with a decimal point,"
+                f" to 0.01): the row is left out; import the output as TransferBench printed it: {one_line(line, 120)}",
+                f"{comma.group(0)!r} in a {preset} row is not a figure (GB/s print with a decimal point)", AS_PRINTED)
+    return (f"{where}: a {preset} row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)}; left out",
+            f"a {preset} row of {len(cells)} cells under {len(columns)} columns, {_quote(line)}", "give the whole table")
+
+
+def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: _Build) -> list[_Copy]:
     """The host rows and columns of a p2p preset's unidirectional matrices: CPU row to GPU column is
     host to device, GPU row to CPU column device to host, each executed as the header and title say."""
     found: list[_Copy] = []
@@ -387,6 +468,7 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     title: re.Match[str] | None = None
     columns: list[tuple[str, int]] = []
     executes_source = True
+    csv_form = True  # the header's cells between commas (OUTPUT_TO_CSV=1), else between blanks
     between = False  # a cell between two GPUs or two NUMA nodes was named
     host = "B" if settings.get("USE_FINE_GRAIN") else CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
     if not any(P2P_TITLE.match(line) for line in lines):
@@ -398,34 +480,34 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
         if (match := P2P_TITLE.match(line)) is not None:
             title, columns = match, []
             if match.group(1) == "Bi":
-                build.note(f"{where}: the p2p preset's bidirectional matrix: each figure shares the link with the other way's copy,"
-                           " not a copy on its own; left out")  # fmt: skip
+                build.say(where, f"{where}: the p2p preset's bidirectional matrix: each figure shares the link with the other way's"
+                          " copy, not a copy on its own; left out", "the p2p preset's bidirectional matrix shares the link both ways")  # fmt: skip
             continue
         if title is None or title.group(1) == "Bi":
             continue
         if (header := P2P_HEADER.match(line)) is not None:
             columns = [(kind, int(index)) for kind, index in re.findall(r"(CPU|GPU) ([0-9]+)", header.group(2))]
             executes_source = header.group(1) == "SRC+EXE\\DST"
+            csv_form = "," in line
             continue
         row = P2P_ROW.match(line)
         if row is None or not columns or row.group(3) != "->":
             continue
-        cells = [c.strip() for c in row.group(4).split(",")] if "," in row.group(4) else row.group(4).split()
-        while cells and cells[-1] == "":
-            cells.pop()
+        cells = _cells(row.group(4), csv_form)
         if len(cells) != len(columns):
-            build.note(f"{where}: a p2p row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)};"
-                       " left out")  # fmt: skip
+            build.say(where, *_misfit("p2p", cells, columns, line, where))
             continue
         if nbytes is None:
-            build.note(f"{where}: the p2p matrix without its 'Bytes Per Direction' line: its size is not known; left out (give the"
-                       " output from that line on)")  # fmt: skip
+            build.say(where, f"{where}: the p2p matrix without its 'Bytes Per Direction' line: its size is not known; left out"
+                      " (give the output from that line on)", "the p2p matrix without its 'Bytes Per Direction' line",
+                      "give the output from that line on")  # fmt: skip
             return found
         for (kind, index), cell in zip(columns, cells):
             if (row.group(1) == "CPU") == (kind == "CPU"):
                 if cell != "N/A" and not between:
                     between = True
-                    build.note(f"{where}: the p2p matrix's cells between GPUs (and between NUMA nodes): not host<->device")
+                    build.say(where, f"{where}: the p2p matrix's cells between GPUs (and between NUMA nodes): not host<->device",
+                              "the p2p matrix's cells are between GPUs (and between NUMA nodes)")  # fmt: skip
                 continue
             if row.group(1) == "CPU":
                 direction, node, gpu = H2D, int(row.group(2)), index
@@ -440,7 +522,7 @@ def _p2p_copies(lines: list[str], where: str, settings: dict[str, int], build: B
     return found
 
 
-def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], build: Builder) -> list[_Copy]:
+def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], build: _Build) -> list[_Copy]:
     """The host columns of a scaling preset's table: per CU count, the GPU's kernel copy from its memory
     into each NUMA node's host memory, alone (device to host). GPU columns and the Best row are named."""
     found: list[_Copy] = []
@@ -448,6 +530,7 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
     gpu = 0
     columns: list[tuple[str, int]] = []
     inside = between = best = False
+    csv_form = True  # the header's cells between commas (OUTPUT_TO_CSV=1), else between blanks
     host = CPU_MEM_TYPE.get(settings.get("CPU_MEM_TYPE", 0), "C")
     if not any(SCALING_TITLE.match(line) for line in lines):
         return found
@@ -465,6 +548,7 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
             continue
         if (header := SCALING_HEADER.match(line)) is not None:
             columns = [(kind, int(index)) for kind, index in re.findall(r"(CPU|GPU)([0-9]+)", header.group(1))]
+            csv_form = "," in line
             continue
         if not columns:
             continue
@@ -472,29 +556,27 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
             inside = False
             if not best:
                 best = True
-                build.note(f"{where}: the scaling preset's Best row: each column's highest figure again, with its CU count; not read"
-                           " twice")  # fmt: skip
+                build.say(where, f"{where}: the scaling preset's Best row: each column's highest figure again, with its CU count;"
+                          " not read twice", "the scaling preset's Best row only")  # fmt: skip
             continue
         if (row := SCALING_ROW.match(line)) is None:
             continue
-        rest = row.group(2)
-        cells = [c.strip() for c in rest.split(",")] if "," in rest else rest.split()
-        while cells and cells[-1] == "":
-            cells.pop()
+        cells = _cells(row.group(2), csv_form)
         if len(cells) != len(columns):
-            build.note(f"{where}: a scaling row of {len(cells)} cells under {len(columns)} columns (cut short?): {one_line(line, 200)};"
-                       " left out")  # fmt: skip
+            build.say(where, *_misfit("scaling", cells, columns, line, where))
             continue
         if nbytes is None:
-            build.note(f"{where}: the scaling table without its '- Copying N bytes from GPU G' line: its size is not known; left out"
-                       " (give the output from its title on)")  # fmt: skip
+            build.say(where, f"{where}: the scaling table without its '- Copying N bytes from GPU G' line: its size is not known;"
+                      " left out (give the output from its title on)", "the scaling table without its '- Copying N bytes' line",
+                      "give the output from its title on")  # fmt: skip
             return found
         units = int(row.group(1))
         for (kind, index), cell in zip(columns, cells):
             if kind == "GPU":
                 if not between:
                     between = True
-                    build.note(f"{where}: the scaling table's GPU columns: copies between GPU memories, not host<->device")
+                    build.say(where, f"{where}: the scaling table's GPU columns: copies between GPU memories, not host<->device",
+                              "the scaling table's cells are copies between GPU memories")  # fmt: skip
                 continue
             found.append(_Copy(line.strip(), f"scaling {units}", cell, nbytes, host, index, gpu, fine, D2H, "gfx", gpu, units))
     return found
@@ -503,4 +585,6 @@ def _scaling_copies(lines: list[str], where: str, settings: dict[str, int], buil
 PEER = Peer(TOOL, read_transferbench, "dma_c0", "transferbench",
             "Import AMD TransferBench's output (OUTPUT_TO_CSV=1, or its table): each config-file Transfer between host memory and one"
             " GPU that ran alone, the p2p preset's host rows and columns and the scaling preset's host columns, a series per"
-            " executor (DMA engine, GPU kernel, CPU).")
+            " executor (DMA engine, GPU kernel, CPU).",
+            "run TransferBench with OUTPUT_TO_CSV=1 on a config file of the line '1 1 (C0 D{gpu} G{gpu})' (its DMA engine's copy from"
+            " pinned memory) and import what it prints")
