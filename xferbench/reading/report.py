@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
+from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, staging_chunk_text, uncertain_note
 from xferbench.core import c2c, vendors
 from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, gpu_link_facts, pcie_ceiling
 from xferbench.core.errors import XferbenchError
@@ -550,6 +550,8 @@ def detail(series: Series, name: str, in_bytes: bool = False, environment: dict[
     ways = measured_directions(series)
     header += [f"{way} MB/s" for way in ways]
     header += (["device MB/s"] if device_clock else []) + (["faults/call"] if faults else [])
+    staging = any(p.staging_chunk_bytes for p in series.points)  # host/staged: the chunk each batch was copied by
+    header += ["staging chunk"] if staging else []
     rows = []
     for p in series.points:
         if p.status != "ok":
@@ -560,6 +562,7 @@ def detail(series: Series, name: str, in_bytes: bool = False, environment: dict[
         row += [rate((p.direction_mbps or {}).get(way)) for way in ways]
         row += [rate(p.device_mbps)] if device_clock else []
         row += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if faults else []
+        row += [staging_chunk_text(p)] if staging else []
         rows.append(row)
     summary = series.summary
     title = f"{name}: peak {rate(summary.peak_mbps)} MB/s @ {where_in(series, summary.peak_batch_size, in_bytes)}"
