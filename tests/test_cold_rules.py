@@ -185,7 +185,9 @@ def test_a_cold_series_is_named_so_in_its_title_and_told_apart_from_a_warm_file(
     assert facts(result, [cold_series])["source before each call"] == "evicted from the CPU caches (a 256 MiB memset)"
     found = {d.field: d for d in differences([(result, [warm_series]), (result, [cold_series])])}
     assert found["source before each call"].values[1] == "evicted from the CPU caches (a 256 MiB memset)"
-    assert found["source before each call"].describe(0) is None
+    # the warm file reads as copied back to back, never as unrecorded ("—")
+    assert found["source before each call"].values[0] == "back to back (no eviction between calls)"
+    assert found["source before each call"].describe(0) == "source before each call back to back (no eviction between calls)"
     assert differences([(result, [warm_series]), (result, [warm_series])]) == []
 
 
@@ -201,6 +203,30 @@ def test_sweep_cold_source_end_to_end_with_the_host_copy(tmp_path: Any, monkeypa
     assert series.status == "ok" and series.params["cold_source"] is True and series.params["eviction_bytes"] == 2**20
     assert result.config["cold_source"] is True and "· cold source" in r.stdout and series.note == COLD_NOTE.format(1)
     assert np.isfinite([p.mbps for p in series.points]).all()
+
+
+def test_compare_reads_a_warm_file_as_back_to_back_against_a_cold_one(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`xferbench compare warm.json cold.json`: the warm side copied back to back, not "—" (which reads as unrecorded)."""
+    monkeypatch.setattr(cold, "EVICTION_BYTES", 2**20)
+    runs = {}
+    for name, more in (("warm", []), ("cold", ["--cold-source"])):
+        runs[name] = tmp_path / f"{name}.json"
+        r = CliRunner().invoke(app, ["sweep", "-f", "host", "--batch-sizes", "1", "--shape", "16x16x3", *more, "-o", str(runs[name]),
+                                     *FAST_ARGS])  # fmt: skip
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["compare", str(runs["warm"]), str(runs["cold"])], terminal_width=300)
+    said = " ".join(r.output.split())
+    assert "source before each call: back to back (no eviction between calls) → evicted from the CPU caches (a 1 MiB memset)" in said
+    assert "source before each call: —" not in said
+
+
+def test_a_simulated_link_or_a_peers_figures_say_nothing_of_the_source_before_each_call() -> None:
+    """A simulated link moves no source, and a peer's loop is its tool's own: neither reads as back to back."""
+    result = Result(environment={}, config={}, created="2026-11-28T00:00:00+00:00")
+    simulated = Series.of(key("sim", "link"))
+    simulated.transfer = "simulated"
+    peer = Series("nvbandwidth", "host_to_device_memcpy_ce", "copy", "cuda:0", [1], params={"tool": "nvbandwidth v0.8"})
+    assert facts(result, [simulated])["source before each call"] == "—" == facts(result, [peer])["source before each call"]
 
 
 @pytest.mark.slow
