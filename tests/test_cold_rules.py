@@ -242,3 +242,24 @@ def test_sweep_cold_source_runs_in_the_torch_worker_and_skips_the_pinned_modes(t
         assert found[label].status == "ok" and found[label].params["cold_source"] is True
     assert found["torch/pageable_into/copy/d2h@cpu"].status == "skipped"
     assert found["torch/pageable_into/copy/d2h@cpu"].reason == cold_source_reason(found["torch/pageable_into/copy/d2h@cpu"].key)
+
+
+def test_the_method_page_lists_exactly_the_paths_cold_source_applies_to_and_those_it_skips_for_their_source() -> None:
+    """docs/method.md's lists against cold_source_reason over every backend's modes and sources, per call and host to device:
+    a path added, or one whose rule changes, must change the page too."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / "method.md").read_text().split())
+    said = re.search(r"It applies to per-call host-to-device copies and host copies from pageable memory \((.*?)\); a pinned or"
+                     r" registered source \((.*?)\),", text)  # fmt: skip
+    assert said, "docs/method.md: the --cold-source sentence is not where this test reads it"
+    applies, page_locked = ({tuple(p.split()) for p in re.findall(r"`([^`]+)`", group)} for group in said.groups())
+    found: dict[bool, set[tuple[str, str]]] = {True: set(), False: set()}
+    for name, backend in BACKENDS.items():
+        for mode in backend.modes:
+            for source in backend.sources(mode):
+                reason = cold_source_reason(key(name, mode, source))
+                if reason is None or "page-locked" in reason:
+                    found[reason is None].add((name, mode))
+    assert applies == found[True] and page_locked == found[False]
