@@ -752,7 +752,8 @@ def test_the_staged_description_names_its_chunk_slots_and_memory(monkeypatch: py
     assert said == SeriesInfo(
         device_name="Test CPU 9000", transfer=HOST_TO_HOST, clock="time.perf_counter", sync="none needed: each memmove returns after its copy",
         params={"staging_chunk_bytes": 65536, "staging_slots": 2, "staging_memory": memory},
-        note=(f"a pageable copy's staging alone: one thread memmoves the batch 64 KiB at a time into 2 staging buffers in turn, {kind};"
+        note=("a pageable copy's staging alone: one thread memmoves the batch 64 KiB at a time (a batch of 64 KiB or less whole,"
+              f" in one chunk: each point records the chunk it used) into 2 staging buffers in turn, {kind};"
               " the driver's own chunk and buffer count are not documented"))  # fmt: skip
     assert HostBackend().describe(key("host", "staged"), {}).params["staging_chunk_bytes"] == 2 * 2**20
 
@@ -781,7 +782,8 @@ def test_the_staged_plan_cycles_chunks_through_two_slots_and_covers_the_batch(no
     assert t() is None  # the last two chunks are left in the ring: chunk 2 in slot 0, chunk 3 (24 bytes) in slot 1
     assert np.array_equal(t.ring[:40], t.source.reshape(-1)[80:120]) and np.array_equal(t.ring[40:64], t.source.reshape(-1)[120:])
     whole = StagedCopy(staged_spec(1), {})
-    assert whole.chunk == 48 and len(whole.plan) == 1  # the default chunk, cut to the batch
+    assert whole.chunk == whole.staging_chunk_bytes == 48 and len(whole.plan) == 1  # the default chunk, cut to the batch
+    assert t.staging_chunk_bytes == 40  # what the point records: the chunk used
     assert StagedCopy(staged_spec(1, "aligned"), {}).source.ctypes.data % 64 == 0
 
 

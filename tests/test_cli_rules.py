@@ -1658,3 +1658,19 @@ def test_the_app_and_import_show_their_help_when_given_nothing_and_take_h_for_he
     assert "Try 'root sweep -h' for help." in invoke("sweep", "--no-such").stderr
     for option in ("--install-completion", "--show-completion"):
         assert f"No such option: {option}" in flat(invoke(option).stderr)
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("sweep", "--staging-chunk-kib", "abc"), "error: Invalid value for '--staging-chunk-kib': "),
+    (("sweep", "--max-samples", "abc"), "error: Invalid value for '--max-samples': "),
+    (("check", "--batch-size", "x1"), "error: Invalid value for '--batch-size': "),
+    (("import", "nvbandwidth", "-b", "abc", "x.json"), "error: Invalid value for '--buffer-size' / '-b': "),
+    (("report",), "error: Missing argument 'files'. Try 'root report -h' for help."),
+])  # fmt: skip
+def test_a_value_click_refuses_is_one_line_error_on_every_command(args: tuple[str, ...], said: str) -> None:
+    """Not Typer's boxed usage: one `error:` line saying what and where to look, exit 2, no traceback, whichever command."""
+    r = invoke(*args)
+    assert r.exit_code == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(said) and line.endswith(f"Try 'root {' '.join(a for a in args if a in ('sweep', 'check', 'import', 'nvbandwidth', 'report'))} -h' for help.")
+    assert "Usage:" not in r.stderr and "╭" not in r.stderr

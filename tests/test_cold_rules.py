@@ -185,7 +185,9 @@ def test_a_cold_series_is_named_so_in_its_title_and_told_apart_from_a_warm_file(
     assert facts(result, [cold_series])["source before each call"] == "evicted from the CPU caches (a 256 MiB memset)"
     found = {d.field: d for d in differences([(result, [warm_series]), (result, [cold_series])])}
     assert found["source before each call"].values[1] == "evicted from the CPU caches (a 256 MiB memset)"
-    assert found["source before each call"].describe(0) is None
+    # the warm file reads as copied back to back, never as unrecorded ("—")
+    assert found["source before each call"].values[0] == "back to back (no eviction between calls)"
+    assert found["source before each call"].describe(0) == "source before each call back to back (no eviction between calls)"
     assert differences([(result, [warm_series]), (result, [warm_series])]) == []
 
 
@@ -203,6 +205,30 @@ def test_sweep_cold_source_end_to_end_with_the_host_copy(tmp_path: Any, monkeypa
     assert np.isfinite([p.mbps for p in series.points]).all()
 
 
+def test_compare_reads_a_warm_file_as_back_to_back_against_a_cold_one(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`xferbench compare warm.json cold.json`: the warm side copied back to back, not "—" (which reads as unrecorded)."""
+    monkeypatch.setattr(cold, "EVICTION_BYTES", 2**20)
+    runs = {}
+    for name, more in (("warm", []), ("cold", ["--cold-source"])):
+        runs[name] = tmp_path / f"{name}.json"
+        r = CliRunner().invoke(app, ["sweep", "-f", "host", "--batch-sizes", "1", "--shape", "16x16x3", *more, "-o", str(runs[name]),
+                                     *FAST_ARGS])  # fmt: skip
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["compare", str(runs["warm"]), str(runs["cold"])], terminal_width=300)
+    said = " ".join(r.output.split())
+    assert "source before each call: back to back (no eviction between calls) → evicted from the CPU caches (a 1 MiB memset)" in said
+    assert "source before each call: —" not in said
+
+
+def test_a_simulated_link_or_a_peers_figures_say_nothing_of_the_source_before_each_call() -> None:
+    """A simulated link moves no source, and a peer's loop is its tool's own: neither reads as back to back."""
+    result = Result(environment={}, config={}, created="2026-11-28T00:00:00+00:00")
+    simulated = Series.of(key("sim", "link"))
+    simulated.transfer = "simulated"
+    peer = Series("nvbandwidth", "host_to_device_memcpy_ce", "copy", "cuda:0", [1], params={"tool": "nvbandwidth v0.8"})
+    assert facts(result, [simulated])["source before each call"] == "—" == facts(result, [peer])["source before each call"]
+
+
 @pytest.mark.slow
 @needs_torch
 def test_sweep_cold_source_runs_in_the_torch_worker_and_skips_the_pinned_modes(tmp_path: Any) -> None:
@@ -216,3 +242,24 @@ def test_sweep_cold_source_runs_in_the_torch_worker_and_skips_the_pinned_modes(t
         assert found[label].status == "ok" and found[label].params["cold_source"] is True
     assert found["torch/pageable_into/copy/d2h@cpu"].status == "skipped"
     assert found["torch/pageable_into/copy/d2h@cpu"].reason == cold_source_reason(found["torch/pageable_into/copy/d2h@cpu"].key)
+
+
+def test_the_method_page_lists_exactly_the_paths_cold_source_applies_to_and_those_it_skips_for_their_source() -> None:
+    """docs/method.md's lists against cold_source_reason over every backend's modes and sources, per call and host to device:
+    a path added, or one whose rule changes, must change the page too."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / "method.md").read_text().split())
+    said = re.search(r"It applies to per-call host-to-device copies and host copies from pageable memory \((.*?)\); a pinned or"
+                     r" registered source \((.*?)\),", text)  # fmt: skip
+    assert said, "docs/method.md: the --cold-source sentence is not where this test reads it"
+    applies, page_locked = ({tuple(p.split()) for p in re.findall(r"`([^`]+)`", group)} for group in said.groups())
+    found: dict[bool, set[tuple[str, str]]] = {True: set(), False: set()}
+    for name, backend in BACKENDS.items():
+        for mode in backend.modes:
+            for source in backend.sources(mode):
+                reason = cold_source_reason(key(name, mode, source))
+                if reason is None or "page-locked" in reason:
+                    found[reason is None].add((name, mode))
+    assert applies == found[True] and page_locked == found[False]

@@ -104,7 +104,8 @@ def test_a_gpu_run_records_every_field_in_a_fixed_order() -> None:
         ("device", "NVIDIA H200"), ("driver", "580.159.04"), ("CUDA (driver)", "13.0"),
         # NVML described it, so NVIDIA's; the file records no machine, so no link is derived: unknown, never PCIe by default
         ("vendor", "NVIDIA"), ("runtime", "CUDA 13.0"), ("host link", "unknown"), ("PCIe link under load", "Gen5 x16"),
-        ("NUMA binding", "bound to CPUs 0-15, memory preferred on NUMA node 0"), ("DataLoader workers", "—"), ("source before each call", "—"),
+        ("NUMA binding", "bound to CPUs 0-15, memory preferred on NUMA node 0"), ("DataLoader workers", "—"),
+        ("source before each call", "back to back (no eviction between calls)"),
         ("host staging chunk", "—"),
         ("GPU cores", "—"),
         ("CPU", "Intel(R) Xeon(R) Processor (16 logical CPUs)"), ("CPU features that turn oneDNN on", "—"),
@@ -123,9 +124,9 @@ def test_a_file_that_records_little_says_so_field_by_field() -> None:
     result = Result({"cpu": "AMD EPYC"}, {}, "x", [series])
     found = facts(result, result.series)
     assert found["what is copied"] == "a host-to-host copy (CPU, no GPU)" and found["device"] == "cpu"
-    assert found["CPU"] == "AMD EPYC"
-    assert {name: value for name, value in found.items() if name not in ("what is copied", "device", "CPU")} == \
-        {name: "—" for name in ["driver", "CUDA (driver)", "vendor", "runtime", "host link", "PCIe link under load", "NUMA binding", "DataLoader workers", "source before each call", "host staging chunk", "GPU cores",
+    assert found["CPU"] == "AMD EPYC" and found["source before each call"] == "back to back (no eviction between calls)"
+    assert {name: value for name, value in found.items() if name not in ("what is copied", "device", "CPU", "source before each call")} == \
+        {name: "—" for name in ["driver", "CUDA (driver)", "vendor", "runtime", "host link", "PCIe link under load", "NUMA binding", "DataLoader workers", "host staging chunk", "GPU cores",
                                 "CPU features that turn oneDNN on", "transparent huge pages", "memory", "macOS", "process CPUs", "OS", "Python", "numpy", *SETTINGS, "host", "xferbench",
                                 "clock", "sampling"]}  # fmt: skip
 

@@ -365,7 +365,7 @@ AMD EPYC; host-to-host; 256x256x3 uint8 per item from numpy; timed per-call; clo
 GPU_AND_PEER = r"""
 ## xferbench report
 
-Transfer throughput on NVIDIA H200: 3 series from 2 result file(s). MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.
+Transfer throughput on NVIDIA H200: 3 series from 2 result file(s). MB/s is 10^6 bytes of uint8 input per second; each figure, file by file: link, the median time of each batch; peer-nvbandwidth, as nvbandwidth printed it: the median of 1 sample, each a run of 16 copies between two CUDA events.
 
 ### Summary
 
@@ -375,7 +375,7 @@ Transfer throughput on NVIDIA H200: 3 series from 2 result file(s). MB/s is 10^6
 | nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (peer-nvbandwidth) | 55,420 @ 256 MiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
 | nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (peer-nvbandwidth) | 55,318 @ 256 MiB | - | - | - | - | 88% of 63.0 GB/s | - | - |
 
-Peak and saturation (the smallest size reaching 95% of the peak) come from the medians; latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.
+Peak and saturation (the smallest size reaching 95% of the peak) come from the medians in xferbench's series, latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth; a peer's peak is the highest figure it printed (each the statistic the opening line names); one figure per size, no time per copy, gives it no saturation, latency or fit.
 
 Link ceilings (per direction):
 - cuda:0 (link): PCIe Gen5 x16 theoretical (63.0 GB/s, under load)
@@ -656,7 +656,7 @@ AMD EPYC; host-to-host; 256x256x3 uint8 per item from numpy; timed per-call; clo
 PEER_RUNS = r"""
 ## xferbench report: run-3 vs run-4
 
-Transfer throughput on NVIDIA H200: 4 series from 2 result file(s): run-3 (`results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json`), run-4 (`results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json`). MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.
+Transfer throughput on NVIDIA H200: 4 series from 2 result file(s): run-3 (`results/nvidia-h200/2026-11-26/run-3/validation/peer-nvbandwidth.json`), run-4 (`results/nvidia-h200/2026-11-26/run-4/validation/peer-nvbandwidth.json`). MB/s is 10^6 bytes of uint8 input per second; each figure, file by file: run-3, as nvbandwidth printed it: the median of 1 sample, each a run of 16 copies between two CUDA events; run-4, as nvbandwidth printed it: the median of 1 sample, each a run of 16 copies between two CUDA events.
 
 ### What differs
 
@@ -713,7 +713,7 @@ Median MB/s in each file; the ratio to run-3; the rank test's p-value and verdic
 | nvbandwidth/host_to_device_memcpy_ce/copy/streamed@cuda:0 (run-4) | 55,499 @ 1 GiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
 | nvbandwidth/device_to_host_memcpy_ce/copy/d2h/streamed@cuda:0 (run-4) | 55,356 @ 1 GiB | 1.00× | - | - | - | 88% of 63.0 GB/s | - | - |
 
-Peak and saturation (the smallest size reaching 95% of the peak) come from the medians; latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.
+A peer's peak is the highest figure it printed (each the statistic the opening line names); one figure per size, no time per copy, gives it no saturation, latency or fit.
 
 Link ceilings (per direction):
 - cuda:0 (run-3), cuda:0 (run-4): PCIe Gen5 x16 theoretical (63.0 GB/s, system maximum)
@@ -1189,3 +1189,44 @@ The same path on every device at the same time (a worker per device, each point 
 | **total** | 64,093 | **40,018** | 0.62× | — |
 
 """
+
+
+def test_each_peers_file_says_which_statistic_its_figures_are(tmp_path) -> None:
+    """TransferBench's mean of iterations, rocm_bandwidth_test's fastest copy, bandwidthTest's aggregate and
+    nvbandwidth's median are no median time of a batch: the opening line names each file's own."""
+    import amd_outputs as amd
+
+    from xferbench.reading.peers import read_rocm_bandwidth_test, read_transferbench
+
+    (tmp_path / "tb.txt").write_text(amd.tb_env("1.50") + amd.OLD_HEADER_LINE + amd.tb_old_row(1, 0, 64 * 2**20, "C0", "B00.*", "G0", 1, 26.5) + "\n")
+    (tmp_path / "rbt.txt").write_text(amd.rbt(amd.XTX_DEVICES, amd.XTX_UNI, amd.XTX_BI))
+    files = {"tb.json": read_transferbench([tmp_path / "tb.txt"]), "rbt.json": read_rocm_bandwidth_test([tmp_path / "rbt.txt"]),
+             **{f"{name}.json": select([Path(f"{H200}/run-3/validation/peer-{name}.json")])[0][0].result
+                for name in ("bandwidthtest", "nvbandwidth")}}  # fmt: skip
+    text = report.render(*picked(files))
+    opening = text.split("\n")[2]
+    assert "from the median time of each batch" not in opening and "come from the medians" not in text
+    assert "tb, as TransferBench printed it: the mean of its timed iterations;" in opening
+    assert "rbt, as rocm_bandwidth_test printed it: the fastest of 5 copies;" in opening
+    assert "bandwidthtest, as bandwidthTest printed it: one aggregate time over 100 copies;" in opening
+    assert opening.endswith("nvbandwidth, as nvbandwidth printed it: the median of 1 sample, each a run of 16 copies between two CUDA events.")
+    assert "A peer's peak is the highest figure it printed (each the statistic the opening line names)" in text
+    alone = report.render(*picked({"tb.json": files["tb.json"]}))
+    assert "per second; each figure as TransferBench printed it: the mean of its timed iterations." in alone.split("\n")[2]
+    own = curve("torch", "pinned", {1: 6000.0, 4: 13000.0})
+    mixed = report.render(*picked({"own.json": Result(env("a"), {}, "2026-01-01T00:00:00+00:00", [own], "complete"), "tb.json": files["tb.json"]}))
+    assert "file by file: own, the median time of each batch; tb, as TransferBench printed it" in mixed
+    assert "come from the medians in xferbench's series" in mixed
+
+
+@pytest.mark.parametrize(("tool", "statistic", "said"), [
+    ("nvbandwidth v0.8", "mean", "the mean of 3 samples (-m), each a run of 16 copies"),
+    ("rocm_bandwidth_test 2.6.0", "mean", "the mean of 3 copies less the slowest"),
+    ("TransferBench 1.66", "mean", "the mean of its timed iterations"),  # rocm_bandwidth_test 2.x's rows: TransferBench's
+    ("newtool 1.0", "p99", "as newtool printed it (its p99)"),
+    ("newtool", None, "as newtool printed it (its statistic not recorded)"),
+])  # fmt: skip
+def test_a_peer_figure_is_the_statistic_its_tool_and_recorded_statistic_name(tool: str, statistic: str | None, said: str) -> None:
+    params = {"tool": tool, "samples": 3, "copies_per_sample": 16, **({"statistic": statistic} if statistic else {})}
+    assert said in report.figure_statistic(Series("rocm_bandwidth_test", "m", "copy", "cuda:0", [1], params=params))
+    assert report.figure_statistic(curve("torch", "pinned", {1: 6000.0})) == "the median time of each batch"

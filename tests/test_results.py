@@ -191,7 +191,7 @@ def test_the_tidy_frame_holds_each_key_each_figure_and_the_environment_essential
         "host", "created", "framework", "mode", "op", "device", "device_name", "transfer", "host_buffer", "method", "direction",
         "concurrent", "shape", "batch_size", "bytes", "status", "error", "warmup_calls", "n", "median_s", "p10_s", "p90_s", "mbps",
         "mbps_p10", "mbps_p90", "batches_per_s", "images_per_s", "device_median_s", "device_mbps", "host_offset",
-        "page_faults_per_call", "copies", "transfers", "verify_s", "pin_s", "others_cpus", "run_wait", "cpus", "overlap",
+        "page_faults_per_call", "copies", "transfers", "verify_s", "pin_s", "staging_chunk_bytes", "others_cpus", "run_wait", "cpus", "overlap",
         "h2d_mbps", "d2h_mbps", "os", "cpu", "python", "numpy_version",
     ]  # the raw samples stay in the file; xferbench's own version is the file's, not a column
     assert (row["host"], row["created"], row["framework"], row["mode"], row["op"], row["device"]) == ("h1", result.created, "sim", "link", "copy", "sim")

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 from rich.markup import escape
 
 from xferbench.measuring import running
@@ -39,7 +40,41 @@ from xferbench.measuring.sweep import (
 from xferbench.core.timing import TimingConfig
 from xferbench.measuring.worker import Runner
 
+# click's UsageError (BadParameter's base) and its bare-group help, from whichever click Typer runs on: its own
+# copy (Typer 0.22 and later) or the click package; NoArgsIsHelpError is click 8.2's and later
+USAGE_ERROR = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "UsageError")
+NO_ARGS_IS_HELP: Any = getattr(sys.modules[USAGE_ERROR.__module__], "NoArgsIsHelpError", ())
+
+
+class OneLineErrors(TyperGroup):
+    """Every command's bad input (an option's value that is not a whole number, an unknown option, a missing
+    argument: click's UsageError) as the project's one-line `error:`, exit 2, in place of Typer's boxed usage.
+    Here, not in each command: click raises them while parsing, before a command's own code runs."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        with one_line_usage_errors(info_name or "xferbench"):
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with one_line_usage_errors(ctx.command_path):  # a subcommand's options are parsed here, in its own make_context
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def one_line_usage_errors(path: str) -> Iterator[None]:
+    """click's usage error as `error: WHAT. Try 'COMMAND -h' for help.`; `path`: the command where the error names none."""
+    try:
+        yield
+    except NO_ARGS_IS_HELP:  # a bare group shows its help, as it should
+        raise
+    except USAGE_ERROR as error:
+        where = error.ctx.command_path if error.ctx else path
+        said = " ".join(error.format_message().split()).rstrip(".")
+        raise fail(f"{said}. Try '{where} -h' for help.") from None
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Host-to-device transfer throughput, swept over batch sizes, through each framework's real path.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

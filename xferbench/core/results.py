@@ -70,6 +70,7 @@ class Point:
     verify_s: float | None = None  # seconds the whole-buffer verification took, outside every sample
     host_nodes: dict[str, int] | None = None  # the source's sampled pages per NUMA node ("-1": not resident)
     pin_s: float | None = None  # seconds pinning the source in place took, once per point (cuda raw_registered)
+    staging_chunk_bytes: int | None = None  # host/staged: the chunk this point copied by, at most its batch; None elsewhere
     others_cpus: float | None = None  # other processes' CPU time on this process's CPUs while measured, in CPUs
     run_wait: float | None = None  # seconds this process's threads waited for a CPU, per second measured
     cpus: int | None = None  # how many CPUs this process could run on

@@ -454,7 +454,7 @@ POINT = record(
     mbps_p90=Nullable(AMOUNT), batches_per_s=Nullable(AMOUNT), images_per_s=Nullable(AMOUNT), device_median_s=Nullable(AMOUNT),
     device_mbps=Nullable(AMOUNT), host_offset=Nullable(COUNT), page_faults_per_call=Nullable(AMOUNT), copies=Nullable(POSITIVE),
     transfers=Nullable(COUNT), verify_s=Nullable(AMOUNT), host_nodes=Nullable(MapOf(COUNT, "an object of whole numbers")),
-    pin_s=Nullable(AMOUNT), others_cpus=Nullable(AMOUNT), run_wait=Nullable(AMOUNT), cpus=Nullable(POSITIVE),
+    pin_s=Nullable(AMOUNT), staging_chunk_bytes=Nullable(POSITIVE), others_cpus=Nullable(AMOUNT), run_wait=Nullable(AMOUNT), cpus=Nullable(POSITIVE),
     direction_mbps=Nullable(MapOf(Nullable(AMOUNT), "an object of numbers")), window_s=Nullable(NUMBERS), overlap=Nullable(AMOUNT),
 )  # fmt: skip
 

@@ -105,6 +105,7 @@ def measure_point(
             point.cpus = cpu.cpus
         point.host_offset, point.copies, point.transfers = transfer.host_offset, copies, transfer.transfers
         point.verify_s, point.host_nodes, point.pin_s = verify_s, nodes, transfer.pin_s
+        point.staging_chunk_bytes = transfer.staging_chunk_bytes
         if faults_before is not None:
             calls = len(samples.times_s) * (copies or 1)
             point.page_faults_per_call = (faults_after - faults_before) / calls  # type: ignore[operator]

@@ -94,7 +94,15 @@ def series_title(series: Series) -> str:
 
 # Columns a narrow terminal drops, first to last, until the table fits: each is derived from, or
 # secondary to, the columns that always stay (batch, MB/s and its p10–p90 band).
-DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "pin time", "device MB/s", "compute", "step", "batch time")
+DROP_ORDER = ("batches/s", "images/s", "n", "faults/call", "copies", "pin time", "staging chunk", "device MB/s", "compute", "step", "batch time")
+
+
+def staging_chunk_text(point: Point) -> str:
+    """host/staged: the chunk a point copied by; a batch no larger than the chunk asked for went whole, in one chunk."""
+    chunk = point.staging_chunk_bytes
+    if not chunk:
+        return "-"
+    return "whole batch, one chunk" if chunk >= point.bytes else f"{chunk / 2**10:,g} KiB"
 
 
 def measured_directions(series: Series) -> list[str]:
@@ -133,6 +141,8 @@ def series_table(series: Series, result: Result | None = None, console: Console 
         columns["faults/call"] = []
     if any(p.pin_s is not None for p in series.points):  # what pinning the batch in place took, once per point
         columns["pin time"] = []
+    if any(p.staging_chunk_bytes for p in series.points):  # host/staged: the chunk each batch was copied by
+        columns["staging chunk"] = []
     if any(p.overlap_figures() for p in series.points):  # --overlap: the kernel alone, a step with both, and what it hid
         caption += (" · compute: the kernel alone, sized to each batch time; step: the next batch, then the kernel fed"
                     " by it; hidden: the share of the shorter of the two, batch time or kernel, the step hid behind the other")  # fmt: skip
@@ -155,6 +165,7 @@ def series_table(series: Series, result: Result | None = None, console: Console 
             "device MB/s": rate(p.device_mbps),
             "faults/call": f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-",
             "pin time": seconds(p.pin_s),
+            "staging chunk": staging_chunk_text(p),
             **overlap_cells(p),
             **{f"{way} MB/s": rate((p.direction_mbps or {}).get(way)) for way in ways},
         }

@@ -255,12 +255,16 @@ def _joined(values: Sequence[str | None]) -> str:
     return "; ".join(kept) if kept else MISSING
 
 
+BACK_TO_BACK = "back to back (no eviction between calls)"
+
+
 def _source_cache(series: Series) -> str | None:
-    """--cold-source: the source evicted from the CPU's caches before every timed call; None where it was not (or the
-    file is older than the option), so a file that made it cold is told apart from one that copied back to back."""
+    """--cold-source: the source evicted from the CPU's caches before every timed call; else copied back to back, as
+    every xferbench series was before the option, so a file that made it cold is told apart from one that did not.
+    None for a simulated link (no source) and a peer's figures (its tool's own loop, which xferbench did not run)."""
     params = series.params or {}
     if not params.get("cold_source"):
-        return None
+        return None if series.is_peer or series.transfer == SIMULATED else BACK_TO_BACK
     evicted = params.get("eviction_bytes")
     return "evicted from the CPU caches" + (f" (a {evicted / 2**20:g} MiB memset)" if isinstance(evicted, (int, float)) else "")
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, uncertain_note
+from xferbench.reading.display import FAULTY, POOR_FIT, binary_size, measured_directions, noisy_points, published_note, rate, size, staging_chunk_text, uncertain_note
 from xferbench.core import c2c, vendors
 from xferbench.core.environment import SETTINGS, cpu_ranges, device_entry, gpu_link_facts, pcie_ceiling
 from xferbench.core.errors import XferbenchError
@@ -58,6 +58,64 @@ def cell(value: Any) -> str:
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] = ()) -> list[str]:
     separator = ["---:" if i < len(right) and right[i] else "---" for i in range(len(header))]
     return ["| " + " | ".join(cell(c) for c in row) + " |" for row in (header, separator, *rows)]
+
+
+# What each figure a peer printed is, by the program that printed it (the first word of the series'
+# params["tool"]: TransferBench's rows stay TransferBench's when rocm_bandwidth_test 2.x runs them) and
+# the statistic its importer records (params["statistic"]). {samples} and {copies}: the series' params.
+PEER_STATISTICS = {
+    ("nvbandwidth", "median"): "the median of {samples} sample{s}, each a run of {copies} copies between two CUDA events",
+    ("nvbandwidth", "mean"): "the mean of {samples} sample{s} (-m), each a run of {copies} copies between two CUDA events",
+    ("bandwidthTest", "aggregate"): "one aggregate time over {copies} copies",
+    ("TransferBench", "mean"): "the mean of its timed iterations",
+    ("rocm_bandwidth_test", "min time"): "the fastest of {samples} copies",
+    ("rocm_bandwidth_test", "mean"): "the mean of {samples} copies less the slowest",
+}  # fmt: skip
+OWN_STATISTIC = "the median time of each batch"
+
+
+def figure_statistic(series: Series) -> str:
+    """What one MB/s figure of a series is: xferbench's own, the median time of a batch; a peer's, the
+    statistic its tool printed (PEER_STATISTICS), or what its params record where the table lacks it."""
+    if not series.is_peer:
+        return OWN_STATISTIC
+    params = series.params
+    tool, statistic = str(params["tool"]).split()[0], params.get("statistic")
+    known = PEER_STATISTICS.get((tool, str(statistic)))
+    samples, copies = params.get("samples"), params.get("copies_per_sample")
+    if known is None:
+        said = f"its {statistic}" if statistic else "its statistic not recorded"
+        return f"as {tool} printed it ({said})"
+    return f"as {tool} printed it: " + known.format(samples=samples, copies=copies, s="s" * (samples != 1))
+
+
+def statistics_sentence(picks: Sequence[Selected], files: Sequence[tuple[Path, Result]], labels: Sequence[str]) -> str:
+    """The opening line's word on what a figure is: for xferbench's own files, the median time of each
+    batch; with a peer's file among them, what each file's figures are, file by file."""
+    head = "MB/s is 10^6 bytes of uint8 input per second"
+    if not any(p.series.is_peer for p in picks):
+        return f"{head}, from {OWN_STATISTIC}."
+    each = {id(r): list(dict.fromkeys(figure_statistic(p.series) for p in picks if p.result is r)) for _, r in files}
+    if len(files) == 1:
+        return f"{head}; each figure {' or '.join(each[id(files[0][1])])}."
+    said = [f"{label}, {' or '.join(each[id(r)])}" for (_, r), label in zip(files, labels) if each[id(r)]]
+    return f"{head}; each figure, file by file: " + "; ".join(said) + "."
+
+
+def peak_sentence(picks: Sequence[Selected]) -> str:
+    """The line under the summary: where peak, saturation and the fit come from. A peer printed one
+    figure per size, each the statistic the opening line names: its peak is the highest, and it gives
+    no saturation or fit."""
+    saturation = f"saturation (the smallest {'size' if by_bytes(picks) else 'batch'} reaching {SATURATION_FRACTION:.0%} of the peak)"
+    fit = "latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth"
+    peers = [p.series.is_peer for p in picks]
+    if not any(peers):
+        return f"Peak and {saturation} come from the medians; {fit}."
+    peer = ("a peer's peak is the highest figure it printed (each the statistic the opening line names); one figure per"
+            " size, no time per copy, gives it no saturation, latency or fit")  # fmt: skip
+    if all(peers):
+        return peer[0].upper() + peer[1:] + "."
+    return f"Peak and {saturation} come from the medians in xferbench's series, {fit}; {peer}."
 
 
 def _files(picks: Sequence[Selected]) -> list[tuple[Path, Result]]:
@@ -492,6 +550,8 @@ def detail(series: Series, name: str, in_bytes: bool = False, environment: dict[
     ways = measured_directions(series)
     header += [f"{way} MB/s" for way in ways]
     header += (["device MB/s"] if device_clock else []) + (["faults/call"] if faults else [])
+    staging = any(p.staging_chunk_bytes for p in series.points)  # host/staged: the chunk each batch was copied by
+    header += ["staging chunk"] if staging else []
     rows = []
     for p in series.points:
         if p.status != "ok":
@@ -502,6 +562,7 @@ def detail(series: Series, name: str, in_bytes: bool = False, environment: dict[
         row += [rate((p.direction_mbps or {}).get(way)) for way in ways]
         row += [rate(p.device_mbps)] if device_clock else []
         row += [f"{p.page_faults_per_call:,.0f}" if p.page_faults_per_call is not None else "-"] if faults else []
+        row += [staging_chunk_text(p)] if staging else []
         rows.append(row)
     summary = series.summary
     title = f"{name}: peak {rate(summary.peak_mbps)} MB/s @ {where_in(series, summary.peak_batch_size, in_bytes)}"
@@ -662,7 +723,7 @@ def render(
     from_files = ": " + ", ".join(f"{label} (`{path}`)" for (path, _), label in zip(files, labels)) if paired else ""
     lines = [f"## {heading}", "",
              f"{what}{on}: {len(picks)} series from {len(files)} result file(s){from_files}."
-             f" MB/s is 10^6 bytes of uint8 input per second, from the median time of each batch.{both}", ""]  # fmt: skip
+             f" {statistics_sentence(picks, files, labels)}{both}", ""]  # fmt: skip
     if plot is not None:
         lines += [_plot_link(plot, out), ""]
     notes = _notes(picks, names, files, empty)
@@ -675,8 +736,7 @@ def render(
                    for e in empty]  # fmt: skip
     summary, ceilings, raw = summary_table(picks, names, where, empty_names)
     lines += ["### Summary" + (" of each series" if paired else ""), "", *summary, "",
-              f"Peak and saturation (the smallest {'size' if by_bytes(picks) else 'batch'} reaching {SATURATION_FRACTION:.0%} of the peak) come from the medians;"
-              " latency and asymptotic MB/s from a least-squares fit of time = latency + bytes / bandwidth.", "",
+              peak_sentence(picks), "",
               "Link ceilings (per direction):",
               *(f"- {', '.join(dict.fromkeys(on))}: {about}" for about, on in ceilings.items()), ""]  # fmt: skip
     if raw:

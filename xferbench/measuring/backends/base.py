@@ -43,6 +43,7 @@ class Transfer(ABC):
     # counts them: the bytes a point claims to have moved, for a check against the link's own counters.
     transfers: int | None = None
     pin_s: float | None = None  # seconds spent pinning the source in place before any sample, where a path does
+    staging_chunk_bytes: int | None = None  # host/staged: the chunk it copies by, at most the batch (recorded per point)
     virtual: bool = False  # timed on a simulated clock: its samples take no real time
 
     @abstractmethod

@@ -81,7 +81,7 @@ class StagedCopy(Transfer):
         self.cupy, self.pinned_ptr = staging_cupy(), 0
         self.source = make_source(spec.batch_shape, aligned=spec.series.host_buffer == "aligned")
         self.host_offset = address_offset(self.source)
-        self.chunk = staging_chunk(spec, params)
+        self.chunk = self.staging_chunk_bytes = staging_chunk(spec, params)
         ring = self.chunk * STAGING_SLOTS
         if self.cupy is not None:
             self.pinned_ptr = self.cupy.cuda.runtime.hostAlloc(ring, 0)  # freed in close(), after the view below is dropped
@@ -155,7 +155,8 @@ class HostBackend(Backend):
                 clock="time.perf_counter",
                 sync="none needed: each memmove returns after its copy",
                 params={"staging_chunk_bytes": chunk, "staging_slots": STAGING_SLOTS, "staging_memory": memory},
-                note=(f"a pageable copy's staging alone: one thread memmoves the batch {chunk / 2**10:g} KiB at a time into"
+                note=(f"a pageable copy's staging alone: one thread memmoves the batch {chunk / 2**10:g} KiB at a time (a batch"
+                      f" of {chunk / 2**10:g} KiB or less whole, in one chunk: each point records the chunk it used) into"
                       f" {STAGING_SLOTS} staging buffers in turn, {memory.split(':')[0]}; the driver's own chunk and"
                       " buffer count are not documented"),  # fmt: skip
             )
