@@ -307,6 +307,25 @@ def split_lines(text: str) -> tuple[list[str], bool]:
     return lines, ended
 
 
+def versioned_runs(path: Path, text: str, is_version: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """Each run a file holds, from a tool's version line (what comes before the first one belongs to its run),
+    so outputs pasted one after another are read as the runs they are: each with its `lines`, `where` (the
+    file, and the run's number where there are several) and `cut` (the last run's last line may have lost
+    its end)."""
+    lines, ended = split_lines(text)
+    runs: list[dict[str, Any]] = []
+    for line in lines:
+        versioned = is_version(line)
+        if not runs or versioned and runs[-1]["versioned"]:
+            runs.append({"lines": [], "versioned": False})
+        runs[-1]["versioned"] = runs[-1]["versioned"] or versioned
+        runs[-1]["lines"].append(line)
+    for number, run in enumerate(runs, 1):
+        run["where"] = f"{path} run {number}" if len(runs) > 1 else str(path)
+        run["cut"] = number == len(runs) and not ended
+    return runs
+
+
 DECODER = json.JSONDecoder()
 # Characters of the output given to the decoder at first from a brace, doubled while what it reads runs
 # past them: a failed decode costs its error's line count from the start of what it was given, so

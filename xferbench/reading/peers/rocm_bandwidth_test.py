@@ -38,7 +38,7 @@ from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CA
 from xferbench.core.vendors import AMD, ROCM
 from xferbench.reading.peers import transferbench
 from xferbench.reading.peers.common import (DEFAULT_SHAPE, WHOLE, Builder, Peer, command_words, label_gpus, one_line, option,
-                                            peer_environment, peer_facts, peer_result, read_text, refusal, split_lines)  # fmt: skip
+                                            peer_environment, peer_facts, peer_result, read_text, refusal, versioned_runs)  # fmt: skip
 
 TOOL = "rocm_bandwidth_test"
 MIB = 2**20
@@ -60,19 +60,8 @@ DEFAULT_RUN = "(rocm_bandwidth -a + rocm_bandwidth -A)"
 
 
 def _runs(path: Path, text: str) -> list[dict[str, Any]]:
-    """Each run a file holds, from its version line: outputs pasted one after another are read as the runs they are."""
-    lines, ended = split_lines(text)
-    runs: list[dict[str, Any]] = []
-    for line in lines:
-        versioned = bool(VERSION.match(line))
-        if not runs or versioned and runs[-1]["versioned"]:  # what comes before the first version line belongs to its run
-            runs.append({"lines": [], "versioned": False})
-        runs[-1]["versioned"] = runs[-1]["versioned"] or versioned
-        runs[-1]["lines"].append(line)
-    for number, run in enumerate(runs, 1):
-        run["where"] = f"{path} run {number}" if len(runs) > 1 else str(path)
-        run["cut"] = number == len(runs) and not ended
-    return runs
+    """Each run a file holds: rocm_bandwidth_test's output from its version line."""
+    return versioned_runs(path, text, lambda line: bool(VERSION.match(line)))
 
 
 def _transferbench_itself(text: str) -> str | None:

@@ -44,7 +44,7 @@ from xferbench.core.results import Result
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, PER_CALL
 from xferbench.core.vendors import AMD, NVIDIA, ROCM
 from xferbench.reading.peers.common import (DEFAULT_SHAPE, Builder, Peer, label_gpus, one_line, peer_environment, peer_facts, peer_result,
-                                            read_text, refusal, split_lines)  # fmt: skip
+                                            read_text, refusal, versioned_runs)  # fmt: skip
 
 TOOL = "TransferBench"
 TB_ITERATIONS, TB_WARMUPS = 10, 3  # NUM_ITERATIONS and NUM_WARMUPS by default, in every version
@@ -171,20 +171,8 @@ class _Copy:
 
 
 def _runs(path: Path, text: str) -> list[dict[str, Any]]:
-    """Each run a file holds: TransferBench's output from its version line (or the first line), so
-    outputs pasted one after another are read as the runs they are."""
-    lines, ended = split_lines(text)
-    runs: list[dict[str, Any]] = []
-    for line in lines:
-        versioned = bool(VERSION.search(line))
-        if not runs or versioned and runs[-1]["versioned"]:  # what comes before the first version line belongs to its run
-            runs.append({"lines": [], "versioned": False})
-        runs[-1]["versioned"] = runs[-1]["versioned"] or versioned
-        runs[-1]["lines"].append(line)
-    for number, run in enumerate(runs, 1):
-        run["where"] = f"{path} run {number}" if len(runs) > 1 else str(path)
-        run["cut"] = number == len(runs) and not ended  # its last line may have lost its end
-    return runs
+    """Each run a file holds: TransferBench's output from its version line (or the first line)."""
+    return versioned_runs(path, text, lambda line: bool(VERSION.search(line)))
 
 
 def _version(match: re.Match[str]) -> str:
