@@ -90,3 +90,15 @@ def test_check_validate_and_fleet_judge_in_one_vocabulary() -> None:
         tree = ast.parse(Path(importlib.import_module(f"xferbench.health.{name}").__file__).read_text())
         literals = {node.value for node in own_nodes(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
         assert not literals & set(verdict.STATUSES), f"{name}.py spells a status itself: {literals & set(verdict.STATUSES)}"
+
+
+def test_the_mutation_list_names_every_module_with_logic_and_no_other() -> None:
+    """scripts/mutation.sh plants bugs in the modules pyproject.toml lists: a module added or renamed
+    since must be listed by its path, or its tests are never checked by a planted bug."""
+    import tomllib
+
+    root = Path(xferbench.__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"])
+    logic = {str(p.relative_to(root)) for p in (root / "xferbench").rglob("*.py") if "def " in p.read_text()}
+    unlisted = {"xferbench/__init__.py", "xferbench/core/errors.py"}  # the version, and the error classes
+    assert sorted(listed - logic) == [] and sorted(logic - listed - unlisted) == []
