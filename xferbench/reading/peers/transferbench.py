@@ -10,7 +10,7 @@ TransferBench prints three shapes of result over its versions, all read here as 
 - v1.51 and v1.52: the terminal's table, its cells between `,` (or `|` without CSV):
   ` Executor: DMA 00 , ...`, `     Transfer 00  ,  27.123 GB/s ,    2.474 ms ,     67108864 bytes ,
   C0 -> DMA00.*:001 -> G0`, ` Aggregate (CPU) ...`;
-- v1.54 on (the library and its client): the same rows from a table helper, every cell padded and
+- v1.54 on (the library and its client): the same rows from its table printer, every cell padded and
   followed by `,` (or drawn with `│` borders): `Transfer 0    ,  27.123 GB/s , ... , C0 -> D0:1 -> G0,`.
 
 A Transfer reads its source, executor and destination as `SRC -> EXE:SUBEXECUTORS -> DST`: memory is a
