@@ -81,6 +81,8 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
 def _print_version(value: bool) -> None:
     if value:
         from xferbench import __version__
