@@ -1130,8 +1130,10 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     started = time.monotonic()
     folder = validation.folder
     refuse_used_folder(folder)
+    workers = [name for plan in validation.sweep_plans() for name in plan.frameworks]  # each framework's series start is timed
     validation.rates = calibrate.calibrate(validation.device, validation.index, validation.has_link_run, validation.peers,
-                                           len(validation.sweeps()), echo, {**os.environ, "PYTHONPATH": _python_path()})  # fmt: skip
+                                           len(validation.sweeps()), echo, {**os.environ, "PYTHONPATH": _python_path()},
+                                           frameworks=workers)  # fmt: skip
     validation.fit()
     for line in validation.plan_lines():
         echo(line)
