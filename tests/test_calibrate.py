@@ -394,3 +394,23 @@ def test_calibrate_times_each_isolated_frameworks_worker_and_counts_it_in_the_pr
     assert rates.series_s_by_framework == pytest.approx({"cuda": 0.2, "torch": 2.2})
     # the workers' starts are the probe's seconds too: each timed from one reading of the clock (a tick) to the next
     assert rates.spent_s - alone.spent_s == pytest.approx((1 + 0.5 + 1) + (1 + 2.5 + 1))
+
+
+def test_a_framework_whose_worker_sees_no_such_device_has_its_series_left_out_of_the_estimate_and_its_worker_kept() -> None:
+    class Blind(Workers):
+        def start(self, name: str) -> Workers.One:
+            one = super().start(name)
+            hello = one.hello
+            one.hello = lambda: {**hello(), "devices": ["cpu"] if name == "torch" else ["cpu", "cuda:0"]}  # type: ignore[method-assign]
+            return one
+
+    workers = Blind({"cuda": 0.5, "torch": 2.5, "jax": 3.5})
+    rates = calibrate.series_starts(gen5(series_s=0.2), ["cuda", "torch", "jax"], workers.start, workers.clock, "cuda:0")
+    assert rates.unseen == ("torch",) and workers.alive == set()
+    assert "the torch worker sees no cuda:0 (only cpu), so the sweeps will skip its series: they are not counted" in rates.describe()
+    run = validate_command.Validation(Path("/nonexistent/v"), "cuda:0", ("torch", "sim"), rates=gen5())
+    seen = validate_command.Validation(Path("/nonexistent/v"), "cuda:0", ("torch", "sim"), rates=gen5(unseen=("torch",)))
+    for counted, skipped in zip(run.sweep_plans(), seen.sweep_plans()):
+        assert {k.framework for k in counted.keys} == {"torch", "sim"} and {k.framework for k in skipped.keys} == {"sim"}
+        assert skipped.frameworks == counted.frameworks  # the sweep still starts torch's first worker, to find it sees no GPU
+    assert seen.estimate_s() < run.estimate_s()

@@ -56,6 +56,9 @@ class Rates:
     # Each framework's series' start where the probe timed its worker: importing PyTorch or JAX and starting CUDA
     # in a fresh worker takes longer than CuPy's, and every series pays it. A framework not here costs series_s.
     series_s_by_framework: Mapping[str, float] = field(default_factory=dict)
+    # Frameworks whose worker, started by the probe, does not see the validation's device: a sweep skips their
+    # series there (after starting their first worker), so those series are not counted.
+    unseen: tuple[str, ...] = ()
     sweep_start_s: float = SWEEP_START_S  # a sweep's process: starting, and saving at the end
     worker_start_s: float = WORKER_START_S
     nvbandwidth_start_s: float = PEER_START_S

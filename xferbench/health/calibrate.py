@@ -23,10 +23,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Point, Result, load
@@ -49,7 +49,7 @@ Echo = Callable[[str], None]
 class Started(Protocol):
     """A framework's worker, started (as WorkerRunner is): hello() waits until it is ready, close() ends it."""
 
-    def hello(self) -> object: ...
+    def hello(self) -> Mapping[str, Any]: ...
     def close(self) -> None: ...
 
 
@@ -187,8 +187,10 @@ def start_worker(env: dict[str, str] | None) -> Start:
     return lambda name: WorkerRunner(BACKENDS[name], start_timeout_s=WORKER_PROBE_TIMEOUT_S, env=env)
 
 
-def worker_starts(frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic) -> tuple[dict[str, float], dict[str, str]]:
-    """Each framework's worker, from its start until it is ready, and why any could not start. They are timed
+def worker_starts(frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic
+                  ) -> tuple[dict[str, float], dict[str, str], dict[str, list[str]]]:  # fmt: skip
+    """Each framework's worker, from its start until it is ready; why any could not start; the devices each
+    one that started sees. They are timed
     one after another, as a sweep starts a fresh one for each series: started together, their imports would
     share the CPUs and the disk, and each would read slower than a series' start is. Each is closed before
     the next starts, and on Ctrl-C."""
@@ -196,32 +198,40 @@ def worker_starts(frameworks: Sequence[str], start: Start, clock: Clock = time.m
 
     took: dict[str, float] = {}
     failed: dict[str, str] = {}
+    devices: dict[str, list[str]] = {}
     for name in dict.fromkeys(frameworks):
         began = clock()
         runner: Started | None = None
         try:
             runner = start(name)
-            runner.hello()
+            hello = runner.hello()
             took[name] = clock() - began
+            devices[name] = list(hello["devices"])
         except (XferbenchError, WorkerDied) as error:
             failed[name] = str(error).splitlines()[0] if str(error) else type(error).__name__
         finally:
             if runner is not None:
                 runner.close()
-    return took, failed
+    return took, failed, devices
 
 
-def series_starts(rates: budget.Rates, frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic) -> budget.Rates:
+def series_starts(rates: budget.Rates, frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic,
+                  device: str = "cuda:0") -> budget.Rates:  # fmt: skip
     """Each framework's series' start: the probe sweep's (cuda's, series_s) with cuda's worker's start exchanged
-    for the framework's own. One whose worker could not start keeps series_s, said in why_not."""
+    for the framework's own. One whose worker could not start keeps series_s, said in why_not; one whose worker
+    does not see `device` is named in `unseen`, as the sweeps will skip its series there."""
     others = [name for name in dict.fromkeys(frameworks) if name != REFERENCE]
     if not others:
         return rates  # the probe sweep's series_s is the cuda worker's already
-    took, failed = worker_starts([REFERENCE, *others], start, clock)
+    took, failed, devices = worker_starts([REFERENCE, *others], start, clock)
     if REFERENCE not in took:
         return with_why(rates, f"no framework's series start measured: the {REFERENCE} worker did not start ({failed[REFERENCE]})")
     by_framework = {name: max(0.0, rates.series_s - took[REFERENCE] + seconds) for name, seconds in took.items()}
-    rates = rates.but(series_s_by_framework=by_framework)
+    unseen = tuple(name for name in others if name in devices and device not in devices[name])
+    rates = rates.but(series_s_by_framework=by_framework, unseen=unseen)
+    for name in unseen:
+        rates = with_why(rates, f"the {name} worker sees no {device} (only {', '.join(devices[name]) or 'none'}), so the sweeps will"
+                                " skip its series: they are not counted")  # fmt: skip
     for name, why in failed.items():
         rates = with_why(rates, f"the {name} worker did not start in the probe ({why}), so its series are counted at {rates.series_s:.2f} s")
     return rates
@@ -302,7 +312,7 @@ def calibrate(device: str, index: int, has_cuda: bool, peers: dict[str, str], sw
             return rates.but(spent_s=clock() - started, why_not=f"nothing measured: {error}")
         measured = list(rates.measured)
         isolated = [name for name in frameworks if name in BACKENDS and BACKENDS[name].isolated]  # the rest run in the sweep's process
-        rates = series_starts(rates, isolated, start or start_worker(env), clock)
+        rates = series_starts(rates, isolated, start or start_worker(env), clock, device)
         for name, executable in peers.items():
             field = "nvbandwidth_start_s" if name == "nvbandwidth" else "bandwidthtest_start_s"
             began = clock()

@@ -137,6 +137,7 @@ class Validation:
         plans = []
         for stem, shape, sizes, ops in (("default", DEFAULT_SHAPE, batches, ("copy", "seed")), ("large", LARGE_SHAPE, large, ("copy",))):
             keys, used = budget.series_keys(self.frameworks, self.device, ops, (PER_CALL, STREAMED), shape)
+            keys = [key for key in keys if key.framework not in self.rates.unseen]  # skipped by the sweep: its worker sees no such device
             plans.append(budget.SweepPlan(stem, tuple(keys), sizes, tuple(used), timing))
         if self.has_link_run:
             keys, used = budget.series_keys(("cuda",), self.device, ("copy",), (STREAMED,), LARGE_SHAPE, modes=("raw_pinned",))
