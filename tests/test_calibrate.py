@@ -337,6 +337,12 @@ def test_a_slower_frameworks_series_raise_the_estimate_by_their_count_times_its_
     assert workers.done == [("start", "cuda"), ("close", "cuda"), ("start", "torch"), ("close", "torch"), ("start", "jax"), ("close", "jax")]
     plan = budget.SweepPlan("default", (*keys("cuda", 3), *keys("torch", 5)), (1, 16), ("cuda", "torch"), TimingConfig())
     assert plan.seconds(rates) - plan.seconds(gen5(series_s=0.2)) == pytest.approx(5 * 2.0)  # 5 torch series, 2 s more each
+    # a sweep starts its frameworks' first workers together: the slowest one's extra start is paid once, in place of
+    # each framework's first series' (which runs in that worker); a framework whose series are all skipped still pays it
+    both = budget.SweepPlan("default", (*keys("cuda", 3), *keys("torch", 5), *keys("jax", 3)), (1, 16), ("cuda", "torch", "jax"), TimingConfig())
+    assert both.seconds(rates) - both.seconds(gen5(series_s=0.2)) == pytest.approx(4 * 2.0 + 2 * 3.0 + 3.0)
+    idle = budget.SweepPlan("default", keys("cuda", 3), (1, 16), ("cuda", "torch"), TimingConfig())
+    assert idle.seconds(rates) - idle.seconds(gen5(series_s=0.2)) == pytest.approx(2.0)
     assert "a series' start: cuda 0.20 s, torch 2.20 s, jax 3.20 s, 0.20 s for any other framework (its fresh worker's included)" in rates.describe()
 
 

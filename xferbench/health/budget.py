@@ -128,6 +128,11 @@ class SweepPlan:
 
     def seconds(self, rates: Rates = FALLBACK) -> float:
         total = rates.sweep_start_s + rates.worker_start_s * len(self.frameworks) + sum(rates.series_start(k.framework) for k in self.keys)
+        # A sweep starts its frameworks' first workers together before its first series (the probe's sweep_start_s
+        # holds cuda's): they cost the slowest one's start beyond cuda's, once; each framework's first series
+        # runs in that worker, paying no fresh one's start beyond cuda's.
+        extra = {name: rates.series_start(name) - rates.series_s for name in self.frameworks}
+        total += max(extra.values(), default=0.0) - sum(extra[name] for name in {k.framework for k in self.keys} if name in extra)
         item = math.prod(self.keys[0].shape) if self.keys else 0
         for key in self.keys:
             rate = rates.pinned_bps if key.host_buffer == "pinned" else rates.pageable_bps
