@@ -8,10 +8,11 @@ gives the copy rates (the largest point's median call), and a call's cost; the a
 point's wall time, of which the part beyond its timed calls is its fixed cost (fitted as seconds a
 point plus seconds a byte), the sweep's start and end, and its worker's start. Each peer found runs
 once at 1 MiB for its start, the host's memset rate is measured for bandwidthTest's cache flush, and
-the probe's file is drawn and reported for the finish. Where the validation's sweeps run other frameworks
-than cuda, each one's fresh worker (and cuda's) is started and waited for until ready, one after another
-as a sweep starts one for each series, so each framework's series is counted with its own worker's start. What cannot be measured keeps the documented
-fallback (budget.py), and the plan says which.
+the probe's file is drawn and reported for the finish. Where the validation's sweeps run other
+frameworks than cuda, each one's fresh worker (and cuda's) is started and waited for until ready, one
+after another as a sweep starts one for each series, so each framework's series is counted with its
+own worker's start. What cannot be measured keeps the documented fallback (budget.py), and the plan
+says which.
 """
 
 from __future__ import annotations
@@ -190,10 +191,9 @@ def start_worker(env: dict[str, str] | None) -> Start:
 def worker_starts(frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic
                   ) -> tuple[dict[str, float], dict[str, str], dict[str, list[str]]]:  # fmt: skip
     """Each framework's worker, from its start until it is ready; why any could not start; the devices each
-    one that started sees. They are timed
-    one after another, as a sweep starts a fresh one for each series: started together, their imports would
-    share the CPUs and the disk, and each would read slower than a series' start is. Each is closed before
-    the next starts, and on Ctrl-C."""
+    one that started sees. They are timed one after another, as a sweep starts a fresh one for each series:
+    started together, their imports would share the CPUs and the disk, and each would read slower than a
+    series' start is. Each is closed before the next starts, and on Ctrl-C."""
     from xferbench.measuring.worker import WorkerDied
 
     took: dict[str, float] = {}
