@@ -12,6 +12,7 @@ import pytest
 
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Point, Result, load
+from xferbench.core.spec import SeriesKey
 from xferbench.core.timing import TimingConfig
 from xferbench.health import budget, calibrate, validate_command
 
@@ -284,3 +285,138 @@ def test_calibrate_times_the_probe_sweep_each_peer_and_the_finish_and_keeps_the_
     assert set(budget.FIELDS) - set(rates.measured) == {"finish_s"} and rates.finish_s == budget.FINISH_S
     assert rates.spent_s == clock.now - 1.0  # the whole probe on its clock, from its first reading
     assert "the report's time from the documented fallback (the report's time not measured: no display)" in rates.describe()
+
+
+class Workers:
+    """Fake framework workers on a fake clock, as strict as WorkerRunner: started, hello() waits `starts[name]`
+    seconds until it is ready (or raises what a worker that cannot start raises, XferbenchError, or what
+    `raises` names), close() ends it; a hello after close is refused. It keeps what was done, and which were
+    alive at once."""
+
+    def __init__(self, starts: dict[str, float], raises: dict[str, BaseException] | None = None) -> None:
+        self.clock = Ticks()
+        self.starts, self.raises = starts, raises or {}
+        self.done: list[tuple[str, str]] = []
+        self.alive: set[str] = set()
+        self.most_alive = 0
+
+    def start(self, name: str) -> Workers.One:
+        self.done.append(("start", name))
+        self.alive.add(name)
+        self.most_alive = max(self.most_alive, len(self.alive))
+        return Workers.One(self, name)
+
+    class One:
+        def __init__(self, workers: Workers, name: str) -> None:
+            self.workers, self.name, self.closed = workers, name, False
+
+        def hello(self) -> dict[str, object]:
+            if self.closed:
+                raise AssertionError("hello after close")
+            if self.name in self.workers.raises:
+                raise self.workers.raises[self.name]
+            self.workers.clock.now += self.workers.starts[self.name]
+            return {"devices": ["cuda:0"], "environment": {}}
+
+        def close(self) -> None:
+            self.workers.done.append(("close", self.name))
+            self.workers.alive.discard(self.name)
+            self.closed = True
+
+
+def keys(framework: str, count: int) -> tuple[SeriesKey, ...]:
+    return tuple(SeriesKey(framework, f"mode{i}", "copy", "cuda:0", (512, 512, 4), "pinned") for i in range(count))
+
+
+def test_a_slower_frameworks_series_raise_the_estimate_by_their_count_times_its_extra_start() -> None:
+    workers = Workers({"cuda": 0.5, "torch": 2.5, "jax": 3.5})
+    rates = calibrate.series_starts(gen5(series_s=0.2), ["cuda", "torch", "jax"], workers.start, workers.clock)
+    # each framework's series pays its own worker's start in place of cuda's, timed one after another, each closed
+    assert rates.series_s_by_framework == pytest.approx({"cuda": 0.2, "torch": 2.2, "jax": 3.2})
+    assert workers.most_alive == 1 and workers.alive == set()
+    assert workers.done == [("start", "cuda"), ("close", "cuda"), ("start", "torch"), ("close", "torch"), ("start", "jax"), ("close", "jax")]
+    plan = budget.SweepPlan("default", (*keys("cuda", 3), *keys("torch", 5)), (1, 16), ("cuda", "torch"), TimingConfig())
+    assert plan.seconds(rates) - plan.seconds(gen5(series_s=0.2)) == pytest.approx(5 * 2.0)  # 5 torch series, 2 s more each
+    # a sweep starts its frameworks' first workers together: the slowest one's extra start is paid once, in place of
+    # each framework's first series' (which runs in that worker); a framework whose series are all skipped still pays it
+    both = budget.SweepPlan("default", (*keys("cuda", 3), *keys("torch", 5), *keys("jax", 3)), (1, 16), ("cuda", "torch", "jax"), TimingConfig())
+    assert both.seconds(rates) - both.seconds(gen5(series_s=0.2)) == pytest.approx(4 * 2.0 + 2 * 3.0 + 3.0)
+    idle = budget.SweepPlan("default", keys("cuda", 3), (1, 16), ("cuda", "torch"), TimingConfig())
+    assert idle.seconds(rates) - idle.seconds(gen5(series_s=0.2)) == pytest.approx(2.0)
+    assert "a series' start: cuda 0.20 s, torch 2.20 s, jax 3.20 s, 0.20 s for any other framework (its fresh worker's included)" in rates.describe()
+
+
+def test_a_cuda_only_validation_starts_no_worker_to_time() -> None:
+    workers = Workers({"cuda": 0.5})
+    assert calibrate.series_starts(gen5(), ["cuda"], workers.start, workers.clock) == gen5() and workers.done == []
+
+
+def test_a_framework_whose_worker_cannot_start_keeps_the_probes_series_start_said_in_the_plan() -> None:
+    workers = Workers({"cuda": 0.5, "jax": 3.5}, {"torch": XferbenchError("torch failed to start: ImportError: libcudnn\nmore")})
+    rates = calibrate.series_starts(gen5(series_s=0.2), ["cuda", "torch", "jax"], workers.start, workers.clock)
+    assert rates.series_s_by_framework == pytest.approx({"cuda": 0.2, "jax": 3.2}) and rates.series_start("torch") == 0.2
+    assert ("close", "torch") in workers.done and workers.alive == set()
+    assert rates.describe().endswith("(the torch worker did not start in the probe (torch failed to start: ImportError: libcudnn), so its"
+                                     " series are counted at 0.20 s)")  # fmt: skip
+    # without cuda's own worker start there is nothing to exchange: every framework keeps series_s, said
+    nothing = Workers({"torch": 2.5}, {"cuda": XferbenchError("the cuda worker process exited with status 1")})
+    rates = calibrate.series_starts(gen5(series_s=0.2), ["cuda", "torch"], nothing.start, nothing.clock)
+    assert rates.series_s_by_framework == {} and "the cuda worker did not start (the cuda worker process exited" in rates.why_not
+
+
+def test_ctrl_c_while_a_workers_start_is_timed_closes_it_and_stops() -> None:
+    workers = Workers({"cuda": 0.5, "torch": 2.5, "jax": 3.5}, {"torch": KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        calibrate.series_starts(gen5(), ["cuda", "torch", "jax"], workers.start, workers.clock)
+    assert workers.done == [("start", "cuda"), ("close", "cuda"), ("start", "torch"), ("close", "torch")] and workers.alive == set()
+
+
+def test_calibrate_times_each_isolated_frameworks_worker_and_counts_it_in_the_probes_seconds(monkeypatch) -> None:
+    from xferbench.measuring.backends import BACKENDS
+
+    result = probe_file()
+    seen, _ = landed(result, point_s=0.3, per_gb_s=0.8, series_s=0.2, worker_s=2.5)
+
+    def probe(frameworks: tuple[str, ...]) -> tuple[budget.Rates, Workers]:
+        workers = Workers({"cuda": 0.5, "torch": 2.5})
+
+        def sweep(command, env, timeout_s, clock_):  # type: ignore[no-untyped-def]
+            Path(command[command.index("-o") + 1]).write_text(result.to_json())
+            workers.clock.now += 30.0
+            return seen
+
+        monkeypatch.setattr(calibrate, "run_timed", sweep)
+        rates = calibrate.calibrate("cuda:0", 0, True, {}, 2, lambda line: None, {}, workers.clock, frameworks=frameworks,
+                                    start=workers.start)  # fmt: skip
+        return rates, workers
+
+    monkeypatch.setattr(BACKENDS["cuda"], "missing", lambda: None)
+    monkeypatch.setattr(calibrate, "memset_bps", lambda: 12e9)
+    monkeypatch.setattr(calibrate, "finish_s", lambda path, sweeps: 4.0)
+    alone, none = probe(("cuda",))
+    rates, workers = probe(("cuda", "torch", "numpy"))
+    assert none.done == [] and alone.series_s_by_framework == {}
+    assert ("start", "numpy") not in workers.done  # measured in the sweep's own process: no worker to start
+    assert rates.series_s_by_framework == pytest.approx({"cuda": 0.2, "torch": 2.2})
+    # the workers' starts are the probe's seconds too: each timed from one reading of the clock (a tick) to the next
+    assert rates.spent_s - alone.spent_s == pytest.approx((1 + 0.5 + 1) + (1 + 2.5 + 1))
+
+
+def test_a_framework_whose_worker_sees_no_such_device_has_its_series_left_out_of_the_estimate_and_its_worker_kept() -> None:
+    class Blind(Workers):
+        def start(self, name: str) -> Workers.One:
+            one = super().start(name)
+            hello = one.hello
+            one.hello = lambda: {**hello(), "devices": ["cpu"] if name == "torch" else ["cpu", "cuda:0"]}  # type: ignore[method-assign]
+            return one
+
+    workers = Blind({"cuda": 0.5, "torch": 2.5, "jax": 3.5})
+    rates = calibrate.series_starts(gen5(series_s=0.2), ["cuda", "torch", "jax"], workers.start, workers.clock, "cuda:0")
+    assert rates.unseen == ("torch",) and workers.alive == set()
+    assert "the torch worker sees no cuda:0 (only cpu), so the sweeps will skip its series: they are not counted" in rates.describe()
+    run = validate_command.Validation(Path("/nonexistent/v"), "cuda:0", ("torch", "sim"), rates=gen5())
+    seen = validate_command.Validation(Path("/nonexistent/v"), "cuda:0", ("torch", "sim"), rates=gen5(unseen=("torch",)))
+    for counted, skipped in zip(run.sweep_plans(), seen.sweep_plans()):
+        assert {k.framework for k in counted.keys} == {"torch", "sim"} and {k.framework for k in skipped.keys} == {"sim"}
+        assert skipped.frameworks == counted.frameworks  # the sweep still starts torch's first worker, to find it sees no GPU
+    assert seen.estimate_s() < run.estimate_s()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import peer_outputs as out
@@ -774,8 +775,10 @@ class Probe:
     def __init__(self, clock: Clock, rates: budget.Rates = budget.FALLBACK, spent_s: float = 0.0) -> None:
         self.clock, self.rates, self.spent_s, self.calls = clock, rates, spent_s, []  # type: list[tuple[Any, ...]]
 
-    def __call__(self, device: str, index: int, has_cuda: bool, peers: dict[str, str], sweeps: int, echo: Any, env: Any) -> budget.Rates:
+    def __call__(self, device: str, index: int, has_cuda: bool, peers: dict[str, str], sweeps: int, echo: Any, env: Any, *,
+                 frameworks: Sequence[str]) -> budget.Rates:  # fmt: skip
         self.calls.append((device, index, has_cuda, dict(peers), sweeps))
+        self.frameworks = list(frameworks)
         self.clock.now += self.spent_s
         return self.rates.but(spent_s=self.spent_s) if self.spent_s else self.rates
 
@@ -952,6 +955,7 @@ def test_the_run_plans_trims_and_limits_its_sweeps_at_the_rates_its_probe_measur
     echoed: list[str] = []
     validate_command.run(run, echoed.append)
     assert machine.probe.calls == [("cuda:0", 0, run.has_link_run, peers, len(run.sweeps()))]
+    assert machine.probe.frameworks == [name for plan in planned.sweep_plans() for name in plan.frameworks]  # each one's worker start timed
     assert run.rates == fast.but(spent_s=8.0) and run.trimmed == [] and run.peer_sizes == "all" and run.large_batches is None
     assert echoed[:3] == run.plan_lines()[:3] and echoed[0].startswith(f"plan: about {budget.minutes(planned.estimate_s())} in all")
     assert echoed[1].endswith("measured here by a 8.0 s probe") and echoed[2] == "  the probe: 8.0 s, spent"

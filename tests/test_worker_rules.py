@@ -478,6 +478,15 @@ def test_worker_environment_keeps_a_set_encoding_and_adds_a_binding(spawn, monke
     made.close()
 
 
+def test_a_worker_given_an_environment_starts_from_it_and_not_this_processes(spawn):
+    """validate's probe starts workers from the environment its sweeps get (their PYTHONPATH first), not its own."""
+    made = runner(spawn, Process([HELLO]), env={"PYTHONPATH": "/the/sweeps", "ONLY_THERE": "1"})
+    env = spawn.started[0][1]["env"]
+    assert env["PYTHONPATH"] == f"{spawn.folder}{os.pathsep}/the/sweeps" and env["ONLY_THERE"] == "1"
+    assert "PATH" not in env and BIND_ENV not in env  # nothing of this process's own environment
+    made.close()
+
+
 @pytest.mark.parametrize("error, said", [(OSError(2, "No such file"), "No such file"), (OSError("odd"), "odd")])
 def test_worker_that_cannot_start_says_why(spawn, monkeypatch, error, said):
     """A failed start is a one-line error naming the framework and interpreter; the folder goes."""

@@ -13,8 +13,8 @@ sweep's largest copy), the default sweep and the long link run are never trimmed
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from xferbench.measuring.backends import BACKENDS, default_backends
 from xferbench.core.spec import H2D, STREAMED, SeriesKey
@@ -53,6 +53,12 @@ class Rates:
     point_s: float = POINT_S  # a point's cost beside its timed calls...
     host_bps: float = HOST_BPS  # ...and its per-byte part (allocating, filling and verifying its buffers)
     series_s: float = 0.0  # a series' start beside its first point (the fallback's point_s averages it in)
+    # Each framework's series' start where the probe timed its worker: importing PyTorch or JAX and starting CUDA
+    # in a fresh worker takes longer than CuPy's, and every series pays it. A framework not here costs series_s.
+    series_s_by_framework: Mapping[str, float] = field(default_factory=dict)
+    # Frameworks whose worker, started by the probe, does not see the validation's device: a sweep skips their
+    # series there (after starting their first worker), so those series are not counted.
+    unseen: tuple[str, ...] = ()
     sweep_start_s: float = SWEEP_START_S  # a sweep's process: starting, and saving at the end
     worker_start_s: float = WORKER_START_S
     nvbandwidth_start_s: float = PEER_START_S
@@ -63,21 +69,32 @@ class Rates:
     measured: tuple[str, ...] = ()
     why_not: str = ""  # why nothing (or not everything) was measured
 
-    def but(self, **changes: float | str | tuple[str, ...]) -> Rates:
+    def but(self, **changes: float | str | tuple[str, ...] | Mapping[str, float]) -> Rates:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def series_start(self, framework: str) -> float:
+        """A series' start in this framework's fresh worker: as the probe timed it, else series_s."""
+        return self.series_s_by_framework.get(framework, self.series_s)
 
     def describe(self) -> str:
         """One line for the plan: the rates assumed, and which were measured here."""
         gb = 1e9
         said = (f"pinned {self.pinned_bps / gb:.1f} GB/s, pageable {self.pageable_bps / gb:.1f} GB/s, {self.point_s:.2f} s a point"
-                f" + {gb / self.host_bps:.2f} s per GB beside its timed calls, {self.series_s:.2f} s a series' start (its"
-                f" fresh worker's included), {self.sweep_start_s:.1f} s a sweep's start, {self.worker_start_s:.1f} s more for"
+                f" + {gb / self.host_bps:.2f} s per GB beside its timed calls, {self.series_starts()} (its fresh worker's"
+                f" included), {self.sweep_start_s:.1f} s a sweep's start, {self.worker_start_s:.1f} s more for"
                 " a framework's first worker")  # fmt: skip
         if not self.measured:
             return f"{said}: the documented fallback, a PCIe Gen4 x16 link's rates and an H200 virtual machine's costs{self._why()}"
         fallback = [name for name in FIELDS if name not in self.measured]
         rest = f"; {', '.join(FIELDS[n] for n in fallback)} from the documented fallback" if fallback else ""
         return f"{said}: measured here by a {self.spent_s:.1f} s probe{rest}{self._why()}"
+
+    def series_starts(self) -> str:
+        """A series' start as the plan says it: one figure, or each framework's where the probe timed their workers."""
+        if not self.series_s_by_framework:
+            return f"{self.series_s:.2f} s a series' start"
+        each = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.series_s_by_framework.items())
+        return f"a series' start: {each}, {self.series_s:.2f} s for any other framework"
 
     def _why(self) -> str:
         return f" ({self.why_not})" if self.why_not else ""
@@ -110,7 +127,12 @@ class SweepPlan:
         return len(self.keys) * len(self.batches)
 
     def seconds(self, rates: Rates = FALLBACK) -> float:
-        total = rates.sweep_start_s + rates.worker_start_s * len(self.frameworks) + rates.series_s * len(self.keys)
+        total = rates.sweep_start_s + rates.worker_start_s * len(self.frameworks) + sum(rates.series_start(k.framework) for k in self.keys)
+        # A sweep starts its frameworks' first workers together before its first series (the probe's sweep_start_s
+        # holds cuda's): they cost the slowest one's start beyond cuda's, once; each framework's first series
+        # runs in that worker, paying no fresh one's start beyond cuda's.
+        extra = {name: rates.series_start(name) - rates.series_s for name in self.frameworks}
+        total += max(extra.values(), default=0.0) - sum(extra[name] for name in {k.framework for k in self.keys} if name in extra)
         item = math.prod(self.keys[0].shape) if self.keys else 0
         for key in self.keys:
             rate = rates.pinned_bps if key.host_buffer == "pinned" else rates.pageable_bps

@@ -8,8 +8,11 @@ gives the copy rates (the largest point's median call), and a call's cost; the a
 point's wall time, of which the part beyond its timed calls is its fixed cost (fitted as seconds a
 point plus seconds a byte), the sweep's start and end, and its worker's start. Each peer found runs
 once at 1 MiB for its start, the host's memset rate is measured for bandwidthTest's cache flush, and
-the probe's file is drawn and reported for the finish. What cannot be measured keeps the documented
-fallback (budget.py), and the plan says which.
+the probe's file is drawn and reported for the finish. Where the validation's sweeps run other
+frameworks than cuda, each one's fresh worker (and cuda's) is started and waited for until ready, one
+after another as a sweep starts one for each series, so each framework's series is counted with its
+own worker's start. What cannot be measured keeps the documented fallback (budget.py), and the plan
+says which.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
 
 from xferbench.core.errors import XferbenchError
 from xferbench.core.results import Point, Result, load
@@ -37,9 +40,21 @@ PROBE_TIMEOUT_S = 120.0  # the probe sweep; past it, the fallback is used
 PEER_PROBE_TIMEOUT_S = 30.0
 PEER_PROBE_BYTES = 2**20
 MEMSET_PROBE_BYTES = budget.MEMSET_BYTES  # bandwidthTest's own flush: a smaller one could sit in a large cache
+WORKER_PROBE_TIMEOUT_S = 60.0  # a framework's worker not ready by then is left to series_s
+REFERENCE = "cuda"  # the framework whose series the probe sweep timed
 
 Clock = Callable[[], float]
 Echo = Callable[[str], None]
+
+
+class Started(Protocol):
+    """A framework's worker, started (as WorkerRunner is): hello() waits until it is ready, close() ends it."""
+
+    def hello(self) -> Mapping[str, Any]: ...
+    def close(self) -> None: ...
+
+
+Start = Callable[[str], Started]
 
 
 @dataclass(frozen=True)
@@ -165,6 +180,67 @@ def run_timed(command: list[str], env: dict[str, str], timeout_s: float, clock: 
     return Landed(spawned, list(lines), ended)
 
 
+def start_worker(env: dict[str, str] | None) -> Start:
+    """A framework's fresh worker as a sweep starts one for a series: unbound, from the sweep's environment."""
+    from xferbench.measuring.backends import BACKENDS
+    from xferbench.measuring.worker import WorkerRunner
+
+    return lambda name: WorkerRunner(BACKENDS[name], start_timeout_s=WORKER_PROBE_TIMEOUT_S, env=env)
+
+
+def worker_starts(frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic
+                  ) -> tuple[dict[str, float], dict[str, str], dict[str, list[str]]]:  # fmt: skip
+    """Each framework's worker, from its start until it is ready; why any could not start; the devices each
+    one that started sees. They are timed one after another, as a sweep starts a fresh one for each series:
+    started together, their imports would share the CPUs and the disk, and each would read slower than a
+    series' start is. Each is closed before the next starts, and on Ctrl-C."""
+    from xferbench.measuring.worker import WorkerDied
+
+    took: dict[str, float] = {}
+    failed: dict[str, str] = {}
+    devices: dict[str, list[str]] = {}
+    for name in dict.fromkeys(frameworks):
+        began = clock()
+        runner: Started | None = None
+        try:
+            runner = start(name)
+            hello = runner.hello()
+            took[name] = clock() - began
+            devices[name] = list(hello["devices"])
+        except (XferbenchError, WorkerDied) as error:
+            failed[name] = str(error).splitlines()[0] if str(error) else type(error).__name__
+        finally:
+            if runner is not None:
+                runner.close()
+    return took, failed, devices
+
+
+def series_starts(rates: budget.Rates, frameworks: Sequence[str], start: Start, clock: Clock = time.monotonic,
+                  device: str = "cuda:0") -> budget.Rates:  # fmt: skip
+    """Each framework's series' start: the probe sweep's (cuda's, series_s) with cuda's worker's start exchanged
+    for the framework's own. One whose worker could not start keeps series_s, said in why_not; one whose worker
+    does not see `device` is named in `unseen`, as the sweeps will skip its series there."""
+    others = [name for name in dict.fromkeys(frameworks) if name != REFERENCE]
+    if not others:
+        return rates  # the probe sweep's series_s is the cuda worker's already
+    took, failed, devices = worker_starts([REFERENCE, *others], start, clock)
+    if REFERENCE not in took:
+        return with_why(rates, f"no framework's series start measured: the {REFERENCE} worker did not start ({failed[REFERENCE]})")
+    by_framework = {name: max(0.0, rates.series_s - took[REFERENCE] + seconds) for name, seconds in took.items()}
+    unseen = tuple(name for name in others if name in devices and device not in devices[name])
+    rates = rates.but(series_s_by_framework=by_framework, unseen=unseen)
+    for name in unseen:
+        rates = with_why(rates, f"the {name} worker sees no {device} (only {', '.join(devices[name]) or 'none'}), so the sweeps will"
+                                " skip its series: they are not counted")  # fmt: skip
+    for name, why in failed.items():
+        rates = with_why(rates, f"the {name} worker did not start in the probe ({why}), so its series are counted at {rates.series_s:.2f} s")
+    return rates
+
+
+def with_why(rates: budget.Rates, why: str) -> budget.Rates:
+    return rates.but(why_not=f"{rates.why_not}; {why}" if rates.why_not else why)
+
+
 def peer_probe(name: str, executable: str, index: int) -> list[str]:
     """A peer's one run at 1 MiB: its start, beside a few copies."""
     if name == "nvbandwidth":
@@ -207,9 +283,11 @@ def finish_s(path: Path, sweeps: int, clock: Clock = time.perf_counter) -> float
 
 
 def calibrate(device: str, index: int, has_cuda: bool, peers: dict[str, str], sweeps: int, echo: Echo,
-              env: dict[str, str] | None = None, clock: Clock = time.monotonic) -> budget.Rates:  # fmt: skip
+              env: dict[str, str] | None = None, clock: Clock = time.monotonic, frameworks: Sequence[str] = (),
+              start: Start | None = None) -> budget.Rates:  # fmt: skip
     """Measure the rates and fixed costs the estimate assumes; what cannot be measured keeps the
-    documented fallback, said in the returned Rates."""
+    documented fallback, said in the returned Rates. `frameworks`: those the validation's sweeps start a
+    worker for, each one's start timed (`start` starts one)."""
     from xferbench.measuring.backends import BACKENDS
 
     started = clock()
@@ -233,6 +311,8 @@ def calibrate(device: str, index: int, has_cuda: bool, peers: dict[str, str], sw
         except XferbenchError as error:
             return rates.but(spent_s=clock() - started, why_not=f"nothing measured: {error}")
         measured = list(rates.measured)
+        isolated = [name for name in frameworks if name in BACKENDS and BACKENDS[name].isolated]  # the rest run in the sweep's process
+        rates = series_starts(rates, isolated, start or start_worker(env), clock, device)
         for name, executable in peers.items():
             field = "nvbandwidth_start_s" if name == "nvbandwidth" else "bandwidthtest_start_s"
             began = clock()
@@ -249,10 +329,11 @@ def calibrate(device: str, index: int, has_cuda: bool, peers: dict[str, str], sw
             rates = rates.but(finish_s=finish_s(path, sweeps))
             measured.append("finish_s")
         except Exception as error:  # a figure that cannot be drawn here costs the finish's figure only
-            rates = rates.but(why_not=f"the report's time not measured: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
+            rates = with_why(rates, f"the report's time not measured: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
         return rates.but(measured=tuple(measured), spent_s=clock() - started)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["Landed", "calibrate", "fit_line", "peer_start", "probe_arguments", "run_timed", "sweep_rates", "timed_s"]
+__all__ = ["Landed", "calibrate", "fit_line", "peer_start", "probe_arguments", "run_timed", "series_starts", "sweep_rates", "timed_s",
+           "worker_starts"]  # fmt: skip

@@ -137,6 +137,7 @@ class Validation:
         plans = []
         for stem, shape, sizes, ops in (("default", DEFAULT_SHAPE, batches, ("copy", "seed")), ("large", LARGE_SHAPE, large, ("copy",))):
             keys, used = budget.series_keys(self.frameworks, self.device, ops, (PER_CALL, STREAMED), shape)
+            keys = [key for key in keys if key.framework not in self.rates.unseen]  # skipped by the sweep: its worker sees no such device
             plans.append(budget.SweepPlan(stem, tuple(keys), sizes, tuple(used), timing))
         if self.has_link_run:
             keys, used = budget.series_keys(("cuda",), self.device, ("copy",), (STREAMED,), LARGE_SHAPE, modes=("raw_pinned",))
@@ -1130,8 +1131,10 @@ def run(validation: Validation, echo: Echo) -> tuple[list[Verdict], Path]:
     started = time.monotonic()
     folder = validation.folder
     refuse_used_folder(folder)
+    workers = [name for plan in validation.sweep_plans() for name in plan.frameworks]  # each framework's series start is timed
     validation.rates = calibrate.calibrate(validation.device, validation.index, validation.has_link_run, validation.peers,
-                                           len(validation.sweeps()), echo, {**os.environ, "PYTHONPATH": _python_path()})  # fmt: skip
+                                           len(validation.sweeps()), echo, {**os.environ, "PYTHONPATH": _python_path()},
+                                           frameworks=workers)  # fmt: skip
     validation.fit()
     for line in validation.plan_lines():
         echo(line)

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -265,13 +265,15 @@ class WorkerRunner:
     """A framework in its own process. Starting it returns at once; hello() waits until it is ready."""
 
     def __init__(self, backend: Backend, python: str | None = None, start_timeout_s: float = STARTUP_TIMEOUT_S,
-                 binding: Binding | None = None) -> None:  # fmt: skip
+                 binding: Binding | None = None, env: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        """`env`: the environment the worker starts from (this process's where None), as a sweep's own is."""
         self.backend = backend
         self.start_timeout_s = start_timeout_s
         self.python = python or sys.executable
         self.folder = _source_folder()
+        base = dict(os.environ if env is None else env)
         # Also on PYTHONPATH, for a user who set PYTHONSAFEPATH (then -m does not add the working directory).
-        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), os.environ.get("PYTHONPATH")]))}
+        self.env = {**base, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.folder), base.get("PYTHONPATH")]))}
         # The worker's log is read as UTF-8: on Windows its stderr would otherwise be in the ANSI code page.
         self.env.setdefault("PYTHONIOENCODING", "utf-8")
         self.env.update(facts_for_workers())  # the machine as the sweep read it once: no worker runs macOS's tools again
