@@ -223,7 +223,7 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     if kind == "mps":
         return unified_memory_ceiling(series, environment)
     device = device_entry(environment, series.device)
-    if kind == "xpu" and device.get("host_link") == "unified memory":
+    if kind == "xpu" and device.get(vendors.HOST_LINK) == vendors.UNIFIED:
         return None, "unknown: this Intel GPU is integrated and shares the host's memory, whose bandwidth xferbench has no figure for"
     if kind == "xpu":  # Level Zero's Sysman reads an Intel GPU's link; xferbench does not ask it
         return None, "unknown: xferbench reads no Intel GPU's PCIe link"
@@ -238,7 +238,7 @@ def link_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | N
     return None, f"unknown: {why}"
 
 
-UNIFIED = "unified memory"  # what an mps series' ceiling is labelled: no link lies between host and GPU
+UNIFIED = vendors.UNIFIED  # what an mps series' ceiling is labelled: no link lies between host and GPU
 
 
 def unified_memory_ceiling(series: Series, environment: dict[str, Any]) -> tuple[float | None, str]:

@@ -22,6 +22,7 @@ VENDOR, RUNTIME, HOST_LINK = "vendor", "runtime", "host_link"
 NVIDIA, AMD, INTEL, APPLE = "NVIDIA", "AMD", "Intel", "Apple"
 PCIE, C2C, UNIFIED = c2c.PCIE, c2c.C2C, "unified memory"
 METAL = "Metal"
+LEVEL_ZERO = "Level Zero"  # an Intel GPU's runtime under PyTorch's xpu device
 ROCM = "ROCm"  # an AMD GPU's runtime where its version is not known (a ROCm-only tool's output names none)
 X86 = ("x86_64", "amd64", "i386", "i686")  # no NVLink-C2C host: C2C runs only from a Grace CPU (aarch64)
 UNKNOWN = "unknown"
@@ -109,5 +110,5 @@ def text(value: str | None) -> str:
     return value if value else UNKNOWN
 
 
-__all__ = ["AMD", "APPLE", "C2C", "HOST_LINK", "INTEL", "METAL", "NVIDIA", "PCIE", "ROCM", "RUNTIME", "UNIFIED", "UNKNOWN", "VENDOR",
+__all__ = ["AMD", "APPLE", "C2C", "HOST_LINK", "INTEL", "LEVEL_ZERO", "METAL", "NVIDIA", "PCIE", "ROCM", "RUNTIME", "UNIFIED", "UNKNOWN", "VENDOR",
            "describe", "host_link", "label_devices", "runtime", "text", "vendor"]  # fmt: skip

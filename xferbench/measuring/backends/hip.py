@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from xferbench.core.spec import D2H, DEVICE_TO_HOST, H2D, HOST_TO_DEVICE, SeriesKey, Spec
+from xferbench.core.vendors import AMD
 from xferbench.measuring.backends.base import Backend, SeriesInfo, Transfer
 from xferbench.measuring.buffers import VERIFY_CHUNK_BYTES, address_offset, check_all, fill_pattern, make_source, read_host
 
@@ -309,7 +310,7 @@ class HipBackend(Backend):
     def environment(self) -> dict[str, Any]:
         hip = runtime()
         version = hip.version()  # HIP's major.minor is its ROCm release's: HIP 6.4.43483 ships in ROCm 6.4.x
-        devices = [{"id": f"cuda:{i}", "kind": "cuda", "name": amd_device_name(hip, i), "vendor": "AMD",
+        devices = [{"id": f"cuda:{i}", "kind": "cuda", "name": amd_device_name(hip, i), "vendor": AMD,
                     "runtime": "ROCm " + ".".join(version.split(".")[:2]), "hip": version,
                     "pci_bus_id": hip.text("hipDeviceGetPCIBusId", i)} for i in range(hip.device_count())]  # fmt: skip
         return {"hip": version, "library": hip.path, "devices": devices}

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from xferbench.core.vendors import AMD, INTEL, LEVEL_ZERO, NVIDIA, PCIE, UNIFIED
+
 XPU_SINCE = (2, 5)  # the first PyTorch release with the xpu device in its own wheels
 XPU_EVENTS_SINCE = (2, 6)  # the first whose torch.xpu.Event has elapsed_time
 # Intel's discrete GPUs, by name: the Arc A- and B-series (and their Pro cards) and the Data Center GPUs
@@ -81,7 +83,7 @@ def xpu_clock_reason(torch: Any) -> str | None:
 
 def intel_host_link(name: str) -> str:
     """How an Intel GPU reaches host memory, by its name (INTEL_DISCRETE)."""
-    return "PCIe" if INTEL_DISCRETE.search(name) else "unified memory"
+    return PCIE if INTEL_DISCRETE.search(name) else UNIFIED
 
 
 def device_name(torch: Any, device: str) -> str:
@@ -96,13 +98,14 @@ def device_name(torch: Any, device: str) -> str:
 
 def cuda_entry(torch: Any, props: Any) -> dict[str, Any]:
     """What a `cuda` device entry adds by vendor: an NVIDIA GPU's CUDA, an AMD GPU's ROCm and architecture."""
-    link = "unified memory" if getattr(props, "is_integrated", False) else "PCIe"  # an APU (MI300A), a Jetson
+    integrated = bool(getattr(props, "is_integrated", False))  # an APU (MI300A), a Jetson: the host's own memory
     if is_rocm(torch):
-        return {"name": amd_name(props), "vendor": "AMD", "runtime": rocm_runtime(torch), "hip": torch.version.hip,
-                "gfx_arch": gfx_arch(props), "gcn_arch_name": getattr(props, "gcnArchName", None), "host_link": link}  # fmt: skip
+        return {"name": amd_name(props), "vendor": AMD, "runtime": rocm_runtime(torch), "hip": torch.version.hip,
+                "gfx_arch": gfx_arch(props), "gcn_arch_name": getattr(props, "gcnArchName", None),
+                "host_link": UNIFIED if integrated else PCIE}  # fmt: skip
     # An NVIDIA GPU's runtime (the driver's CUDA) and its host link (PCIe or NVLink-C2C) are read from NVML when the
     # environment is captured (core/vendors.py): torch cannot tell a Grace node's link from PCIe.
-    return {"vendor": "NVIDIA", **({"host_link": link} if link != "PCIe" else {})}
+    return {"vendor": NVIDIA, **({"host_link": UNIFIED} if integrated else {})}
 
 
 def xpu_entries(torch: Any) -> list[dict[str, Any]]:
@@ -113,7 +116,7 @@ def xpu_entries(torch: Any) -> list[dict[str, Any]]:
         name = str(props.name)
         entries.append({
             "id": device, "kind": "xpu", "name": name, "memory_bytes": getattr(props, "total_memory", None),
-            "vendor": "Intel", "runtime": "Level Zero", "driver": getattr(props, "driver_version", None),
+            "vendor": INTEL, "runtime": LEVEL_ZERO, "driver": getattr(props, "driver_version", None),
             "platform": getattr(props, "platform_name", None), "host_link": intel_host_link(name),
             "host_link_source": "the GPU's name: Arc A/B-series and Data Center GPUs are discrete, on PCIe; other Intel GPUs are integrated",
             "eu_count": getattr(props, "gpu_eu_count", None),
